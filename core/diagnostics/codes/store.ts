@@ -121,4 +121,11 @@ export const storeCodes = [
     cause: 'the database schema could not be migrated: {reason}',
     fix: 'check that the database user may create tables in the database, then start again',
   },
+  {
+    code: 'CCA-E0118',
+    blame: 'bug',
+    title: 'unexpected database error',
+    cause: 'the {backend} store failed a statement it should not fail: {reason}',
+    fix: 'report this with `cca bundle`; the operation was not applied',
+  },
 ] as const satisfies readonly DiagnosticDef[];

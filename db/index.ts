@@ -1,0 +1,31 @@
+import { CcaError } from '../core/diagnostics/index.js';
+import { MemoryStore, type MemoryStoreOptions } from './memory.js';
+import type { Store } from './store.js';
+import type { PostgresStoreOptions } from './postgres/store.js';
+
+export type { Store } from './store.js';
+export * from './store.js';
+
+export interface OpenStoreOptions {
+  memory?: MemoryStoreOptions;
+  postgres?: PostgresStoreOptions;
+}
+
+/**
+ * Open a store by URL: `memory:`, `postgres://…` (or `postgresql://…`), `etcd://host:port/prefix`.
+ * Backends load lazily so that a process (or the browser) pulls in only the driver it uses.
+ */
+export async function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Store> {
+  const scheme = /^([a-z0-9+]+):/i.exec(url)?.[1]?.toLowerCase();
+  switch (scheme) {
+    case 'memory':
+      return new MemoryStore(opts.memory);
+    case 'postgres':
+    case 'postgresql': {
+      const { PostgresStore } = await import('./postgres/store.js');
+      return PostgresStore.open(url, opts.postgres);
+    }
+    default:
+      throw new CcaError('CCA-E0116', { url, reason: scheme ? `unknown scheme ${scheme}:` : 'no scheme' });
+  }
+}

@@ -1,0 +1,40 @@
+import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
+
+/** SQLSTATE classes and node errors that mean "the connection or server went away". */
+function isConnectionError(e: unknown): boolean {
+  if (!(e instanceof Error)) return false;
+  const code = (e as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code.startsWith('08') || code.startsWith('57P') || code === '53300') return true;
+    if (['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH'].includes(code)) return true;
+  }
+  return /Connection terminated|connection closed|Client has encountered a connection error|timeout exceeded when trying to connect/i.test(
+    e.message,
+  );
+}
+
+/**
+ * Turn whatever a Postgres call threw into a coded diagnostic. `committing` marks a
+ * failure while COMMIT was in flight: then nobody knows whether the write happened.
+ */
+export function pgFailure(e: unknown, target: string, committing = false): CcaError {
+  if (isCcaError(e)) return e;
+  const reason = e instanceof Error ? e.message : String(e);
+  if (isConnectionError(e)) {
+    return committing
+      ? new CcaError('CCA-E0112', { backend: 'postgres', reason }, { cause: e })
+      : new CcaError('CCA-E0111', { backend: 'postgres', reason, target }, { cause: e });
+  }
+  return new CcaError('CCA-E0118', { backend: 'postgres', reason }, { cause: e });
+}
+
+/** Where a URL points, without its password, for messages. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return 'the configured database';
+  }
+}

@@ -1,0 +1,23 @@
+import pg from 'pg';
+
+const INT8_OID = 20;
+
+/** Revisions and lease ids fit in 2^53 for centuries of writes; read them as numbers. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID && format !== 'binary') return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format ?? 'text');
+  },
+};
+
+export function createPool(url: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url, max, types, application_name: 'ccattler' });
+  // An idle client that loses its connection must not crash the process; the next
+  // query on the pool gets a fresh connection.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
+export function createClient(url: string): pg.Client {
+  return new pg.Client({ connectionString: url, types, application_name: 'ccattler-listen' });
+}

@@ -1,0 +1,46 @@
+import type { Db } from './db.js';
+
+export async function grantLease(db: Db, ttl: number): Promise<number> {
+  const r = await db.query<{ id: number }>(
+    `INSERT INTO cca_lease (ttl, expires_at) VALUES ($1::bigint, clock_timestamp() + $1::bigint * interval '1 second') RETURNING id`,
+    [ttl],
+  );
+  return r.rows[0]!.id;
+}
+
+/** Extends a live lease; a lease past its expiry stays dead even before the reaper deletes it. */
+export async function keepAliveLease(db: Db, id: number): Promise<number | null> {
+  const r = await db.query<{ ttl: number }>(
+    `UPDATE cca_lease SET expires_at = clock_timestamp() + ttl * interval '1 second'
+      WHERE id = $1 AND expires_at > clock_timestamp() RETURNING ttl`,
+    [id],
+  );
+  return r.rows[0]?.ttl ?? null;
+}
+
+export async function leaseTimeToLive(
+  db: Db,
+  id: number,
+): Promise<{ ttl: number; grantedTtl: number; keys: string[] } | null> {
+  const r = await db.query<{ ttl: number; remaining: number; keys: string[] }>(
+    `SELECT l.ttl, floor(extract(epoch FROM l.expires_at - clock_timestamp()))::int AS remaining,
+            ARRAY(SELECT key FROM cca_kv WHERE lease = l.id ORDER BY key) AS keys
+       FROM cca_lease l WHERE l.id = $1 AND l.expires_at > clock_timestamp()`,
+    [id],
+  );
+  const row = r.rows[0];
+  return row ? { ttl: Math.max(0, row.remaining), grantedTtl: row.ttl, keys: row.keys } : null;
+}
+
+export async function listLiveLeases(db: Db): Promise<number[]> {
+  const r = await db.query<{ id: number }>(`SELECT id FROM cca_lease WHERE expires_at > clock_timestamp() ORDER BY id`);
+  return r.rows.map((x) => x.id);
+}
+
+export async function listExpiredLeases(db: Db, max: number): Promise<number[]> {
+  const r = await db.query<{ id: number }>(
+    `SELECT id FROM cca_lease WHERE expires_at <= clock_timestamp() ORDER BY expires_at, id LIMIT $1`,
+    [max],
+  );
+  return r.rows.map((x) => x.id);
+}

@@ -1,0 +1,246 @@
+import type pg from 'pg';
+import { CcaError, type Diagnostic } from '../../core/diagnostics/index.js';
+import { checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange } from '../keyspace.js';
+import type {
+  KeyValue,
+  RangeRequest,
+  RangeResponse,
+  Store,
+  TxnRequest,
+  TxnResponse,
+  WatchBatch,
+  WatchRequest,
+} from '../store.js';
+import { validateTxn } from '../txn-eval.js';
+import { followWatch } from '../watch-feed.js';
+import { pgFailure, redactUrl } from './errors.js';
+import { migrateStore } from './migrate.js';
+import { createPool } from './pool.js';
+import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
+import { readHead } from './sql/readHead.js';
+import { readRange } from './sql/readRange.js';
+import * as leaseSql from './sql/leases.js';
+import { WatchHub } from './watch-hub.js';
+import { WriteBatcher, type WriteItem } from './write-batcher.js';
+
+export interface PostgresStoreOptions {
+  /** Connections for reads and the write batch (one at a time); LISTEN uses its own. */
+  poolSize?: number;
+  /** Client transactions per Postgres transaction at most. */
+  maxBatch?: number;
+  leaseReaperMs?: number;
+  watchPollMs?: number;
+  /** Revisions per compaction delete statement. */
+  compactWindow?: number;
+  onDiagnostic?: (d: Diagnostic) => void;
+}
+
+type Distribute<T> = T extends unknown ? Omit<T, 'resolve' | 'reject'> : never;
+
+/**
+ * The Store on Postgres: writes batched through one counter lock (see WriteBatcher),
+ * reads straight from the pool, watches through one WatchHub per store, lease expiry
+ * by a reaper that any number of processes may run at once.
+ */
+export class PostgresStore implements Store {
+  private readonly batcher: WriteBatcher;
+  private readonly hub: WatchHub;
+  private readonly target: string;
+  private reaper: ReturnType<typeof setInterval> | undefined;
+  private reaping = false;
+  private isClosed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    url: string,
+    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize'>>,
+  ) {
+    this.target = redactUrl(url);
+    this.batcher = new WriteBatcher(pool, {
+      maxBatch: opts.maxBatch,
+      target: this.target,
+      onCommit: (rev) => this.hub.noteHead(rev),
+    });
+    this.hub = new WatchHub(pool, {
+      url,
+      target: this.target,
+      pollMs: opts.watchPollMs,
+      ringRevisions: 4096,
+      pageRevisions: 1000,
+      onDiagnostic: opts.onDiagnostic,
+    });
+  }
+
+  static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
+    const pool = createPool(url, options.poolSize ?? 10);
+    try {
+      await migrateStore(pool);
+      const store = new PostgresStore(pool, url, {
+        maxBatch: options.maxBatch ?? 256,
+        leaseReaperMs: options.leaseReaperMs ?? 250,
+        watchPollMs: options.watchPollMs ?? 500,
+        compactWindow: options.compactWindow ?? 10_000,
+        onDiagnostic: options.onDiagnostic ?? (() => undefined),
+      });
+      await store.hub.start();
+      store.startReaper();
+      return store;
+    } catch (e) {
+      await pool.end().catch(() => undefined);
+      throw pgFailure(e, redactUrl(url));
+    }
+  }
+
+  async revision(): Promise<number> {
+    this.enter();
+    return (await this.q(() => readHead(this.pool))).revision;
+  }
+
+  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
+    const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
+    return r.kvs[0] ?? null;
+  }
+
+  async range(req: RangeRequest): Promise<RangeResponse> {
+    this.enter();
+    const iv = intervalOf(req);
+    checkRangeOptions(req);
+    const at = req.revision ?? 0;
+    const r = await this.q(() =>
+      readRange(this.pool, iv, {
+        revision: at,
+        limit: req.limit ?? 0,
+        reverse: req.reverse ?? false,
+        keysOnly: req.keysOnly ?? false,
+        countOnly: req.countOnly ?? false,
+      }),
+    );
+    if (at > r.head) throw new CcaError('CCA-E0102', { revision: at, current: r.head });
+    if (at !== 0 && at < r.compactRevision) {
+      throw new CcaError('CCA-E0101', { revision: at, compactRevision: r.compactRevision });
+    }
+    const limit = req.limit ?? 0;
+    return {
+      kvs: r.kvs,
+      count: r.count,
+      more: !req.countOnly && limit > 0 && r.count > limit,
+      revision: r.head,
+    };
+  }
+
+  async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
+    const r = await this.txn({ compare: [], success: [{ put: { key, value, ...opts } }] });
+    const resp = r.responses[0] as { put: { prevKv?: KeyValue } };
+    return resp.put.prevKv ? { revision: r.revision, prevKv: resp.put.prevKv } : { revision: r.revision };
+  }
+
+  async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
+    const r = await this.txn({ compare: [], success: [{ delete: { key, ...opts } }] });
+    const resp = r.responses[0] as { delete: { deleted: number; prevKvs?: KeyValue[] } };
+    return { revision: r.revision, ...resp.delete };
+  }
+
+  txn(req: TxnRequest): Promise<TxnResponse> {
+    this.enter();
+    validateTxn(req);
+    return this.write<TxnResponse>({ kind: 'txn', req });
+  }
+
+  watch(req: WatchRequest): AsyncIterable<WatchBatch> {
+    this.enter();
+    return followWatch(this.hub, req);
+  }
+
+  async grantLease(ttlSeconds: number): Promise<{ id: number; ttl: number }> {
+    this.enter();
+    checkLeaseTtl(ttlSeconds);
+    const id = await this.q(() => leaseSql.grantLease(this.pool, ttlSeconds));
+    return { id, ttl: ttlSeconds };
+  }
+
+  async keepAlive(id: number): Promise<{ ttl: number }> {
+    this.enter();
+    const ttl = await this.q(() => leaseSql.keepAliveLease(this.pool, id));
+    if (ttl === null) throw new CcaError('CCA-E0107', { lease: id });
+    return { ttl };
+  }
+
+  revokeLease(id: number): Promise<{ revision: number }> {
+    this.enter();
+    return this.write<{ revision: number }>({ kind: 'revoke', lease: id });
+  }
+
+  async leaseTimeToLive(id: number): Promise<{ ttl: number; grantedTtl: number; keys: string[] }> {
+    this.enter();
+    return (await this.q(() => leaseSql.leaseTimeToLive(this.pool, id))) ?? { ttl: -1, grantedTtl: 0, keys: [] };
+  }
+
+  async leases(): Promise<{ id: number }[]> {
+    this.enter();
+    return (await this.q(() => leaseSql.listLiveLeases(this.pool))).map((id) => ({ id }));
+  }
+
+  async compact(revision: number): Promise<void> {
+    this.enter();
+    if (!Number.isSafeInteger(revision) || revision < 0) {
+      throw new CcaError('CCA-E0106', { reason: `compact revision must be a whole number, got ${String(revision)}` });
+    }
+    const set = await this.q(() => setCompactRevision(this.pool, revision));
+    if (!set.ok) {
+      if (revision > set.revision) throw new CcaError('CCA-E0102', { revision, current: set.revision });
+      throw new CcaError('CCA-E0101', { revision, compactRevision: set.compactRevision });
+    }
+    this.hub.noteCompacted(revision);
+    const oldest = (await this.q(() => oldestLogRevision(this.pool))) ?? revision;
+    for (let lo = oldest; lo < revision; lo += this.opts.compactWindow) {
+      await this.q(() => deleteCompactedWindow(this.pool, revision, lo, lo + this.opts.compactWindow));
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    if (this.reaper) clearInterval(this.reaper);
+    await this.batcher.idle();
+    await this.hub.close();
+    await this.pool.end();
+  }
+
+  /** Expire due leases now (the reaper also does this on its timer). Returns how many it expired. */
+  async expireLeases(): Promise<number> {
+    const due = await this.q(() => leaseSql.listExpiredLeases(this.pool, 100));
+    const done = await Promise.all(due.map((lease) => this.write<boolean>({ kind: 'expire', lease }).catch(() => false)));
+    return done.filter(Boolean).length;
+  }
+
+  private startReaper(): void {
+    this.reaper = setInterval(() => {
+      if (this.reaping || this.isClosed) return;
+      this.reaping = true;
+      this.expireLeases()
+        .catch((e) => this.opts.onDiagnostic(pgFailure(e, this.target).diagnostic))
+        .finally(() => {
+          this.reaping = false;
+        });
+    }, this.opts.leaseReaperMs);
+    this.reaper.unref?.();
+  }
+
+  private write<R>(item: Distribute<WriteItem>): Promise<R> {
+    return new Promise<R>((resolve, reject) =>
+      this.batcher.submit({ ...item, resolve: resolve as (v: never) => void, reject } as WriteItem),
+    );
+  }
+
+  private async q<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (e) {
+      throw pgFailure(e, this.target);
+    }
+  }
+
+  private enter(): void {
+    if (this.isClosed) throw new CcaError('CCA-E0113');
+  }
+}

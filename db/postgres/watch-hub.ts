@@ -1,0 +1,235 @@
+import type pg from 'pg';
+import { CcaError } from '../../core/diagnostics/index.js';
+import type { Diagnostic } from '../../core/diagnostics/index.js';
+import { intervalOf, type KeyInterval } from '../keyspace.js';
+import type { WatchBatch } from '../store.js';
+import type { WatchSource } from '../watch-feed.js';
+import { createClient } from './pool.js';
+import { pgFailure } from './errors.js';
+import { readHead } from './sql/readHead.js';
+import { readLog } from './sql/readLog.js';
+
+export interface WatchHubOptions {
+  url: string;
+  target: string;
+  /** Backstop poll of the head while LISTEN is down or a NOTIFY is lost. ≤ 1 s. */
+  pollMs: number;
+  /** Revisions kept in memory for watchers at the live edge. */
+  ringRevisions: number;
+  /** Revisions per catch-up query. */
+  pageRevisions: number;
+  onDiagnostic(d: Diagnostic): void;
+}
+
+const ALL: KeyInterval = intervalOf({ prefix: '' });
+
+/**
+ * One per store (so one per process): one LISTEN connection that wakes every watcher,
+ * a bounded poll as the backstop, and a ring of recent revisions so that watchers at
+ * the live edge share one log read. NOTIFY only says "the head moved"; the log table
+ * is the source of truth, and every read from it is checked for holes.
+ */
+export class WatchHub implements WatchSource {
+  private known = 0;
+  private compactRevision = 0;
+  private ring: WatchBatch[] = [];
+  /** The ring holds revisions ringStart..ringEnd (dense: every revision has a batch). */
+  private ringEnd = 0;
+  private filling: Promise<void> | undefined;
+  private waiters = new Set<() => void>();
+  private listener: pg.Client | undefined;
+  private poller: ReturnType<typeof setInterval> | undefined;
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  private backoffMs = 100;
+  private isClosed = false;
+  private lastProblem = '';
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly opts: WatchHubOptions,
+  ) {}
+
+  async start(): Promise<void> {
+    const h = await readHead(this.pool);
+    this.known = h.revision;
+    this.ringEnd = h.revision;
+    this.compactRevision = h.compactRevision;
+    await this.listen();
+    this.poller = setInterval(() => void this.poll(), this.opts.pollMs);
+    this.poller.unref?.();
+  }
+
+  head(): number {
+    return this.known;
+  }
+
+  closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** A local commit or compaction: no need to wait for the NOTIFY round trip. */
+  noteHead(revision: number): void {
+    if (revision > this.known) {
+      this.known = revision;
+      this.wake();
+    }
+  }
+
+  noteCompacted(revision: number): void {
+    this.compactRevision = Math.max(this.compactRevision, revision);
+  }
+
+  async read(from: number, iv: KeyInterval): Promise<{ batches: WatchBatch[]; through: number }> {
+    if (from < this.compactRevision) {
+      throw new CcaError('CCA-E0101', { revision: from, compactRevision: this.compactRevision });
+    }
+    if (from > this.ringEnd) {
+      await this.fill();
+      if (from > this.ringEnd) {
+        // The fill made no progress (a hole was reported): back off instead of spinning.
+        await new Promise((r) => setTimeout(r, this.opts.pollMs));
+        return { batches: [], through: from - 1 };
+      }
+    }
+    const ringStart = this.ringEnd - this.ring.length + 1;
+    if (from >= ringStart && from <= this.ringEnd) {
+      return { batches: this.ring.slice(from - ringStart), through: this.ringEnd };
+    }
+    // Behind the ring: catch up from the log on our own, filtered to our keys.
+    const page = await readLog(this.pool, from, from + this.opts.pageRevisions - 1, iv).catch((e) => {
+      throw pgFailure(e, this.opts.target);
+    });
+    this.noteCompacted(page.compactRevision);
+    if (from < page.compactRevision) {
+      throw new CcaError('CCA-E0101', { revision: from, compactRevision: page.compactRevision });
+    }
+    return { batches: page.batches, through: page.through };
+  }
+
+  waitBeyond(rev: number, signal: AbortSignal): Promise<void> {
+    return new Promise<void>((resolve) => {
+      if (this.known > rev || signal.aborted || this.isClosed) return resolve();
+      const done = () => {
+        this.waiters.delete(done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      this.waiters.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.isClosed = true;
+    if (this.poller) clearInterval(this.poller);
+    if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
+    this.wake();
+    const l = this.listener;
+    this.listener = undefined;
+    await l?.end().catch(() => undefined);
+  }
+
+  /** Extend the ring to the known head with one unfiltered read; concurrent callers share it. */
+  private fill(): Promise<void> {
+    this.filling ??= this.doFill().finally(() => {
+      this.filling = undefined;
+    });
+    return this.filling;
+  }
+
+  private async doFill(): Promise<void> {
+    if (this.known <= this.ringEnd) return;
+    const from = this.ringEnd + 1;
+    const page = await readLog(this.pool, from, from + this.opts.pageRevisions - 1, ALL).catch((e) => {
+      throw pgFailure(e, this.opts.target);
+    });
+    this.noteCompacted(page.compactRevision);
+    if (from < page.compactRevision) {
+      // We fell behind compaction: restart the ring at the head; stragglers get `compacted`.
+      this.ring = [];
+      this.ringEnd = page.head;
+      return;
+    }
+    let expect = from;
+    for (const b of page.batches) {
+      if (b.revision !== expect) {
+        this.report(new CcaError('CCA-E0115', { from, to: page.through, missing: expect }).diagnostic);
+        return;
+      }
+      expect++;
+    }
+    if (expect !== page.through + 1) {
+      this.report(new CcaError('CCA-E0115', { from, to: page.through, missing: expect }).diagnostic);
+      return;
+    }
+    this.ring.push(...page.batches);
+    this.ringEnd = page.through;
+    if (this.ring.length > this.opts.ringRevisions) this.ring.splice(0, this.ring.length - this.opts.ringRevisions);
+    this.noteHead(page.head);
+  }
+
+  private async listen(): Promise<void> {
+    const client = createClient(this.opts.url);
+    client.on('notification', (msg) => {
+      const rev = Number(msg.payload);
+      if (Number.isSafeInteger(rev)) this.noteHead(rev);
+    });
+    const lost = () => {
+      if (this.listener !== client) return;
+      this.listener = undefined;
+      client.end().catch(() => undefined);
+      this.scheduleReconnect();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    try {
+      await client.connect();
+      await client.query('LISTEN cca_revision');
+      this.listener = client;
+      this.backoffMs = 100;
+      this.lastProblem = '';
+      // Anything committed while we were not listening is picked up now.
+      void this.poll();
+    } catch (e) {
+      client.end().catch(() => undefined);
+      this.report(pgFailure(e, this.opts.target).diagnostic);
+      this.scheduleReconnect();
+    }
+  }
+
+  private scheduleReconnect(): void {
+    if (this.isClosed || this.reconnectTimer) return;
+    const wait = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, 5_000);
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (!this.isClosed) void this.listen();
+    }, wait);
+    this.reconnectTimer.unref?.();
+  }
+
+  private async poll(): Promise<void> {
+    if (this.isClosed) return;
+    try {
+      const h = await readHead(this.pool);
+      this.noteCompacted(h.compactRevision);
+      this.noteHead(h.revision);
+    } catch (e) {
+      this.report(pgFailure(e, this.opts.target).diagnostic);
+    }
+  }
+
+  /** A failing store is reported once, not once per poll. */
+  private report(d: Diagnostic): void {
+    const key = `${d.code} ${d.message}`;
+    if (key === this.lastProblem) return;
+    this.lastProblem = key;
+    this.opts.onDiagnostic(d);
+  }
+
+  private wake(): void {
+    const ws = [...this.waiters];
+    this.waiters.clear();
+    for (const w of ws) w();
+  }
+}

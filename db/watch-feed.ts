@@ -1,0 +1,59 @@
+import { CcaError } from '../core/diagnostics/index.js';
+import { inInterval, intervalOf, type KeyInterval } from './keyspace.js';
+import type { WatchBatch, WatchRequest } from './store.js';
+
+/**
+ * Where a watcher pulls its history from. Pull, not push: each watcher keeps its own
+ * position, so a slow or late watcher catches up from the log by itself and can never
+ * block writers or other watchers (etcd's synced / unsynced / victim split, for free).
+ */
+export interface WatchSource {
+  /** The newest committed revision this source knows about. */
+  head(): number;
+  /**
+   * The batches touching `iv` with from ≤ revision ≤ through, in order, each complete.
+   * `through` may stop short of head (paging). Throws CCA-E0101 when `from` is compacted.
+   */
+  read(from: number, iv: KeyInterval): Promise<{ batches: WatchBatch[]; through: number }>;
+  /** Resolves once head() > rev, or when the signal aborts or the source closes. */
+  waitBeyond(rev: number, signal: AbortSignal): Promise<void>;
+  closed(): boolean;
+}
+
+/**
+ * Validation and the start revision are settled at call time, not at the first
+ * next(), so "watch, then write, then iterate" never misses the write.
+ */
+export function followWatch(source: WatchSource, req: WatchRequest): AsyncGenerator<WatchBatch> {
+  if (req.key !== undefined && req.prefix !== undefined) {
+    throw new CcaError('CCA-E0106', { reason: 'watch takes key or prefix, not both' });
+  }
+  const iv = req.key !== undefined ? intervalOf({ key: req.key }) : intervalOf({ prefix: req.prefix ?? '' });
+  if (req.fromRevision !== undefined && (!Number.isSafeInteger(req.fromRevision) || req.fromRevision < 0)) {
+    throw new CcaError('CCA-E0106', { reason: `fromRevision must be a whole number ≥ 0, got ${String(req.fromRevision)}` });
+  }
+  const start = req.fromRevision ? req.fromRevision : source.head() + 1;
+  return pull(source, req, iv, start);
+}
+
+async function* pull(source: WatchSource, req: WatchRequest, iv: KeyInterval, start: number): AsyncGenerator<WatchBatch> {
+  const signal = req.signal ?? new AbortController().signal;
+  let next = start;
+  while (!signal.aborted && !source.closed()) {
+    if (next > source.head()) {
+      await source.waitBeyond(next - 1, signal);
+      continue;
+    }
+    const { batches, through } = await source.read(next, iv);
+    for (const b of batches) {
+      if (signal.aborted) return;
+      const events = b.events.filter((e) => inInterval(e.kv.key, iv));
+      if (events.length === 0) continue;
+      yield {
+        revision: b.revision,
+        events: req.prevKv ? events : events.map(({ type, kv }) => ({ type, kv })),
+      };
+    }
+    next = through + 1;
+  }
+}
