@@ -1,0 +1,230 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { PostgresStore } from '../../db/postgres/store.js';
+import type { WatchBatch } from '../../db/store.js';
+import { createTestDatabase } from '../support/databases.js';
+import { freePort } from '../support/postgres-server.js';
+import { codeOf, eventually } from './conformance.js';
+import { intervalOf } from '../../db/keyspace.js';
+import type { Db } from '../../db/postgres/sql/db.js';
+import { loadKeys } from '../../db/postgres/sql/loadKeys.js';
+import { readLog } from '../../db/postgres/sql/readLog.js';
+import { readRange } from '../../db/postgres/sql/readRange.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const dbs: { drop(): Promise<void> }[] = [];
+afterAll(async () => {
+  await Promise.all(dbs.map((d) => d.drop()));
+});
+
+async function freshStore(label: string, opts: Parameters<typeof PostgresStore.open>[1] = {}) {
+  const db = await createTestDatabase(label);
+  dbs.push(db);
+  return { url: db.url, store: await PostgresStore.open(db.url, opts) };
+}
+
+async function sql<T extends pg.QueryResultRow>(url: string, text: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(text, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+describe('PostgresStore specifics', () => {
+  test('a watch survives its LISTEN connection being killed: nothing lost, nothing doubled', async () => {
+    const { url, store } = await freshStore('drop', { watchPollMs: 200 });
+    const got: WatchBatch[] = [];
+    const ac = new AbortController();
+    const done = (async () => {
+      for await (const b of store.watch({ prefix: 'w/', fromRevision: 2, signal: ac.signal })) got.push(b);
+    })();
+    for (let i = 0; i < 20; i++) await store.put(`w/${i}`, 'x');
+    const killed = await sql<{ n: number }>(
+      url,
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'ccattler-listen'`,
+    );
+    expect(killed[0]!.n).toBe(1);
+    for (let i = 20; i < 40; i++) await store.put(`w/${i}`, 'x');
+    await eventually(async () => got.length, (n) => n >= 40);
+    // The LISTEN connection comes back on its own.
+    await eventually(
+      () => sql<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'ccattler-listen' AND datname = current_database()`),
+      (r) => r[0]!.n === 1,
+    );
+    for (let i = 40; i < 45; i++) await store.put(`w/${i}`, 'x');
+    await eventually(async () => got.length, (n) => n >= 45);
+    ac.abort();
+    await done;
+    expect(got.map((b) => b.revision)).toEqual(Array.from({ length: 45 }, (_, i) => i + 2));
+    expect(got.map((b) => b.events[0]!.kv.key)).toEqual(Array.from({ length: 45 }, (_, i) => `w/${i}`));
+    await store.close();
+  });
+
+  test('a connection killed under the write batch fails that batch with a coded error; the next write works', async () => {
+    const { url, store } = await freshStore('kill');
+    await store.put('a', '1');
+    await sql(url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'ccattler'`);
+    const first = await codeOf(store.put('a', '2'));
+    expect(['no error', 'CCA-E0111', 'CCA-E0112']).toContain(first);
+    const r = await store.put('a', '3');
+    expect((await store.get('a'))?.value).toBe('3');
+    expect(r.revision).toBe(await store.revision());
+    await store.close();
+  });
+
+  test('with several processes on one database, a lease expires once: one revision, no double delete', async () => {
+    const { url, store: a } = await freshStore('lease2', { leaseReaperMs: 50 });
+    const b = await PostgresStore.open(url, { leaseReaperMs: 50 });
+    const c = await PostgresStore.open(url, { leaseReaperMs: 50 });
+    const leases = await Promise.all([1, 2, 3].map(() => a.grantLease(1)));
+    for (const [i, l] of leases.entries()) {
+      await b.put(`l/${i}/x`, 'v', { lease: l.id });
+      await c.put(`l/${i}/y`, 'v', { lease: l.id });
+    }
+    const before = await a.revision();
+    const r = await eventually(() => a.range({ prefix: 'l/' }), (x) => x.count === 0, 8_000);
+    expect(r.count).toBe(0);
+    // Three leases with keys: exactly three revisions, each deleting one lease's two keys.
+    expect(await a.revision()).toBe(before + 3);
+    const rows = await sql<{ revision: number; n: number }>(
+      url,
+      `SELECT revision::int, count(*)::int AS n FROM cca_log WHERE revision > $1 GROUP BY revision ORDER BY revision`,
+      [before],
+    );
+    expect(rows.map((x) => x.n)).toEqual([2, 2, 2]);
+    expect(await a.leases()).toEqual([]);
+    await Promise.all([a.close(), b.close(), c.close()]);
+  });
+
+  test('batched writers: a conflict fails only its own client, every other client gets its own revision', async () => {
+    const { store } = await freshStore('batch');
+    await store.put('shared', '0');
+    const results = await Promise.all(
+      Array.from({ length: 64 }, (_, i) =>
+        i % 8 === 0
+          ? store.txn({
+              compare: [{ key: 'shared', target: 'version', op: '=', value: 1 }],
+              success: [{ put: { key: 'shared', value: `won-${i}` } }],
+            })
+          : store.put(`k/${i}`, 'v').then((r) => ({ succeeded: true, revision: r.revision })),
+      ),
+    );
+    const cas = results.filter((_, i) => i % 8 === 0);
+    expect(cas.filter((r) => r.succeeded)).toHaveLength(1);
+    const revisions = results.filter((r) => r.succeeded).map((r) => r.revision);
+    expect(new Set(revisions).size).toBe(57);
+    expect(Math.max(...revisions)).toBe(await store.revision());
+    expect(Math.max(...revisions) - Math.min(...revisions)).toBe(56);
+    await store.close();
+  });
+
+  test('an unreachable database is a coded environment error, not a stack trace', async () => {
+    const port = await freePort();
+    const err = await PostgresStore.open(`postgres://u:secret@127.0.0.1:${port}/db`).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'CCA-E0111', blame: 'environment' });
+    expect(String((err as Error).message)).not.toContain('secret');
+  });
+
+  describe('hot queries use indexes on 100k log rows', () => {
+    let url: string;
+    let store: PostgresStore;
+    beforeAll(async () => {
+      ({ url, store } = await freshStore('explain'));
+      // 100k history rows over 10k keys, as 1k revisions of 100 keys each.
+      await sql(
+        url,
+        `INSERT INTO cca_log (revision, seq, key, value, deleted, create_revision, version, lease, prev_revision)
+         SELECT r + 1, s, 'k/' || lpad(((r * 100 + s) % 10000)::text, 5, '0'), 'v', false, 2, 1, 0, 0
+           FROM generate_series(1, 1000) r, generate_series(0, 99) s;
+         INSERT INTO cca_kv (key, value, create_revision, mod_revision, version, lease)
+         SELECT DISTINCT ON (key) key, value, create_revision, revision, version, lease FROM cca_log ORDER BY key, revision DESC;
+         UPDATE cca_meta SET revision = 1001;
+         ANALYZE cca_log; ANALYZE cca_kv;`,
+      );
+    }, 60_000);
+    afterAll(() => store.close());
+
+    /** EXPLAIN the statement a real SQL module sends, by handing it a Db that plans instead of running. */
+    const planOf = async (run: (db: Db) => Promise<unknown>): Promise<string> => {
+      let planned = '';
+      const explaining = {
+        query: async (text: string, params: unknown[]) => {
+          planned = (await sql<{ 'QUERY PLAN': string }>(url, `EXPLAIN ${text}`, params)).map((r) => r['QUERY PLAN']).join('\n');
+          throw new Error('planned');
+        },
+      } as unknown as Db;
+      await run(explaining).catch(() => undefined);
+      expect(planned).not.toBe('');
+      return planned;
+    };
+    const shape = { limit: 100, reverse: false, keysOnly: false, countOnly: false };
+
+    test('get by key', async () => {
+      const p = await planOf((db) => readRange(db, intervalOf({ key: 'k/00042' }), { ...shape, revision: 0 }));
+      expect(p).toMatch(/Index (Only )?Scan using cca_kv_pkey/);
+      expect(p).not.toMatch(/Seq Scan/);
+    });
+
+    test('prefix range now', async () => {
+      const p = await planOf((db) => readRange(db, intervalOf({ prefix: 'k/001' }), { ...shape, revision: 0 }));
+      expect(p).toMatch(/Index (Only )?Scan using cca_kv_pkey/);
+      expect(p).not.toMatch(/Seq Scan/);
+    });
+
+    test('prefix range at a past revision', async () => {
+      const p = await planOf((db) => readRange(db, intervalOf({ prefix: 'k/001' }), { ...shape, revision: 500 }));
+      expect(p).toMatch(/Index (Only )?Scan.*cca_log_key_revision/);
+      expect(p).not.toMatch(/Seq Scan on cca_log/);
+    });
+
+    test('watch catch-up from a revision, filtered by prefix', async () => {
+      const p = await planOf((db) => readLog(db, 990, 1001, intervalOf({ prefix: 'k/00' })));
+      // Either index answers it: by revision then filter, or by key range and revision.
+      expect(p).toMatch(/Index Scan (using|on) cca_log_(revision_seq_pk|key_revision)/);
+      expect(p).not.toMatch(/Seq Scan on cca_log/);
+    });
+
+    test('watch catch-up from a revision, every key', async () => {
+      const p = await planOf((db) => readLog(db, 990, 1001, intervalOf({ prefix: '' })));
+      expect(p).toMatch(/Index Scan (using|on) cca_log_revision_seq_pk/);
+      expect(p).not.toMatch(/Seq Scan on cca_log/);
+    });
+
+    test('a write batch loads its keys by index', async () => {
+      const p = await planOf((db) =>
+        loadKeys(db, { keys: ['k/00001', 'k/00002'], bounded: [{ start: 'k/002', end: 'k/003' }], unbounded: [], leases: [] }),
+      );
+      expect(p).toMatch(/cca_kv_pkey/);
+      expect(p).not.toMatch(/Seq Scan on cca_kv/);
+    });
+
+    test('the store reads the seeded history correctly', async () => {
+      const r = await store.range({ prefix: 'k/0004', revision: 500, limit: 3 });
+      expect(r.count).toBe(10);
+      expect(r.kvs.map((k) => k.key)).toEqual(['k/00040', 'k/00041', 'k/00042']);
+    });
+  });
+
+  test('the schema matches its reviewed snapshot (a DBA sees every change in review)', async () => {
+    const { url, store } = await freshStore('schema');
+    await store.close();
+    const cols = await sql<{ line: string }>(
+      url,
+      `SELECT table_name || '.' || column_name || ' ' || data_type || coalesce(' collate ' || collation_name, '') ||
+              CASE WHEN is_nullable = 'NO' THEN ' not null' ELSE '' END AS line
+         FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position`,
+    );
+    const idx = await sql<{ line: string }>(url, `SELECT indexdef AS line FROM pg_indexes WHERE schemaname = 'public' ORDER BY indexname`);
+    const actual = [...cols, ...idx].map((r) => r.line).join('\n') + '\n';
+    const file = path.join(here, 'postgres-schema.snapshot');
+    if (process.env.CCA_UPDATE_SNAPSHOTS) await writeFile(file, actual);
+    expect(actual).toBe(await readFile(file, 'utf8'));
+  });
+});
