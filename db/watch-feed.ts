@@ -37,7 +37,27 @@ export function followWatch(source: WatchSource, req: WatchRequest): AsyncGenera
 }
 
 async function* pull(source: WatchSource, req: WatchRequest, iv: KeyInterval, start: number): AsyncGenerator<WatchBatch> {
-  const signal = req.signal ?? new AbortController().signal;
+  // One listener on the caller's signal per watch, however many times we wait: many
+  // watches may share one signal.
+  const own = new AbortController();
+  const stop = () => own.abort();
+  req.signal?.addEventListener('abort', stop, { once: true });
+  if (req.signal?.aborted) own.abort();
+  const signal = own.signal;
+  try {
+    yield* pullFrom(source, req, iv, start, signal);
+  } finally {
+    req.signal?.removeEventListener('abort', stop);
+  }
+}
+
+async function* pullFrom(
+  source: WatchSource,
+  req: WatchRequest,
+  iv: KeyInterval,
+  start: number,
+  signal: AbortSignal,
+): AsyncGenerator<WatchBatch> {
   let next = start;
   while (!signal.aborted && !source.closed()) {
     if (next > source.head()) {

@@ -83,6 +83,12 @@ export class WatchHub implements WatchSource {
     if (from < this.compactRevision) {
       throw new CcaError('CCA-E0101', { revision: from, compactRevision: this.compactRevision });
     }
+    if (from > this.ringEnd + 1 && !this.filling) {
+      // The ring is stale (no watcher has read for a while): restart it where this
+      // watcher stands instead of paging through history nobody at the edge needs.
+      this.ring = [];
+      this.ringEnd = from - 1;
+    }
     if (from > this.ringEnd) {
       await this.fill();
       if (from > this.ringEnd) {
