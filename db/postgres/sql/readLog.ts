@@ -46,7 +46,12 @@ export async function readLog(db: Db, from: number, to: number, iv: KeyInterval)
          SELECT * FROM cca_log l WHERE l.revision >= $1 AND l.revision <= LEAST($2, m.revision) AND ${cond.sql}
           ORDER BY l.revision, l.seq
        ) l ON TRUE
-       LEFT JOIN cca_log p ON p.key = l.key AND p.revision = l.prev_revision AND NOT p.deleted
+       -- LATERAL … LIMIT 1 keeps this an index probe per event: as a plain join the
+       -- planner may hash the whole log.
+       LEFT JOIN LATERAL (
+         SELECT p.value, p.create_revision, p.version, p.lease FROM cca_log p
+          WHERE l.prev_revision <> 0 AND p.key = l.key AND p.revision = l.prev_revision AND NOT p.deleted LIMIT 1
+       ) p ON TRUE
       ORDER BY l.revision, l.seq`,
     [from, to, ...cond.params],
   );
