@@ -1,4 +1,4 @@
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, isCcaError } from '../core/diagnostics/index.js';
 import { inInterval, intervalOf, type KeyInterval } from './keyspace.js';
 import type { WatchBatch, WatchRequest } from './store.js';
 
@@ -59,12 +59,25 @@ async function* pullFrom(
   signal: AbortSignal,
 ): AsyncGenerator<WatchBatch> {
   let next = start;
+  let failures = 0;
   while (!signal.aborted && !source.closed()) {
     if (next > source.head()) {
       await source.waitBeyond(next - 1, signal);
       continue;
     }
-    const { batches, through } = await source.read(next, iv);
+    let page: { batches: WatchBatch[]; through: number };
+    try {
+      page = await source.read(next, iv);
+      failures = 0;
+    } catch (e) {
+      // The store being briefly unreachable is not the watcher's problem: keep our
+      // position and try again, so nothing is lost or doubled. Compaction and bugs end it.
+      if (!isCcaError(e) || e.blame !== 'environment') throw e;
+      failures++;
+      await sleep(Math.min(50 * 2 ** failures, 2_000), signal);
+      continue;
+    }
+    const { batches, through } = page;
     for (const b of batches) {
       if (signal.aborted) return;
       const events = b.events.filter((e) => inInterval(e.kv.key, iv));
@@ -76,4 +89,16 @@ async function* pullFrom(
     }
     next = through + 1;
   }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
 }

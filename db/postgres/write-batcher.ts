@@ -74,6 +74,12 @@ export class WriteBatcher {
     }
     let committing = false;
     let broken: unknown;
+    // A connection that dies between our queries emits 'error' on the client; without a
+    // listener that would crash the process. The next query then fails and we classify it.
+    const onError = (e: unknown) => {
+      broken ??= e;
+    };
+    client.on('error', onError);
     try {
       const begin = (await client.query(
         'BEGIN; SELECT revision, compact_revision AS "compactRevision" FROM cca_meta WHERE id = 1 FOR UPDATE',
@@ -97,6 +103,7 @@ export class WriteBatcher {
       await client.query('ROLLBACK').catch(() => undefined);
       for (const it of items) it.reject(err);
     } finally {
+      client.off('error', onError);
       client.release(broken instanceof Error && !isCcaError(broken) ? broken : undefined);
     }
   }
