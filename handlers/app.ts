@@ -1,0 +1,43 @@
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { routePath } from 'hono/route';
+import { CcaError } from '../core/diagnostics/index.js';
+import type { ServerDeps } from './deps.js';
+import { errorResponse } from './errors.js';
+import { requestId, type RequestIdEnv } from './request-id.js';
+import { healthRoutes } from './routes/health.js';
+import { stateRoutes } from './routes/state.js';
+import { watchRoutes } from './routes/watch.js';
+
+/** Streams and long polls would swamp the latency histogram with their waiting time. */
+const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments']);
+
+/**
+ * The HTTP API as a plain `(Request) => Response` app: tests call `app.request()` with
+ * no server, and every pod serves every route from the store alone.
+ */
+export function createApp(deps: ServerDeps): Hono<RequestIdEnv> {
+  const app = new Hono<RequestIdEnv>();
+  app.use(requestId({ generate: deps.newRequestId }));
+  app.use(async function measure(c, next) {
+    const started = performance.now();
+    await next();
+    const route = routePath(c) ?? 'unmatched';
+    deps.metrics.requests.inc({ route, method: c.req.method, status: String(c.res.status) });
+    if (!UNTIMED.has(route)) deps.metrics.latency.observe({ route }, (performance.now() - started) / 1000);
+  });
+  app.use(
+    bodyLimit({
+      maxSize: deps.limits.maxBodyBytes,
+      onError: () => {
+        throw new CcaError('CCA-E0602', { maxBytes: deps.limits.maxBodyBytes });
+      },
+    }),
+  );
+  app.route('/', healthRoutes(deps));
+  app.route('/', stateRoutes(deps));
+  app.route('/', watchRoutes(deps));
+  app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
+  app.onError((err, c) => errorResponse(err, c));
+  return app;
+}

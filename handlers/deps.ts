@@ -1,0 +1,27 @@
+import type { Store } from '../db/store.js';
+import type { ServerMetrics } from './metrics.js';
+
+export interface ServerLimits {
+  /** Largest request body accepted. */
+  maxBodyBytes: number;
+  /** How long an agent's long poll waits for a change before answering "nothing new". */
+  longPollMs: number;
+  /** Comment lines on idle watch streams keep proxies from closing them. */
+  heartbeatMs: number;
+}
+
+export const defaultLimits: ServerLimits = {
+  maxBodyBytes: 4 * 1024 * 1024,
+  longPollMs: 30_000,
+  heartbeatMs: 15_000,
+};
+
+/** Everything a handler may touch. Handlers hold no state of their own: any pod serves any request. */
+export interface ServerDeps {
+  store: Store;
+  metrics: ServerMetrics;
+  limits: ServerLimits;
+  /** Request IDs for requests that bring none: unique across pods and restarts. */
+  newRequestId(): string;
+  version: string;
+}

@@ -1,0 +1,27 @@
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Diagnostic } from '../core/diagnostics/index.js';
+
+/** Codes whose HTTP status is more specific than their blame's. */
+const byCode: Record<string, ContentfulStatusCode> = {
+  'CCA-E0101': 410,
+  'CCA-E0102': 400,
+  'CCA-E0107': 404,
+  'CCA-E0602': 413,
+  'CCA-E0604': 404,
+  'CCA-E0605': 401,
+  'CCA-E0606': 403,
+  'CCA-E0607': 415,
+  'CCA-E0609': 404,
+  'CCA-E0112': 503,
+};
+
+const byBlame: Record<Diagnostic['blame'], ContentfulStatusCode> = {
+  user: 400,
+  environment: 503,
+  external: 502,
+  bug: 500,
+};
+
+export function statusFor(d: Diagnostic): ContentfulStatusCode {
+  return byCode[d.code] ?? byBlame[d.blame];
+}

@@ -1,0 +1,23 @@
+import { Hono } from 'hono';
+import { CcaError } from '../../core/diagnostics/index.js';
+import type { ServerDeps } from '../deps.js';
+import type { RequestIdEnv } from '../request-id.js';
+
+export function healthRoutes(deps: ServerDeps) {
+  return new Hono<RequestIdEnv>()
+    .get('/healthz', (c) => c.json({ ok: true, version: deps.version }))
+    .get('/readyz', async (c) => {
+      try {
+        const revision = await deps.store.revision();
+        deps.metrics.storeRevision.set(revision);
+        return c.json({ ok: true, revision });
+      } catch (e) {
+        const reason = e instanceof CcaError ? e.diagnostic.message : String(e);
+        throw new CcaError('CCA-E0610', { reason }, { cause: e });
+      }
+    })
+    .get('/metrics', async (c) => {
+      c.header('Content-Type', deps.metrics.registry.contentType);
+      return c.body(await deps.metrics.registry.metrics());
+    });
+}

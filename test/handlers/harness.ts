@@ -1,0 +1,62 @@
+import { MemoryStore } from '../../db/memory.js';
+import type { Store } from '../../db/store.js';
+import { createApp } from '../../handlers/app.js';
+import { defaultLimits, type ServerDeps } from '../../handlers/deps.js';
+import { ServerMetrics } from '../../handlers/metrics.js';
+import { requestIdGenerator } from '../../handlers/request-id.js';
+
+export function testDeps(store: Store = new MemoryStore(), overrides: Partial<ServerDeps> = {}): ServerDeps {
+  return {
+    store,
+    metrics: new ServerMetrics(),
+    limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500 },
+    newRequestId: requestIdGenerator(0),
+    version: 'test',
+    ...overrides,
+  };
+}
+
+export function testApp(deps: ServerDeps = testDeps()) {
+  return { app: createApp(deps), deps };
+}
+
+/** Read SSE frames from a streaming response until `stop` says enough. */
+export async function readSse(
+  res: Response,
+  stop: (events: { event: string; id?: string; data: string }[]) => boolean,
+  timeoutMs = 5_000,
+): Promise<{ event: string; id?: string; data: string }[]> {
+  const reader = res.body!.getReader();
+  const decoder = new TextDecoder();
+  const events: { event: string; id?: string; data: string }[] = [];
+  let buf = '';
+  const deadline = Date.now() + timeoutMs;
+  try {
+    while (!stop(events) && Date.now() < deadline) {
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<{ done: true; value: undefined }>((r) => setTimeout(() => r({ done: true, value: undefined }), deadline - Date.now())),
+      ]);
+      if (chunk.done) break;
+      buf += decoder.decode(chunk.value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const e: { event: string; id?: string; data: string } = { event: 'message', data: '' };
+        for (const line of frame.split('\n')) {
+          if (line.startsWith(':')) {
+            e.event = 'comment';
+            e.data = line.slice(1).trim();
+          } else if (line.startsWith('event: ')) e.event = line.slice(7);
+          else if (line.startsWith('id: ')) e.id = line.slice(4);
+          else if (line.startsWith('data: ')) e.data += line.slice(6);
+        }
+        events.push(e);
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return events;
+}
