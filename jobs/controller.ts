@@ -1,0 +1,46 @@
+import type { Store } from '../db/store.js';
+
+/**
+ * The step contract. A controller is `reconcile(ctx) → Wakeup`: it reads the store,
+ * decides what is due, writes each action with its decision record in one store txn
+ * whose compares cover every key that justified it (the read-set rule), and says when
+ * it should run next. It never blocks, keeps no state between steps, and reads time and
+ * randomness only from its context — so the same step runs as a graphile-worker job,
+ * in the in-process driver, in the simulation, and in the browser.
+ */
+export interface StepContext {
+  store: Store;
+  /** Milliseconds on the driver's clock (virtual in the simulation). */
+  now: number;
+  /** Uniform in [0, 1); seeded in the simulation. */
+  random(): number;
+  /** The subject of a keyed controller's job (e.g. a service name); undefined for global ones. */
+  subject?: string;
+}
+
+/** When to run again: at a time, and/or when a key under one of these prefixes changes. */
+export interface Wakeup {
+  at?: number;
+  prefixes?: readonly string[];
+}
+
+export interface Controller {
+  /** Stable, used in job keys, metrics and decision records. */
+  readonly name: string;
+  /** Prefixes whose changes always wake this controller. */
+  readonly watches: readonly string[];
+  /**
+   * For controllers split by subject (several pods work in parallel on different
+   * subjects): the subject a changed key belongs to, or undefined when the change
+   * concerns every subject (then each known subject runs; see `subjects`).
+   */
+  subjectOf?(key: string): string | undefined;
+  /** Every subject that currently needs a step (e.g. every service name). */
+  subjects?(store: Store): Promise<string[]>;
+  reconcile(ctx: StepContext): Promise<Wakeup>;
+}
+
+/** Does a change to `key` concern a controller waiting on these prefixes? */
+export function wakesOn(prefixes: readonly string[], key: string): boolean {
+  return prefixes.some((p) => key.startsWith(p));
+}
