@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { CcaError, type Diagnostic } from '../../core/diagnostics/index.js';
-import { checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange } from '../keyspace.js';
+import { checkLeaseTtl, intervalOf } from '../keyspace.js';
 import type {
   KeyValue,
   RangeRequest,
@@ -18,7 +18,7 @@ import { migrateStore } from './migrate.js';
 import { createPool } from './pool.js';
 import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
 import { readHead } from './sql/readHead.js';
-import { readRange } from './sql/readRange.js';
+import { rangeOn } from './range.js';
 import * as leaseSql from './sql/leases.js';
 import { WatchHub } from './watch-hub.js';
 import { WriteBatcher, type WriteItem } from './write-batcher.js';
@@ -103,29 +103,8 @@ export class PostgresStore implements Store {
 
   async range(req: RangeRequest): Promise<RangeResponse> {
     this.enter();
-    const iv = intervalOf(req);
-    checkRangeOptions(req);
-    const at = req.revision ?? 0;
-    const r = await this.q(() =>
-      readRange(this.pool, iv, {
-        revision: at,
-        limit: req.limit ?? 0,
-        reverse: req.reverse ?? false,
-        keysOnly: req.keysOnly ?? false,
-        countOnly: req.countOnly ?? false,
-      }),
-    );
-    if (at > r.head) throw new CcaError('CCA-E0102', { revision: at, current: r.head });
-    if (at !== 0 && at < r.compactRevision) {
-      throw new CcaError('CCA-E0101', { revision: at, compactRevision: r.compactRevision });
-    }
-    const limit = req.limit ?? 0;
-    return {
-      kvs: r.kvs,
-      count: r.count,
-      more: !req.countOnly && limit > 0 && r.count > limit,
-      revision: r.head,
-    };
+    intervalOf(req);
+    return this.q(() => rangeOn(this.pool, req));
   }
 
   async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {

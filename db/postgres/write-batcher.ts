@@ -1,15 +1,8 @@
 import type pg from 'pg';
-import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
-import { intervalOf, type KeyInterval } from '../keyspace.js';
-import type { TxnRequest, TxnResponse, WatchEvent } from '../store.js';
-import { deleteInterval, evaluateTxn } from '../txn-eval.js';
-import { BatchView, NeedMore, NeedMoreLeases } from './batch-view.js';
+import { isCcaError } from '../../core/diagnostics/index.js';
+import type { TxnRequest, TxnResponse } from '../store.js';
+import { applyWrites, type CommitHook } from './batch-apply.js';
 import { pgFailure } from './errors.js';
-import { loadKeys } from './sql/loadKeys.js';
-import { loadLeases } from './sql/loadLeases.js';
-import { readRange } from './sql/readRange.js';
-import type { LogRow } from './sql/writeChanges.js';
-import { writeChanges } from './sql/writeChanges.js';
 
 type Settle<T> = { resolve(v: T): void; reject(e: unknown): void };
 
@@ -18,13 +11,12 @@ export type WriteItem =
   | ({ kind: 'revoke'; lease: number } & Settle<{ revision: number }>)
   | ({ kind: 'expire'; lease: number } & Settle<boolean>);
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: CcaError };
-
 export interface BatcherOptions {
   maxBatch: number;
   target: string;
   /** Called with the head after each commit that moved it. */
   onCommit(revision: number): void;
+  hook?: CommitHook;
 }
 
 /**
@@ -81,17 +73,10 @@ export class WriteBatcher {
     };
     client.on('error', onError);
     try {
-      const begin = (await client.query(
-        'BEGIN; SELECT revision, compact_revision AS "compactRevision" FROM cca_meta WHERE id = 1 FOR UPDATE',
-      )) as unknown as pg.QueryResult<{ revision: number; compactRevision: number }>[];
-      const head = begin[1]!.rows[0]!;
-      const view = new BatchView(head.revision, head.compactRevision);
-      await this.preload(client, view, items);
-      const { outcomes, rows, dropped } = await this.evaluate(client, view, items);
-      if (rows.length > 0 || dropped.length > 0) await writeChanges(client, rows, dropped, view.revision);
+      const { outcomes, before, after } = await applyWrites(client, items, { hook: this.opts.hook, begin: true });
       committing = true;
       await client.query('COMMIT');
-      if (view.revision > head.revision) this.opts.onCommit(view.revision);
+      if (after > before) this.opts.onCommit(after);
       items.forEach((it, i) => {
         const o = outcomes[i]!;
         if (o.ok) (it.resolve as (v: unknown) => void)(o.value);
@@ -108,134 +93,4 @@ export class WriteBatcher {
     }
   }
 
-  /** Load in one round trip what the batch will obviously read, so re-evaluation is rare. */
-  private async preload(client: pg.PoolClient, view: BatchView, items: WriteItem[]): Promise<void> {
-    const keys: string[] = [];
-    const intervals: KeyInterval[] = [];
-    const leases = new Set<number>();
-    const leaseKeys: number[] = [];
-    for (const it of items) {
-      if (it.kind !== 'txn') {
-        leases.add(it.lease);
-        leaseKeys.push(it.lease);
-        continue;
-      }
-      for (const c of it.req.compare) keys.push(c.key);
-      for (const op of [...it.req.success, ...(it.req.failure ?? [])]) {
-        if ('put' in op) {
-          keys.push(op.put.key);
-          if (op.put.lease) leases.add(op.put.lease);
-        } else if ('delete' in op) {
-          const iv = deleteInterval(op.delete);
-          if (iv.single) keys.push(iv.start);
-          else intervals.push(iv);
-        } else if (!op.range.revision) {
-          const iv = intervalOf(op.range);
-          if (iv.single) keys.push(iv.start);
-          else intervals.push(iv);
-        }
-      }
-    }
-    await this.load(client, view, keys, intervals, [...leases], leaseKeys);
-  }
-
-  private async load(
-    client: pg.PoolClient,
-    view: BatchView,
-    keys: string[],
-    intervals: KeyInterval[],
-    leases: number[],
-    leaseKeys: number[],
-  ): Promise<void> {
-    if (keys.length > 0 || intervals.length > 0 || leaseKeys.length > 0) {
-      const rows = await loadKeys(client, {
-        keys,
-        bounded: intervals.filter((iv) => iv.end !== undefined).map((iv) => ({ start: iv.start, end: iv.end! })),
-        unbounded: intervals.filter((iv) => iv.end === undefined).map((iv) => iv.start),
-        leases: leaseKeys,
-      });
-      view.addRows(rows, keys, intervals, leaseKeys);
-    }
-    if (leases.length > 0) view.addLeases(leases, await loadLeases(client, leases));
-  }
-
-  private async evaluate(
-    client: pg.PoolClient,
-    view: BatchView,
-    items: WriteItem[],
-  ): Promise<{ outcomes: Outcome[]; rows: LogRow[]; dropped: number[] }> {
-    for (;;) {
-      try {
-        return this.evaluatePass(view, items);
-      } catch (e) {
-        if (e instanceof NeedMore) {
-          await this.load(client, view, e.keys, e.intervals, [], []);
-          for (const h of e.historical) {
-            const r = await readRange(client, h.iv, { revision: h.revision, limit: 0, reverse: false, keysOnly: false, countOnly: false });
-            view.addHistorical(h.iv, h.revision, r.kvs);
-          }
-        } else if (e instanceof NeedMoreLeases) {
-          await this.load(client, view, [], [], e.ids, e.keysOf);
-        } else {
-          throw e;
-        }
-      }
-    }
-  }
-
-  private evaluatePass(view: BatchView, items: WriteItem[]): { outcomes: Outcome[]; rows: LogRow[]; dropped: number[] } {
-    view.reset();
-    const rows: LogRow[] = [];
-    const dropped: number[] = [];
-    const commit = (events: WatchEvent[]) => {
-      const revision = view.revision + 1;
-      events.forEach((e, seq) => rows.push(toLogRow(revision, seq, e)));
-      view.commit(revision, events);
-    };
-    const outcomes = items.map((it): Outcome => {
-      try {
-        if (it.kind === 'txn') {
-          const out = evaluateTxn(view.view(), it.req);
-          if (out.events.length > 0) commit(out.events);
-          return { ok: true, value: { succeeded: out.succeeded, revision: view.revision, responses: out.responses } };
-        }
-        if (!view.isLeaseKnown(it.lease) || !view.isLeaseKeysLoaded(it.lease)) {
-          throw new NeedMoreLeases([it.lease], [it.lease]);
-        }
-        const due = it.kind === 'revoke' ? view.leaseAlive(it.lease) || view.leaseExpired(it.lease) : view.leaseExpired(it.lease);
-        if (!due) {
-          if (it.kind === 'revoke') return { ok: false, error: new CcaError('CCA-E0107', { lease: it.lease }) };
-          return { ok: true, value: false };
-        }
-        const keys = view.leaseKeys(it.lease);
-        view.dropLease(it.lease);
-        dropped.push(it.lease);
-        if (keys.length > 0) {
-          const out = evaluateTxn(view.view(), { compare: [], success: keys.map((key) => ({ delete: { key } })) });
-          commit(out.events);
-        }
-        return { ok: true, value: it.kind === 'revoke' ? { revision: view.revision } : true };
-      } catch (e) {
-        if (e instanceof NeedMore || e instanceof NeedMoreLeases) throw e;
-        if (isCcaError(e)) return { ok: false, error: e };
-        throw e;
-      }
-    });
-    return { outcomes, rows, dropped };
-  }
-}
-
-function toLogRow(revision: number, seq: number, e: WatchEvent): LogRow {
-  const deleted = e.type === 'delete';
-  return {
-    revision,
-    seq,
-    key: e.kv.key,
-    value: deleted ? '' : e.kv.value,
-    deleted,
-    createRevision: deleted ? 0 : e.kv.createRevision,
-    version: deleted ? 0 : e.kv.version,
-    lease: deleted ? 0 : e.kv.lease,
-    prevRevision: e.prevKv?.modRevision ?? 0,
-  };
 }

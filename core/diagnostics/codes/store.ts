@@ -128,4 +128,11 @@ export const storeCodes = [
     cause: 'the {backend} store failed a statement it should not fail: {reason}',
     fix: 'report this with `cca bundle`; the operation was not applied',
   },
+  {
+    code: 'CCA-E0119',
+    blame: 'bug',
+    title: 'not available inside a step',
+    cause: '{operation} cannot run inside a controller step’s transaction',
+    fix: 'report this with `cca bundle`; a controller step must only read and write',
+  },
 ] as const satisfies readonly DiagnosticDef[];
