@@ -18,10 +18,13 @@ export interface StepContext {
   subject?: string;
 }
 
-/** When to run again: at a time, and/or when a key under one of these prefixes changes. */
+/**
+ * When to run again besides on change: `at` a time on the driver's clock. Changes wake a
+ * controller through its static `watches` (and `subjectOf`), which every driver —
+ * in-process, graphile-worker, simulation — can route without asking the step.
+ */
 export interface Wakeup {
   at?: number;
-  prefixes?: readonly string[];
 }
 
 export interface Controller {
@@ -38,6 +41,11 @@ export interface Controller {
   /** Every subject that currently needs a step (e.g. every service name). */
   subjects?(store: Store): Promise<string[]>;
   reconcile(ctx: StepContext): Promise<Wakeup>;
+}
+
+/** The job key of one controller step: one pending run per controller and subject. */
+export function stepKey(controller: string, subject: string | undefined): string {
+  return subject === undefined ? controller : `${controller}:${subject}`;
 }
 
 /** Does a change to `key` concern a controller waiting on these prefixes? */

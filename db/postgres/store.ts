@@ -21,6 +21,7 @@ import { readHead } from './sql/readHead.js';
 import { rangeOn } from './range.js';
 import * as leaseSql from './sql/leases.js';
 import { WatchHub } from './watch-hub.js';
+import type { CommitHook } from './batch-apply.js';
 import { WriteBatcher, type WriteItem } from './write-batcher.js';
 
 export interface PostgresStoreOptions {
@@ -33,6 +34,8 @@ export interface PostgresStoreOptions {
   /** Revisions per compaction delete statement. */
   compactWindow?: number;
   onDiagnostic?: (d: Diagnostic) => void;
+  /** Runs inside every write batch's transaction with the changed keys (the server enqueues controller jobs). */
+  commitHook?: CommitHook;
 }
 
 type Distribute<T> = T extends unknown ? Omit<T, 'resolve' | 'reject'> : never;
@@ -53,13 +56,14 @@ export class PostgresStore implements Store {
   private constructor(
     private readonly pool: pg.Pool,
     url: string,
-    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize'>>,
+    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook'>> & { commitHook?: CommitHook },
   ) {
     this.target = redactUrl(url);
     this.batcher = new WriteBatcher(pool, {
       maxBatch: opts.maxBatch,
       target: this.target,
       onCommit: (rev) => this.hub.noteHead(rev),
+      ...(opts.commitHook ? { hook: opts.commitHook } : {}),
     });
     this.hub = new WatchHub(pool, {
       url,
@@ -81,6 +85,7 @@ export class PostgresStore implements Store {
         watchPollMs: options.watchPollMs ?? 500,
         compactWindow: options.compactWindow ?? 10_000,
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
+        ...(options.commitHook ? { commitHook: options.commitHook } : {}),
       });
       await store.hub.start();
       store.startReaper();

@@ -1,0 +1,130 @@
+import { Logger, run, runMigrations, type Runner, type Task } from 'graphile-worker';
+import type pg from 'pg';
+import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { PostgresTxStore } from '../db/postgres/tx-store.js';
+import type { ServerMetrics } from '../handlers/metrics.js';
+import { stepKey, type Controller } from './controller.js';
+import { FANOUT_TASK, STEP_TASK, addJobs, jobHook, type JobSpec } from './job-hook.js';
+
+export interface GraphileDriverOptions {
+  pool: pg.Pool;
+  controllers: readonly Controller[];
+  /** Steps this pod runs at once. */
+  concurrency?: number;
+  /** graphile-worker's poll for timed jobs; a timer runs at most this late (NOTIFY wakes the rest). */
+  pollIntervalMs?: number;
+  metrics?: ServerMetrics;
+  onDiagnostic?: (d: Diagnostic) => void;
+  /** The pod's clock and randomness, handed to steps through their context. */
+  now?: () => number;
+  random?: () => number;
+}
+
+export interface GraphileDriver {
+  stop(): Promise<void>;
+  /** Enqueue a step for every controller and subject now (start-up, or an operator's nudge). */
+  kickAll(): Promise<void>;
+}
+
+const quiet = new Logger(() => () => undefined);
+
+/**
+ * Controllers as graphile-worker jobs: each step runs in one Postgres transaction over a
+ * PostgresTxStore, so its writes and the follow-up jobs they enqueue commit together;
+ * a time wakeup becomes a keyed job's run_at. Any number of pods may run this; a step
+ * that loses a race writes nothing because of its compares.
+ */
+export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<GraphileDriver> {
+  const byName = new Map(opts.controllers.map((c) => [c.name, c]));
+  const hook = jobHook(opts.controllers);
+  const now = opts.now ?? (() => Date.now());
+  const random = opts.random ?? Math.random;
+  const report = reportOnce(opts.onDiagnostic);
+
+  const stepTask: Task = async (payload, helpers) => {
+    const { controller: name, subject } = payload as { controller: string; subject?: string };
+    const controller = byName.get(name);
+    if (!controller) return; // a job from a newer or older version of the server
+    const started = performance.now();
+    try {
+      await helpers.withPgClient(async (client) => {
+        await client.query('BEGIN');
+        try {
+          const store = new PostgresTxStore(client, { hook, target: 'the job database' });
+          const wake = await controller.reconcile({ store, now: now(), random, ...(subject !== undefined ? { subject } : {}) });
+          if (wake.at !== undefined) {
+            const key = `${stepKey(name, subject)}:timer`;
+            await addJobs(client, [{ task: STEP_TASK, payload: { controller: name, ...(subject !== undefined ? { subject } : {}) }, key, runAt: wake.at }]);
+          }
+          await client.query('COMMIT');
+        } catch (e) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw e;
+        }
+      });
+      opts.metrics?.jobRuns.inc({ controller: name, result: 'ok' });
+    } catch (e) {
+      opts.metrics?.jobRuns.inc({ controller: name, result: 'error' });
+      report(isCcaError(e) ? e.diagnostic : new CcaError('CCA-E0118', { backend: 'postgres', reason: String(e) }).diagnostic);
+      throw e; // graphile-worker retries with backoff
+    } finally {
+      opts.metrics?.stepDuration.observe({ controller: name }, (performance.now() - started) / 1000);
+    }
+  };
+
+  const fanoutTask: Task = async (payload, helpers) => {
+    const controller = byName.get((payload as { controller: string }).controller);
+    if (!controller?.subjects) return;
+    await helpers.withPgClient(async (client) => {
+      const store = new PostgresTxStore(client, { target: 'the job database' });
+      const subjects = await controller.subjects!(store);
+      await addJobs(client, subjects.map((subject) => stepJob(controller, subject)));
+    });
+  };
+
+  await runMigrations({ pgPool: opts.pool, logger: quiet });
+  const runner: Runner = await run({
+    pgPool: opts.pool,
+    taskList: { [STEP_TASK]: stepTask, [FANOUT_TASK]: fanoutTask },
+    concurrency: opts.concurrency ?? 4,
+    pollInterval: opts.pollIntervalMs ?? 200,
+    noHandleSignals: true,
+    useNodeTime: true,
+    logger: quiet,
+  });
+
+  return {
+    async stop() {
+      await runner.stop();
+    },
+    async kickAll() {
+      const client = await opts.pool.connect();
+      try {
+        const jobs: JobSpec[] = [];
+        for (const c of opts.controllers) {
+          if (!c.subjectOf) jobs.push(stepJob(c, undefined));
+          else jobs.push({ task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*` });
+        }
+        await addJobs(client, jobs);
+      } finally {
+        client.release();
+      }
+    },
+  };
+}
+
+function stepJob(c: Controller, subject: string | undefined): JobSpec {
+  const key = stepKey(c.name, subject);
+  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key };
+}
+
+/** A failing store is reported once per distinct problem, not once per step. */
+function reportOnce(sink: ((d: Diagnostic) => void) | undefined): (d: Diagnostic) => void {
+  let last = '';
+  return (d) => {
+    const k = `${d.code} ${d.message}`;
+    if (k === last) return;
+    last = k;
+    sink?.(d);
+  };
+}

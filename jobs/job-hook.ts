@@ -1,0 +1,56 @@
+import type pg from 'pg';
+import type { CommitHook } from '../db/postgres/batch-apply.js';
+import { stepKey, wakesOn, type Controller } from './controller.js';
+
+export const STEP_TASK = 'cca-step';
+export const FANOUT_TASK = 'cca-fanout';
+
+export interface JobSpec {
+  task: string;
+  payload: { controller: string; subject?: string };
+  key: string;
+  /** Absolute ms; omitted = now. */
+  runAt?: number;
+}
+
+/** Which steps a set of changed keys wakes: one per controller and subject, or a fan-out. */
+export function jobsForChanges(controllers: readonly Controller[], keys: readonly string[]): JobSpec[] {
+  const jobs = new Map<string, JobSpec>();
+  for (const c of controllers) {
+    for (const key of keys) {
+      if (!wakesOn(c.watches, key)) continue;
+      if (!c.subjectOf) {
+        jobs.set(stepKey(c.name, undefined), { task: STEP_TASK, payload: { controller: c.name }, key: stepKey(c.name, undefined) });
+        break;
+      }
+      const subject = c.subjectOf(key);
+      if (subject === undefined) {
+        const k = `${c.name}:*`;
+        jobs.set(k, { task: FANOUT_TASK, payload: { controller: c.name }, key: k });
+      } else {
+        const k = stepKey(c.name, subject);
+        jobs.set(k, { task: STEP_TASK, payload: { controller: c.name, subject }, key: k });
+      }
+    }
+  }
+  return [...jobs.values()];
+}
+
+/**
+ * Enqueue jobs on the given connection, inside the caller's transaction, deduplicated
+ * by job key (graphile-worker's add_jobs): a burst of writes is one pending run.
+ */
+export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], schema = 'graphile_worker'): Promise<void> {
+  if (jobs.length === 0) return;
+  await client.query(
+    `SELECT ${schema}.add_jobs(array(
+       SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
+         FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)))`,
+    [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key)],
+  );
+}
+
+/** The commit hook that turns a transaction's changed keys into controller jobs. */
+export function jobHook(controllers: readonly Controller[]): CommitHook {
+  return async (client, keys) => addJobs(client, jobsForChanges(controllers, keys));
+}

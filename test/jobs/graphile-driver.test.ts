@@ -1,0 +1,95 @@
+import { afterAll, expect, test } from 'vitest';
+import { createPool } from '../../db/postgres/pool.js';
+import { PostgresStore } from '../../db/postgres/store.js';
+import type { Controller } from '../../jobs/controller.js';
+import { startGraphileDriver } from '../../jobs/graphile-driver.js';
+import { jobHook, jobsForChanges } from '../../jobs/job-hook.js';
+import { eventually } from '../db/conformance.js';
+import { createTestDatabase } from '../support/databases.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** Copies /src/<s> to /dst/<s>, one job per subject; compares the source it read. */
+const mirror: Controller = {
+  name: 'mirror',
+  watches: ['/src/'],
+  subjectOf: (key) => key.slice('/src/'.length) || undefined,
+  subjects: async (store) => (await store.range({ prefix: '/src/', keysOnly: true })).kvs.map((k) => k.key.slice(5)),
+  async reconcile({ store, subject }) {
+    const src = await store.get(`/src/${subject}`);
+    const dst = await store.get(`/dst/${subject}`);
+    if (!src || src.value === dst?.value) return {};
+    await store.txn({
+      compare: [{ key: src.key, target: 'modRevision', op: '=', value: src.modRevision }],
+      success: [{ put: { key: `/dst/${subject}`, value: src.value } }],
+    });
+    return {};
+  },
+};
+
+/** Counts to 3 on timers alone. */
+const ticker: Controller = {
+  name: 'ticker',
+  watches: [],
+  async reconcile({ store, now }) {
+    const n = Number((await store.get('/ticks'))?.value ?? 0);
+    if (n >= 3) return {};
+    await store.put('/ticks', String(n + 1));
+    return { at: now + 100 };
+  },
+};
+
+/** Writes, then fails: the step's transaction must leave nothing behind. */
+const broken: Controller = {
+  name: 'broken',
+  watches: ['/trigger'],
+  async reconcile({ store }) {
+    await store.put('/partial', 'x');
+    throw new Error('step failed after writing');
+  },
+};
+
+test('changed keys route to one job per controller and subject, or a fan-out', () => {
+  const jobs = jobsForChanges([mirror, ticker, broken], ['/src/a', '/src/a', '/src/b', '/src/', '/trigger', '/other']);
+  expect(jobs.map((j) => `${j.task} ${j.key}`)).toEqual(['cca-step mirror:a', 'cca-step mirror:b', 'cca-fanout mirror:*', 'cca-step broken']);
+});
+
+test('controller steps run as graphile-worker jobs: woken in the writing transaction, timed by run_at, atomic', async () => {
+  const db = await createTestDatabase('graphile');
+  cleanups.push(db.drop);
+  const controllers = [mirror, ticker, broken];
+  const pool = createPool(db.url);
+  cleanups.push(() => pool.end());
+  const driver = await startGraphileDriver({ pool, controllers, pollIntervalMs: 100, concurrency: 2 });
+  cleanups.push(() => driver.stop());
+  const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
+  cleanups.push(() => store.close());
+
+  await store.put('/src/a', '1');
+  for (let i = 0; i < 20; i++) await store.put('/src/b', String(i));
+  await eventually(() => store.get('/dst/a'), (kv) => kv?.value === '1');
+  const b = await eventually(() => store.get('/dst/b'), (kv) => kv?.value === '19');
+  expect(b?.value).toBe('19');
+
+  await driver.kickAll();
+  const ticks = await eventually(() => store.get('/ticks'), (kv) => kv?.value === '3', 10_000);
+  expect(ticks?.value).toBe('3');
+
+  await store.put('/trigger', '1');
+  await new Promise((r) => setTimeout(r, 800));
+  expect(await store.get('/partial')).toBeNull();
+  const attempts = await pool.query<{ attempts: number; last_error: string }>(
+    `SELECT attempts, last_error FROM graphile_worker.jobs WHERE task_identifier = 'cca-step' AND key = 'broken'`,
+  );
+  expect(attempts.rows[0]?.attempts).toBeGreaterThanOrEqual(1);
+  expect(attempts.rows[0]?.last_error).toMatch(/step failed after writing/);
+
+  // Converged: one more pass over every subject writes nothing.
+  const before = await store.revision();
+  await driver.kickAll();
+  await new Promise((r) => setTimeout(r, 800));
+  expect(await store.revision()).toBe(before);
+}, 60_000);
