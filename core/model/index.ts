@@ -10,3 +10,4 @@ export * from './suggest.js';
 export * from './validate.js';
 export * from './redact.js';
 export * from './node.js';
+export * from './facts.js';
