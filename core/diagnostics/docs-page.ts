@@ -2,7 +2,14 @@ import { exitCodeForBlame } from './types.js';
 import type { DiagnosticDef } from './types.js';
 
 /** The generated page `docs/errors/<CODE>.md`; the test compares checked-in pages with this. */
-export function errorPage(def: DiagnosticDef): string {
+export interface PageExample {
+  /** A `.cca` input that triggers the code. */
+  source: string;
+  /** What `cca` prints for it. */
+  output: string;
+}
+
+export function errorPage(def: DiagnosticDef, example?: PageExample): string {
   const lines = [
     `<!-- generated from core/diagnostics/codes; do not edit by hand -->`,
     `# ${def.code}: ${def.title}`,
@@ -16,6 +23,9 @@ export function errorPage(def: DiagnosticDef): string {
     `Offline: \`cca explain ${def.code}\`.`,
   ];
   if (def.docs) lines.push('', def.docs);
+  if (example) {
+    lines.push('', '## Example', '', '```cca', example.source.trimEnd(), '```', '', '```text', example.output.trimEnd(), '```');
+  }
   return lines.join('\n') + '\n';
 }
 

@@ -85,8 +85,10 @@ function itemLines(it: Item, depth: number, alignTo: number | undefined): string
   const indent = INDENT.repeat(depth);
   switch (it.kind) {
     case 'attr': {
-      const name = label(it.name).padEnd(alignTo ?? 0);
-      return `${name} = ${expr(it.value, indent.length, indent.length + name.length + 3)}`.split('\n');
+      // Layout is decided at the unpadded column, as alignGroups did, so both agree.
+      const bare = label(it.name);
+      const value = expr(it.value, indent.length, indent.length + bare.length + 3);
+      return `${bare.padEnd(alignTo ?? 0)} = ${value}`.split('\n');
     }
     case 'block':
       return blockLines(it, depth);
@@ -157,9 +159,10 @@ function expr(e: Expr, indent: number, col: number): string {
       const one = `{ ${flat.join(', ')} }`;
       if (!one.includes('\n') && col + one.length <= WIDTH) return one;
       const pad = ' '.repeat(indent + INDENT.length);
+      const width = Math.max(...e.entries.map(({ key }) => label(key).length));
       const inner = e.entries.map(({ key, value }) => {
         const k = label(key);
-        return `${pad}${k} = ${expr(value, indent + INDENT.length, pad.length + k.length + 3)}`;
+        return `${pad}${k.padEnd(width)} = ${expr(value, indent + INDENT.length, pad.length + k.length + 3)}`;
       });
       return `{\n${inner.join('\n')}\n${' '.repeat(indent)}}`;
     }

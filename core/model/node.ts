@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { makeDiagnostic } from '../diagnostics/error.js';
+import type { Diagnostic } from '../diagnostics/types.js';
 import { taintPattern } from './constraints.js';
 import { LIMITS } from './defaults.js';
 import { labelKeyPattern, nodeNamePattern } from './names.js';
@@ -32,4 +34,29 @@ export type NodeRecordInput = z.input<typeof nodeRecordSchema>;
 /** Is the image in the catalogue of at least one node? Matches by exact reference. */
 export function imageInCatalogue(image: string, nodes: readonly Pick<NodeRecord, 'images'>[]): boolean {
   return nodes.some((n) => Object.hasOwn(n.images, image));
+}
+
+/** Validate an agent's declared node (flags or config file) into a record, or one coded diagnostic per problem. */
+export function validateNode(input: unknown): { ok: true; value: NodeRecord } | { ok: false; diagnostics: Diagnostic[] } {
+  const r = nodeRecordSchema.safeParse(input);
+  if (r.success) return { ok: true, value: r.data };
+  const name = typeof input === 'object' && input !== null && typeof (input as { name?: unknown }).name === 'string' ? (input as { name: string }).name : '(unnamed)';
+  return {
+    ok: false,
+    diagnostics: r.error.issues.map((i) => {
+      const where = i.path.map(String).join('.') || 'the record';
+      return makeDiagnostic('CCA-E0317', { node: name, reason: `${where}: ${i.message}` });
+    }),
+  };
+}
+
+/**
+ * Services whose image no node offers (CCA-E0316, blame user): held, not retried forever.
+ * The catalogue is the union of the nodes' `images`.
+ */
+export function imagesMissing(specs: readonly { name: string; image: string }[], nodes: readonly Pick<NodeRecord, 'images'>[]): Diagnostic[] {
+  const known = [...new Set(nodes.flatMap((n) => Object.keys(n.images)))].sort();
+  return specs
+    .filter((s) => !imageInCatalogue(s.image, nodes))
+    .map((s) => makeDiagnostic('CCA-E0316', { service: s.name, image: s.image, known: known.length > 0 ? known.join(', ') : '(no images yet)' }));
 }
