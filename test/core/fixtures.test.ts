@@ -60,6 +60,8 @@ describe('fixtures', () => {
 
   test('together they use every probe kind, a udp port, a raw string and a quoted label key', () => {
     const all = files.map(read).join('\n');
-    for (const needle of ['http = "', 'tcp = ', 'exec = [', 'protocol = udp', '"""', 'label."', '% ', 'Gi', 'ms', '1m30s']) expect(all).toContain(needle);
+    for (const re of [/http\s*=\s*"/, /tcp\s*=/, /exec\s*=\s*\[/, /protocol\s*=\s*udp/, /"""/, /label\."/, /\d%/, /\dGi/, /\dms/, /1m30s/, /\dm\b/]) {
+      expect(all).toMatch(re);
+    }
   });
 });
