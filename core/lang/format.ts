@@ -123,8 +123,9 @@ function blockLines(b: Extract<Item, { kind: 'block' }>, depth: number): string[
 function inlineBody(b: Extract<Item, { kind: 'block' }>, depth: number, col: number): string | undefined {
   if (depth === 0 || b.items.length > 3 || b.closing.length > 0) return undefined;
   const parts: string[] = [];
-  for (const it of b.items) {
-    if (it.kind !== 'attr' || it.leading.length > 0 || it.trailing || it.blankBefore) return undefined;
+  for (const [i, it] of b.items.entries()) {
+    // A blank line before the first item is dropped in print, so it must not matter here either.
+    if (it.kind !== 'attr' || it.leading.length > 0 || it.trailing || (it.blankBefore && i > 0)) return undefined;
     const v = expr(it.value, 0, 0);
     if (v.includes('\n')) return undefined;
     parts.push(`${label(it.name)} = ${v}`);
@@ -133,38 +134,61 @@ function inlineBody(b: Extract<Item, { kind: 'block' }>, depth: number, col: num
   return col + body.length + 5 <= WIDTH ? body : undefined;
 }
 
-/** An expression at column `col`; nested lines indented from `indent`. */
-function expr(e: Expr, indent: number, col: number): string {
+/**
+ * The one-line form of an expression, or undefined when it cannot be one line (a raw
+ * multi-line string inside). Memoised so nested lists cost linear time, not 2^depth.
+ */
+function flat(e: Expr, memo: Map<Expr, string | undefined>): string | undefined {
+  if (memo.has(e)) return memo.get(e);
+  let out: string | undefined;
   switch (e.kind) {
     case 'string':
-      return quote(e.value);
+      out = quote(e.value);
+      break;
     case 'number':
-      return e.text;
+      out = e.text;
+      break;
     case 'symbol':
-      return e.name;
+      out = e.name;
+      break;
     case 'error':
-      return '';
+      out = '';
+      break;
     case 'list': {
-      if (e.items.length === 0) return '[]';
-      const flat = e.items.map((x) => expr(x, 0, 0));
-      const one = `[${flat.join(', ')}]`;
-      if (!one.includes('\n') && col + one.length <= WIDTH) return one;
-      const pad = ' '.repeat(indent + INDENT.length);
-      const inner = e.items.map((x) => `${pad}${expr(x, indent + INDENT.length, pad.length)},`);
-      return `[\n${inner.join('\n')}\n${' '.repeat(indent)}]`;
+      const parts = e.items.map((x) => flat(x, memo));
+      out = parts.every((p) => p !== undefined) ? `[${parts.join(', ')}]` : undefined;
+      break;
     }
     case 'map': {
-      if (e.entries.length === 0) return '{}';
-      const flat = e.entries.map(({ key, value }) => `${label(key)} = ${expr(value, 0, 0)}`);
-      const one = `{ ${flat.join(', ')} }`;
-      if (!one.includes('\n') && col + one.length <= WIDTH) return one;
-      const pad = ' '.repeat(indent + INDENT.length);
-      const width = Math.max(...e.entries.map(({ key }) => label(key).length));
-      const inner = e.entries.map(({ key, value }) => {
-        const k = label(key);
-        return `${pad}${k.padEnd(width)} = ${expr(value, indent + INDENT.length, pad.length + k.length + 3)}`;
-      });
-      return `{\n${inner.join('\n')}\n${' '.repeat(indent)}}`;
+      const parts = e.entries.map(({ key, value }) => ((v) => (v === undefined ? undefined : `${label(key)} = ${v}`))(flat(value, memo)));
+      out = e.entries.length === 0 ? '{}' : parts.every((p) => p !== undefined) ? `{ ${parts.join(', ')} }` : undefined;
+      break;
     }
   }
+  if (out !== undefined && out.includes('\n')) out = undefined;
+  memo.set(e, out);
+  return out;
+}
+
+/** An expression at column `col`; nested lines indented from `indent`. */
+function expr(e: Expr, indent: number, col: number, memo: Map<Expr, string | undefined> = new Map()): string {
+  if (e.kind === 'string') return quote(e.value);
+  const one = flat(e, memo);
+  if (one !== undefined && (col + one.length <= WIDTH || (e.kind !== 'list' && e.kind !== 'map'))) return one;
+  const pad = ' '.repeat(indent + INDENT.length);
+  if (e.kind === 'list') {
+    if (e.items.length === 0) return '[]';
+    const inner = e.items.map((x) => `${pad}${expr(x, indent + INDENT.length, pad.length, memo)},`);
+    return `[\n${inner.join('\n')}\n${' '.repeat(indent)}]`;
+  }
+  if (e.kind === 'map') {
+    if (e.entries.length === 0) return '{}';
+    const width = Math.max(...e.entries.map(({ key }) => label(key).length));
+    const inner = e.entries.map(({ key, value }) => {
+      const k = label(key);
+      return `${pad}${k.padEnd(width)} = ${expr(value, indent + INDENT.length, pad.length + k.length + 3, memo)}`;
+    });
+    return `{\n${inner.join('\n')}\n${' '.repeat(indent)}}`;
+  }
+  return one ?? '';
 }

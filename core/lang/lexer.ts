@@ -197,7 +197,8 @@ function lexString(text: string, start: number, sink: DiagnosticSink): StringLex
   return { value: out, end: i, triple: false };
 }
 
-const simpleEscapes: Record<string, string> = { n: '\n', t: '\t', r: '\r', '"': '"', '\\': '\\', '0': '\0' };
+/** JSON's escapes (so any JSON string literal is a .cca string) plus \0 and \u{...}. */
+const simpleEscapes: Record<string, string> = { n: '\n', t: '\t', r: '\r', b: '\b', f: '\f', '/': '/', '"': '"', '\\': '\\', '0': '\0' };
 
 function escape(text: string, i: number, sink: DiagnosticSink): { value: string; end: number } {
   const e = text[i + 1];

@@ -1,11 +1,10 @@
-import { constraintText } from '../model/constraints.js';
 import type { Constraint } from '../model/constraints.js';
 import { DEFAULTS } from '../model/defaults.js';
 import { formatBytes, formatCpu, formatDuration } from '../model/quantity.js';
 import { redactSpec } from '../model/redact.js';
 import type { HealthCheck, ServiceSpec } from '../model/service.js';
 import { format } from './format.js';
-import { identPattern, labelText, quote } from './quote.js';
+import { labelText, quote } from './quote.js';
 
 export interface ToCcaOptions {
   /** 'redact' (default) prints every secret value as (redacted); 'include' is for round trips only. */
@@ -99,10 +98,9 @@ function healthText(kind: string, h: HealthCheck, firstPort: string | undefined)
   return [`health ${kind} {`, ...f, '}'].join('\n');
 }
 
-/** constraintText quotes values; a label key that is not one word is quoted too. */
+/** `zone in ["a", "b"]` with .cca quoting; a label key that is not one word is quoted too. */
 function constraint(c: Constraint): string {
-  if (!c.attribute.startsWith('label.')) return constraintText(c);
-  const key = c.attribute.slice('label.'.length);
-  const text = constraintText({ ...c, attribute: 'zone' }).slice('zone'.length);
-  return `label.${identPattern.test(key) ? key : quote(key)}${text}`;
+  const attr = c.attribute.startsWith('label.') ? `label.${labelText(c.attribute.slice('label.'.length), false)}` : c.attribute;
+  const value = c.op === 'in' || c.op === 'not in' ? list(c.values) : quote(c.values[0] ?? '');
+  return `${attr} ${c.op} ${value}`;
 }

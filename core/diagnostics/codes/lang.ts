@@ -21,7 +21,7 @@ export const langCodes = [
     blame: 'user',
     title: 'invalid escape',
     cause: 'the escape {escape} is not understood',
-    fix: 'use one of \\n \\t \\r \\" \\\\ \\u{XXXX}, or write the character itself',
+    fix: 'use one of \\n \\t \\r \\b \\f \\/ \\0 \\" \\\\ \\uXXXX \\u{XXXXX}, or write the character itself',
   },
   {
     code: 'CCA-E0204',
