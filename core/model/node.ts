@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { toDiagnostic } from '../diagnostics/coerce.js';
 import { makeDiagnostic } from '../diagnostics/error.js';
 import type { Diagnostic } from '../diagnostics/types.js';
 import { taintPattern } from './constraints.js';
@@ -38,7 +39,12 @@ export function imageInCatalogue(image: string, nodes: readonly Pick<NodeRecord,
 
 /** Validate an agent's declared node (flags or config file) into a record, or one coded diagnostic per problem. */
 export function validateNode(input: unknown): { ok: true; value: NodeRecord } | { ok: false; diagnostics: Diagnostic[] } {
-  const r = nodeRecordSchema.safeParse(input);
+  let r: ReturnType<typeof nodeRecordSchema.safeParse>;
+  try {
+    r = nodeRecordSchema.safeParse(input);
+  } catch (e) {
+    return { ok: false, diagnostics: [toDiagnostic(e, 'the node record validator')] };
+  }
   if (r.success) return { ok: true, value: r.data };
   const name = typeof input === 'object' && input !== null && typeof (input as { name?: unknown }).name === 'string' ? (input as { name: string }).name : '(unnamed)';
   return {

@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { toDiagnostic } from '../diagnostics/coerce.js';
 import { makeDiagnostic } from '../diagnostics/error.js';
 import type { Params } from '../diagnostics/error.js';
 import type { DiagnosticCode } from '../diagnostics/registry.js';
@@ -72,9 +73,15 @@ export function fromZodIssue(issue: ZodIssue, prefix: (string | number)[] = []):
 
 /** Validate untrusted input (API body, a lowered .cca block) into a ServiceSpec with defaults. */
 export function validateService(input: unknown): Validated<ServiceSpec> {
-  const r = serviceSpecSchema.safeParse(input);
-  if (r.success) return { ok: true, value: r.data };
-  return { ok: false, issues: r.error.issues.map((i) => fromZodIssue(i)) };
+  try {
+    const r = serviceSpecSchema.safeParse(input);
+    if (r.success) return { ok: true, value: r.data };
+    return { ok: false, issues: r.error.issues.map((i) => fromZodIssue(i)) };
+  } catch (e) {
+    // Only hostile input (a throwing getter or proxy) or our own bug gets here: never a raw error.
+    const d = toDiagnostic(e, 'the spec validator');
+    return { ok: false, issues: [{ code: 'CCA-E0001', params: d.params, path: [] }] };
+  }
 }
 
 export function issueToDiagnostic(issue: SpecIssue): Diagnostic {
