@@ -67,7 +67,8 @@ function alignGroups(items: Item[], indent: number): Map<Item, number> {
 
 function printItems(items: Item[], depth: number, out: string[], top: boolean): void {
   const indent = INDENT.repeat(depth);
-  const widths = alignGroups(items, indent.length);
+  // Top-level items are always a blank line apart, so they never form an aligned run.
+  const widths = top ? new Map<Item, number>() : alignGroups(items, indent.length);
   for (const [i, it] of items.entries()) {
     const first = i === 0;
     if (top && !first) out.push('');
