@@ -233,6 +233,7 @@ class Lowering implements Reporter {
         setPath(obj, def.path, value);
         this.span([...base, ...def.path], it.value.span);
         if (it.value.kind === 'map') for (const e of it.value.entries) this.span([...base, ...def.path, e.key.value], e.key.span);
+        if (it.value.kind === 'list') for (const [i, x] of it.value.items.entries()) this.span([...base, ...def.path, i], x.span);
       } else if (it.kind === 'block') {
         if (nested?.blocks[it.type.value]) nested.block(it);
         else if (defs[it.type.value]) {

@@ -158,7 +158,14 @@ export type ServiceSpec = Omit<Parsed, 'replicas'> & { replicas: number };
 /** What a user may send: every defaulted field optional. */
 export type ServiceSpecInput = z.input<typeof serviceInputSchema>;
 
-/** Defaults that depend on other fields, which zod's per-field defaults cannot express. */
+const sortedRecord = (r: Record<string, string>): Record<string, string> =>
+  Object.fromEntries(Object.keys(r).sort().map((k) => [k, r[k]!]));
+
+/**
+ * Defaults that depend on other fields, which zod's per-field defaults cannot express,
+ * and a canonical key order (maps sorted), so equal specs serialise to equal JSON and a
+ * store compare on the value means what it says.
+ */
 function normalize(s: Parsed): ServiceSpec {
   const replicas = s.replicas ?? s.autoscale?.min ?? DEFAULTS.replicas;
   const firstPort = s.ports[0]?.name;
@@ -171,7 +178,30 @@ function normalize(s: Parsed): ServiceSpec {
   const readiness = withPort(s.health.readiness);
   if (liveness) health.liveness = liveness;
   if (readiness) health.readiness = readiness;
-  return { ...s, replicas, health };
+  return {
+    name: s.name,
+    image: s.image,
+    command: s.command,
+    args: s.args,
+    env: sortedRecord(s.env),
+    ...(s.workdir === undefined ? {} : { workdir: s.workdir }),
+    labels: sortedRecord(s.labels),
+    replicas,
+    resources: s.resources,
+    ports: s.ports,
+    health,
+    placement: s.placement,
+    update: s.update,
+    ...(s.autoscale === undefined ? {} : { autoscale: s.autoscale }),
+    init: s.init.map((i) => ({ ...i, env: sortedRecord(i.env) })),
+    after: s.after,
+    configs: s.configs,
+    secrets: s.secrets,
+    volumes: s.volumes,
+    stopGraceMs: s.stopGraceMs,
+    restart: s.restart,
+    network: s.network,
+  };
 }
 
 /**

@@ -152,3 +152,12 @@ describe('node records', () => {
     ]);
   });
 });
+
+describe('canonical JSON', () => {
+  test('equal specs serialise to equal text, whatever the input key order', () => {
+    const a = ok({ name: 'w', image: 'x', env: { B: '2', A: '1' }, labels: { z: '1', a: '2' }, replicas: 2, init: [{ name: 'i', command: ['x'], env: { Y: '', X: '' } }] });
+    const b = ok({ replicas: 2, labels: { a: '2', z: '1' }, init: [{ env: { X: '', Y: '' }, command: ['x'], name: 'i' }], env: { A: '1', B: '2' }, image: 'x', name: 'w' });
+    expect(JSON.stringify(a)).toBe(JSON.stringify(b));
+    expect(Object.keys(a.env)).toEqual(['A', 'B']);
+  });
+});
