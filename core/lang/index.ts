@@ -5,6 +5,6 @@ export type { FormatResult } from './format.js';
 export { toCca, toCcaAll } from './print.js';
 export type { ToCcaOptions } from './print.js';
 export { MAX_DEPTH } from './parser.js';
-export { FIELD_NAMES } from './lower.js';
+export { FIELD_NAMES } from './fields.js';
 export { quote } from './quote.js';
 export type * from './ast.js';

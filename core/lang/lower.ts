@@ -1,13 +1,14 @@
 import type { Params } from '../diagnostics/error.js';
 import type { DiagnosticCode } from '../diagnostics/registry.js';
-import { DEFAULTS } from '../model/defaults.js';
 import { closest } from '../model/suggest.js';
-import type { Block, Expr, Item, Label } from './ast.js';
+import type { Block, Item, Label } from './ast.js';
+import { BLOCKS, HEALTH_KINDS, SERVICE_FIELDS, STATEMENTS } from './fields.js';
+import type { BlockDef, FieldDef, Path } from './fields.js';
+import { lowerStatement } from './lower-rules.js';
+import type { RuleContext } from './lower-rules.js';
 import type { LineIndex, Span } from './source.js';
-import * as v from './values.js';
-import type { Conv, Reporter } from './values.js';
 
-export type Path = (string | number)[];
+export type { Path } from './fields.js';
 
 /** A service block turned into spec input, with a span for every path it set (for mapping later issues). */
 export interface LoweredService {
@@ -20,141 +21,6 @@ export interface LoweredService {
   /** Paths whose values could not be lowered (left out of `input`). */
   failedPaths: Path[];
 }
-
-interface FieldDef {
-  conv: Conv;
-  path: Path;
-}
-
-interface BlockDef {
-  /** Label names in order; empty for unlabelled blocks. */
-  labels: string[];
-  fields: Record<string, FieldDef>;
-  required: Record<string, string>;
-  example: string;
-  /** Where the block goes: a fixed path, or appended to an array. */
-  into: (out: Record<string, unknown>, labels: string[]) => { path: Path; init: Record<string, unknown> };
-  finish?: (obj: Record<string, unknown>, blockSpan: Span, ctx: Lowering) => Record<string, unknown> | undefined;
-}
-
-const f = (conv: Conv, ...path: Path): FieldDef => ({ conv, path });
-
-const SERVICE_FIELDS: Record<string, FieldDef> = {
-  image: f(v.str('image = "busybox:1.35"'), 'image'),
-  command: f(v.listOf(v.str('"httpd"'), 'command = ["httpd", "-f"]'), 'command'),
-  args: f(v.listOf(v.str('"-p"'), 'args = ["-p", "8080"]'), 'args'),
-  env: f(v.textMap('env = { LOG_LEVEL = "info" }'), 'env'),
-  workdir: f(v.str('workdir = "/srv"'), 'workdir'),
-  labels: f(v.textMap('labels = { team = "web" }'), 'labels'),
-  replicas: f(v.int, 'replicas'),
-  cpu: f(v.cpu, 'resources', 'cpuMillis'),
-  memory: f(v.bytes, 'resources', 'memoryBytes'),
-  spread: f(v.oneOrList(v.choice(['zone', 'node']), 'spread = [zone, node]'), 'placement', 'spread'),
-  after: f(v.oneOrList(v.word('after = ["db"]'), 'after = ["db"]'), 'after'),
-  stop_grace: f(v.duration, 'stopGraceMs'),
-  restart: f(v.choice(['always', 'on-failure', 'never']), 'restart'),
-};
-
-const appendTo =
-  (field: string) =>
-  (out: Record<string, unknown>, labels: string[]) => {
-    const arr = (out[field] ??= []) as unknown[];
-    return { path: [field, arr.length], init: labels[0] === undefined ? {} : { name: labels[0] } };
-  };
-
-function probeFinish(obj: Record<string, unknown>, span: Span, ctx: Lowering, kind: string): Record<string, unknown> | undefined {
-  const { http, tcp, exec, port, ...rest } = obj;
-  const probes = [http, tcp, exec].filter((p) => p !== undefined).length;
-  if (probes !== 1) {
-    ctx.report('CCA-E0312', { kind, count: probes }, span);
-    return undefined;
-  }
-  const probe =
-    http !== undefined
-      ? { type: 'http', path: http, ...(port === undefined ? {} : { port }) }
-      : tcp !== undefined
-        ? { type: 'tcp', port: tcp }
-        : { type: 'exec', command: exec, ...(port === undefined ? {} : { port }) };
-  return { probe, ...rest };
-}
-
-const BLOCKS: Record<string, BlockDef> = {
-  port: {
-    labels: ['name'],
-    fields: { container: f(v.int, 'container'), protocol: f(v.choice(['tcp', 'udp']), 'protocol') },
-    required: { container: 'container = 8080' },
-    example: 'port http { container = 8080 }',
-    into: appendTo('ports'),
-  },
-  health: {
-    labels: ['kind'],
-    fields: {
-      http: f(v.str('http = "/healthz"'), 'http'),
-      tcp: f(v.portRef, 'tcp'),
-      exec: f(v.listOf(v.str('"true"'), 'exec = ["cat", "/tmp/ready"]'), 'exec'),
-      port: f(v.portRef, 'port'),
-      every: f(v.duration, 'intervalMs'),
-      timeout: f(v.duration, 'timeoutMs'),
-      failures: f(v.int, 'failureThreshold'),
-      delay: f(v.duration, 'initialDelayMs'),
-    },
-    required: {},
-    example: 'health readiness { http = "/" every = 5s }',
-    into: (_out, labels) => ({ path: ['health', labels[0] ?? ''], init: {} }),
-    finish: (obj, span, ctx) => probeFinish(obj, span, ctx, String(ctx.currentLabel)),
-  },
-  update: {
-    labels: [],
-    fields: { max_surge: f(v.countOrPercent, 'maxSurge'), max_unavailable: f(v.countOrPercent, 'maxUnavailable') },
-    required: {},
-    example: 'update { max_surge = 1 max_unavailable = 0 }',
-    into: () => ({ path: ['update'], init: {} }),
-  },
-  autoscale: {
-    labels: [],
-    fields: { min: f(v.int, 'min'), max: f(v.int, 'max'), target_cpu: f(v.percent, 'targetCpuPercent') },
-    required: { max: 'max = 10' },
-    example: 'autoscale { min = 2 max = 10 target_cpu = 70% }',
-    into: () => ({ path: ['autoscale'], init: {} }),
-  },
-  init: {
-    labels: ['name'],
-    fields: {
-      image: f(v.str('image = "busybox:1.35"'), 'image'),
-      command: f(v.listOf(v.str('"sh"'), 'command = ["sh", "-c", "echo ok"]'), 'command'),
-      env: f(v.textMap('env = { STEP = "1" }'), 'env'),
-      timeout: f(v.duration, 'timeoutMs'),
-    },
-    required: { command: 'command = ["sh", "-c", "..."]' },
-    example: 'init migrate { command = ["migrate", "up"] }',
-    into: appendTo('init'),
-  },
-  config: {
-    labels: ['name'],
-    fields: { path: f(v.str('path = "/etc/app.conf"'), 'path'), content: f(v.str('content = "..."'), 'content'), mode: f(v.mode, 'mode') },
-    required: { path: 'path = "/etc/app.conf"', content: 'content = """..."""' },
-    example: 'config app { path = "/etc/app.conf" content = "key = value" }',
-    into: appendTo('configs'),
-  },
-  secret: {
-    labels: ['name'],
-    fields: { value: f(v.str('value = "..."'), 'value'), path: f(v.str('path = "/run/secrets/db"'), 'path'), env: f(v.str('env = "DB_PASSWORD"'), 'env'), mode: f(v.mode, 'mode') },
-    required: { value: 'value = "..."' },
-    example: 'secret db { value = "s3cret" path = "/run/secrets/db" }',
-    into: appendTo('secrets'),
-  },
-  volume: {
-    labels: ['name'],
-    fields: { size: f(v.bytes, 'sizeBytes'), mount: f(v.str('mount = "/data"'), 'mountPath'), read_only: f(v.bool, 'readOnly') },
-    required: { size: 'size = 1Gi', mount: 'mount = "/data"' },
-    example: 'volume data { size = 1Gi mount = "/data" }',
-    into: appendTo('volumes'),
-  },
-};
-
-const HEALTH_KINDS = ['liveness', 'readiness'];
-const SELECTOR_BASES = ['zone', 'node', 'label'];
-const STATEMENTS = ['require', 'restrict', 'prefer', 'accept', 'allow'];
 
 export function pathKey(path: Path): string {
   return path.join('.');
@@ -172,11 +38,10 @@ function setPath(obj: Record<string, unknown>, path: Path, value: unknown): void
 }
 
 /** Lowering state for one service block. */
-class Lowering implements Reporter {
+class Lowering implements RuleContext {
   readonly spans = new Map<string, Span>();
   readonly failedPaths: Path[] = [];
   failed = false;
-  currentLabel: string | undefined;
 
   constructor(
     private readonly sinkReport: (code: DiagnosticCode, params: Params, span: Span) => void,
@@ -295,10 +160,9 @@ function lowerNested(b: Block, out: Record<string, unknown>, ctx: Lowering, seen
   ctx.span(path, headerSpan(b));
   if (b.labels[0]) ctx.span([...path, 'name'], b.labels[0].span);
   const obj: Record<string, unknown> = { ...init };
-  ctx.currentLabel = labels[0];
-  const seen = ctx.fields(b.items, def.fields, where, obj, path);
+    const seen = ctx.fields(b.items, def.fields, where, obj, path);
   ctx.missing(seen, def.required, where, headerSpan(b));
-  const done = def.finish ? def.finish(obj, headerSpan(b), ctx) : obj;
+  const done = def.finish ? def.finish(obj, headerSpan(b), ctx, labels[0] ?? '') : obj;
   if (!done) {
     ctx.failedPaths.push(path);
     return;
@@ -311,77 +175,6 @@ function lowerNested(b: Block, out: Record<string, unknown>, ctx: Lowering, seen
     }
   }
   setPath(out, path, done);
-}
-
-function constraintValues(e: Expr, op: string, ctx: Lowering): string[] | undefined {
-  const one = (x: Expr): string | undefined => {
-    if (x.kind === 'string') return x.value;
-    if (x.kind === 'symbol') return x.name;
-    if (x.kind === 'number') return x.text;
-    if (x.kind !== 'error') ctx.report('CCA-E0217', { reason: `a constraint compares with text, not ${v.describeExpr(x)}` }, x.span);
-    return undefined;
-  };
-  if (op === 'in' || op === 'not in') {
-    if (e.kind !== 'list' || e.items.length === 0) {
-      if (e.kind !== 'error') ctx.report('CCA-E0217', { reason: `\`${op}\` needs a non-empty [list] of values` }, e.span);
-      return undefined;
-    }
-    const vals = e.items.map(one);
-    return vals.every((x) => x !== undefined) ? (vals as string[]) : undefined;
-  }
-  if (e.kind === 'list') {
-    ctx.report('CCA-E0217', { reason: `\`${op}\` compares with one value; use \`in\` for a list` }, e.span);
-    return undefined;
-  }
-  const x = one(e);
-  return x === undefined ? undefined : [x];
-}
-
-function lowerStatement(it: Item, out: Record<string, unknown>, ctx: Lowering): void {
-  const placement = (out.placement ??= {}) as Record<string, unknown[]>;
-  if (it.kind === 'rule') {
-    const base = it.selector.base.value;
-    if (!SELECTOR_BASES.includes(base)) {
-      const near = closest(base, SELECTOR_BASES);
-      ctx.report('CCA-E0217', { reason: `\`${base}\` is not an attribute${near ? `; did you mean \`${near}\`?` : ''}` }, it.selector.span);
-      return;
-    }
-    if ((base === 'label') !== (it.selector.key !== undefined)) {
-      ctx.report('CCA-E0217', { reason: base === 'label' ? 'write label.KEY, e.g. label.disk' : `\`${base}\` takes no key` }, it.selector.span);
-      return;
-    }
-    const values = constraintValues(it.value, it.op, ctx);
-    if (!values) return;
-    const constraint = { attribute: it.selector.key ? `label.${it.selector.key.value}` : base, op: it.op, values };
-    const list = (placement[it.keyword] ??= []);
-    const path = ['placement', it.keyword, list.length];
-    ctx.span(path, it.span);
-    if (it.keyword === 'prefer') {
-      const weight = it.weight === undefined ? DEFAULTS.preferWeight : v.int(it.weight, 'weight', ctx);
-      if (weight === undefined) return;
-      if (it.weight) ctx.span([...path, 'weight'], it.weight.span);
-      list.push({ constraint, weight });
-    } else list.push(constraint);
-  } else if (it.kind === 'accept') {
-    const taint = v.word('accept "gpu"')(it.value, 'accept', ctx);
-    if (taint === undefined) return;
-    const list = (placement.accept ??= []);
-    ctx.span(['placement', 'accept', list.length], it.value.span);
-    list.push(taint);
-  } else if (it.kind === 'allow') {
-    const network = (out.network ??= { allow: [] }) as { allow: unknown[] };
-    const rule: Record<string, unknown> = { service: it.service.value };
-    const path = ['network', 'allow', network.allow.length];
-    ctx.span(path, it.span);
-    ctx.span([...path, 'service'], it.service.span);
-    if (it.port) {
-      const port = v.portRef(it.port, 'port', ctx);
-      if (port === undefined) return;
-      rule.port = port;
-      ctx.span([...path, 'port'], it.port.span);
-    }
-    network.allow.push(rule);
-  }
 }
 
 /** One `service NAME { ... }` block → spec input (not yet validated) and the spans of its paths. */
@@ -403,8 +196,3 @@ export function lowerService(b: Block, lines: LineIndex, report: (code: Diagnost
   return { name, input: out, spans: ctx.spans, header: headerSpan(b), failed: ctx.failed, failedPaths: ctx.failedPaths };
 }
 
-/** Field names by block, for docs and "did you mean". */
-export const FIELD_NAMES = {
-  service: [...Object.keys(SERVICE_FIELDS), ...Object.keys(BLOCKS), ...STATEMENTS],
-  ...Object.fromEntries(Object.entries(BLOCKS).map(([k, d]) => [k, Object.keys(d.fields)])),
-} as Record<string, string[]>;
