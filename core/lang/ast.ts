@@ -7,11 +7,17 @@ export type Expr =
   | { kind: 'string'; value: string; span: Span }
   | { kind: 'number'; text: string; negative: boolean; segments: Segment[]; span: Span }
   | { kind: 'symbol'; name: string; span: Span }
-  | { kind: 'list'; items: Expr[]; span: Span }
-  | { kind: 'map'; entries: MapEntry[]; span: Span }
+  | { kind: 'list'; items: Expr[]; notes: Notes[]; closing: Comment[]; span: Span }
+  | { kind: 'map'; entries: MapEntry[]; closing: Comment[]; span: Span }
   | { kind: 'error'; span: Span };
 
-export interface MapEntry {
+/** Comments kept with one list item or map entry: on the lines before it, and after it on its line. */
+export interface Notes {
+  leading: Comment[];
+  trailing?: Comment;
+}
+
+export interface MapEntry extends Notes {
   key: Label;
   value: Expr;
 }

@@ -1,4 +1,4 @@
-import type { Expr, Item, Label, SourceFile } from './ast.js';
+import type { Expr, Item, Label, Notes, SourceFile } from './ast.js';
 import { parseTree } from './parse.js';
 import { labelText, quote } from './quote.js';
 import type { Comment } from './tokens.js';
@@ -157,12 +157,14 @@ function flat(e: Expr, memo: Map<Expr, string | undefined>): string | undefined 
       break;
     case 'list': {
       const parts = e.items.map((x) => flat(x, memo));
-      out = parts.every((p) => p !== undefined) ? `[${parts.join(', ')}]` : undefined;
+      const quiet = e.closing.length === 0 && e.notes.every(silent);
+      out = quiet && parts.every((p) => p !== undefined) ? `[${parts.join(', ')}]` : undefined;
       break;
     }
     case 'map': {
       const parts = e.entries.map(({ key, value }) => ((v) => (v === undefined ? undefined : `${label(key)} = ${v}`))(flat(value, memo)));
-      out = e.entries.length === 0 ? '{}' : parts.every((p) => p !== undefined) ? `{ ${parts.join(', ')} }` : undefined;
+      const quiet = e.closing.length === 0 && e.entries.every(silent);
+      out = !quiet ? undefined : e.entries.length === 0 ? '{}' : parts.every((p) => p !== undefined) ? `{ ${parts.join(', ')} }` : undefined;
       break;
     }
   }
@@ -177,19 +179,28 @@ function expr(e: Expr, indent: number, col: number, memo: Map<Expr, string | und
   const one = flat(e, memo);
   if (one !== undefined && (col + one.length <= WIDTH || (e.kind !== 'list' && e.kind !== 'map'))) return one;
   const pad = ' '.repeat(indent + INDENT.length);
+  const close = ' '.repeat(indent);
   if (e.kind === 'list') {
-    if (e.items.length === 0) return '[]';
-    const inner = e.items.map((x) => `${pad}${expr(x, indent + INDENT.length, pad.length, memo)},`);
-    return `[\n${inner.join('\n')}\n${' '.repeat(indent)}]`;
+    const inner = e.items.flatMap((x, i) => noted(e.notes[i], pad, `${pad}${expr(x, indent + INDENT.length, pad.length, memo)},`));
+    return ['[', ...inner, ...e.closing.map((c) => pad + c.text), `${close}]`].join('\n');
   }
   if (e.kind === 'map') {
-    if (e.entries.length === 0) return '{}';
-    const width = Math.max(...e.entries.map(({ key }) => label(key).length));
-    const inner = e.entries.map(({ key, value }) => {
-      const k = label(key);
-      return `${pad}${k.padEnd(width)} = ${expr(value, indent + INDENT.length, pad.length + k.length + 3, memo)}`;
+    const width = Math.max(0, ...e.entries.map(({ key }) => label(key).length));
+    const inner = e.entries.flatMap((en) => {
+      const k = label(en.key);
+      return noted(en, pad, `${pad}${k.padEnd(width)} = ${expr(en.value, indent + INDENT.length, pad.length + k.length + 3, memo)}`);
     });
-    return `{\n${inner.join('\n')}\n${' '.repeat(indent)}}`;
+    return ['{', ...inner, ...e.closing.map((c) => pad + c.text), `${close}}`].join('\n');
   }
   return one ?? '';
+}
+
+function silent(n: Notes | undefined): boolean {
+  return n === undefined || (n.leading.length === 0 && n.trailing === undefined);
+}
+
+/** One list item or map entry with its comments: those before it on their own lines, the trailing one after it. */
+function noted(n: Notes | undefined, pad: string, line: string): string[] {
+  if (!n) return [line];
+  return [...n.leading.map((c) => pad + c.text), n.trailing ? `${line} ${n.trailing.text}` : line];
 }

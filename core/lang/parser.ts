@@ -1,6 +1,6 @@
 import type { ConstraintOp } from '../model/constraints.js';
 import { STATEMENT_KEYWORDS } from './ast.js';
-import type { Expr, Item, Label, MapEntry, Selector, SourceFile } from './ast.js';
+import type { Expr, Item, Label, MapEntry, Notes, Selector, SourceFile } from './ast.js';
 import { lex } from './lexer.js';
 import type { DiagnosticSink, LineIndex, Span } from './source.js';
 import { describe } from './tokens.js';
@@ -78,6 +78,20 @@ class Parser {
     return out;
   }
 
+  /**
+   * Attach the comment that follows the last token read on the same line, with no token in
+   * between (in `a = 1 } # x` the comment belongs to the block, not to `a`).
+   */
+  private withTrailing(n: Notes): Notes {
+    const c = this.comments[this.ci];
+    const end = this.prevEnd();
+    if (c && !c.ownLine && c.span.start >= end && this.lines.line(c.span.start) === this.lines.line(end) && c.span.start < this.peek().span.start) {
+      n.trailing = c;
+      this.ci++;
+    }
+    return n;
+  }
+
   private error(expected: string, t: Token, hint: string): void {
     this.sink.add('CCA-E0205', { expected, found: describe(t), hint }, t.span);
   }
@@ -118,11 +132,8 @@ class Parser {
     // Comments that sat inside the item (e.g. between list elements) move before it.
     const inner = this.commentsBefore(end);
     const item = { ...body, span: { start: t.span.start, end }, leading: [...leading, ...inner], blankBefore } as Item;
-    const c = this.comments[this.ci];
-    if (c && !c.ownLine && this.lines.line(c.span.start) === this.lines.line(end)) {
-      item.trailing = c;
-      this.ci++;
-    }
+    const { trailing } = this.withTrailing({ leading: [] });
+    if (trailing) item.trailing = trailing;
     return item;
   }
 
@@ -187,11 +198,17 @@ class Parser {
     if (!op) return undefined;
     const value = this.expr();
     const rule: ItemBody = { kind: 'rule', keyword: keyword as 'require' | 'restrict' | 'prefer', selector, op: op.op, opSpan: op.span, value, span: kw.span };
-    if (this.isWord(this.peek(), 'weight')) {
-      const w = this.next();
-      const weight = this.expr();
-      if (keyword !== 'prefer') this.sink.add('CCA-E0217', { reason: `only prefer takes a weight, not ${keyword}` }, w.span);
-      else (rule as { weight?: Expr }).weight = weight;
+    // `weight` belongs to prefer. After require/restrict, `weight 5` is a mistake worth naming;
+    // any other `weight ...` (a field or block of that name) starts the next entry.
+    const w = this.peek();
+    const after = this.peek(1);
+    if (this.isWord(w, 'weight') && keyword === 'prefer' && !this.isPunct(after, '=')) {
+      this.next();
+      (rule as { weight?: Expr }).weight = this.expr();
+    } else if (this.isWord(w, 'weight') && after.kind === 'number') {
+      this.next();
+      this.next();
+      this.sink.add('CCA-E0217', { reason: `only prefer takes a weight, not ${keyword}` }, w.span);
     }
     return rule;
   }
@@ -258,7 +275,7 @@ class Parser {
     }
     const service = this.label(t);
     const item: ItemBody = { kind: 'allow', service, span: kw.span };
-    if (this.isWord(this.peek(), 'on')) {
+    if (this.isWord(this.peek(), 'on') && !this.isPunct(this.peek(1), '=')) {
       this.next();
       if (!this.expectWord('port', hint)) return undefined;
       (item as { port?: Expr }).port = this.expr();
@@ -319,10 +336,13 @@ class Parser {
     this.next();
     this.depth++;
     const items: Expr[] = [];
+    const notes: Notes[] = [];
+    let closing: Comment[] = [];
     for (;;) {
       this.work++;
       const t = this.peek();
       if (this.isPunct(t, ']')) {
+        closing = this.commentsBefore(t.span.start);
         this.next();
         break;
       }
@@ -330,10 +350,13 @@ class Parser {
         this.sink.add('CCA-E0206', { open: '`[`', close: '`]`' }, open.span);
         break;
       }
+      const leading = this.commentsBefore(t.span.start);
       items.push(this.expr());
       const sep = this.peek();
       if (this.isPunct(sep, ',')) this.next();
-      else if (this.isPunct(sep, ']')) continue;
+      notes.push(this.withTrailing({ leading }));
+      if (this.isPunct(sep, ',')) continue;
+      if (this.isPunct(sep, ']')) continue;
       else if (this.canStartExpr(sep)) this.error('`,` or `]`', sep, 'separate list items with commas');
       else if (sep.kind === 'punct' && sep.text !== '}') {
         this.error('`,` or `]`', sep, 'separate list items with commas and close the list with `]`');
@@ -341,7 +364,7 @@ class Parser {
       }
     }
     this.depth--;
-    return { kind: 'list', items, span: { start: open.span.start, end: this.prevEnd() } };
+    return { kind: 'list', items, notes, closing, span: { start: open.span.start, end: this.prevEnd() } };
   }
 
   private map(): Expr {
@@ -353,10 +376,12 @@ class Parser {
     this.next();
     this.depth++;
     const entries: MapEntry[] = [];
+    let closing: Comment[] = [];
     for (;;) {
       this.work++;
       const t = this.peek();
       if (this.isPunct(t, '}')) {
+        closing = this.commentsBefore(t.span.start);
         this.next();
         break;
       }
@@ -376,11 +401,13 @@ class Parser {
         this.error('`=`', eq, `write ${key.value} = "value"`);
         if (!this.canStartExpr(eq)) continue;
       }
-      entries.push({ key, value: this.expr() });
+      const leading = this.commentsBefore(key.span.start);
+      const value = this.expr();
       if (this.isPunct(this.peek(), ',')) this.next();
+      entries.push({ key, value, ...this.withTrailing({ leading }) });
     }
     this.depth--;
-    return { kind: 'map', entries, span: { start: open.span.start, end: this.prevEnd() } };
+    return { kind: 'map', entries, closing, span: { start: open.span.start, end: this.prevEnd() } };
   }
 
   /**

@@ -13,7 +13,7 @@ import { lookup, render } from '../../core/diagnostics/index.js';
 import { format, formatSource, parse, parseWithStats, toCca, toCcaAll } from '../../core/lang/index.js';
 import { validateService } from '../../core/model/index.js';
 import type { ServiceSpec } from '../../core/model/index.js';
-import { mutate, mutations, serviceInput, serviceSet, tokenSoup } from './support/arbitraries.js';
+import { mutate, mutations, serviceInput, serviceSet, tokenSoup, validSyntax } from './support/arbitraries.js';
 import { repoRoot } from './support/golden.js';
 
 const SCALE = Number(process.env.CCA_FUZZ_SCALE ?? '1');
@@ -25,6 +25,8 @@ export const RUNS = {
   roundTrip: 2_000 * SCALE,
   roundTripSet: 500 * SCALE,
   formatProperty: 3_000 * SCALE,
+  formatSoup: 5_000 * SCALE,
+  formatSyntax: 3_000 * SCALE,
 };
 const opts = (numRuns: number) => ({ numRuns, ...(SEED === undefined ? {} : { seed: SEED }) });
 
@@ -131,19 +133,35 @@ describe('round trips', () => {
     );
   });
 
+  const meaning = (t: string) => {
+    const r = parse(t, 'm.cca');
+    return { services: r.services, codes: r.diagnostics.map((d) => d.code).sort() };
+  };
+  const formatKeepsMeaning = (text: string) => {
+    const f = formatSource(text);
+    expect(format(f.text)).toBe(f.text);
+    if (f.ok) expect(meaning(f.text)).toEqual(meaning(text));
+  };
+
   test(`${RUNS.formatProperty} mutated fixtures: format is idempotent and keeps the meaning`, () => {
-    const meaning = (t: string) => {
-      const r = parse(t, 'm.cca');
-      return { services: r.services, codes: r.diagnostics.map((d) => d.code).sort() };
-    };
+    fc.assert(fc.property(fc.constantFrom(...seeds), mutations, (seed, ms) => formatKeepsMeaning(mutate(seed, ms))), opts(RUNS.formatProperty));
+  });
+
+  test(`${RUNS.formatSoup} token soups (comments everywhere): format is idempotent and keeps the meaning`, () => {
+    const wrapped = tokenSoup.map((t) => `service s {\n  image = "x"\n  env = { ${t} }\n  command = [${t}]\n  ${t}\n}\n`);
+    fc.assert(fc.property(fc.oneof(tokenSoup, wrapped), formatKeepsMeaning), opts(RUNS.formatSoup));
+  });
+
+  test(`${RUNS.formatSyntax} generated files with comments in every place: format keeps meaning and comments`, () => {
+    const comments = (t: string) => (t.match(/# note|\/\/ note|\/\* note \*\/|\/\* two\n lines \*\//g) ?? []).length;
     fc.assert(
-      fc.property(fc.constantFrom(...seeds), mutations, (seed, ms) => {
-        const text = mutate(seed, ms);
+      fc.property(validSyntax, (text) => {
         const f = formatSource(text);
-        expect(format(f.text)).toBe(f.text);
-        if (f.ok) expect(meaning(f.text)).toEqual(meaning(text));
+        expect(f.diagnostics).toEqual([]);
+        formatKeepsMeaning(text);
+        expect(comments(f.text)).toBe(comments(text));
       }),
-      opts(RUNS.formatProperty),
+      opts(RUNS.formatSyntax),
     );
   });
 });

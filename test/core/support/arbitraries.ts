@@ -167,3 +167,39 @@ export function mutate(seed: string, ms: Mutation[]): string {
   }
   return s;
 }
+
+/**
+ * Syntactically valid `.cca` text with comments and line breaks in every place the
+ * grammar allows them, and random (often invalid) meaning: what the formatter must keep.
+ */
+const gap = fc.constantFrom(' ', ' ', '\n', '\n\n', '  \n  ', ' # note\n', ' // note\n', ' /* note */ ', '\n/* two\n lines */\n');
+const word = fc.constantFrom('image', 'replicas', 'cpu', 'env', 'command', 'port', 'http', 'web', 'x-y', '_z', 'true', 'zone', 'weight', 'in');
+const literal = fc.oneof(
+  fc.string({ maxLength: 6 }).map((s) => JSON.stringify(s)),
+  fc.constantFrom('"a\\tb"', '"""\nraw "x"\n"""', '"\\u{1F600}"', '3', '-1', '0.5', '64Mi', '1m30s', '70%', '1.5Gi'),
+  word,
+);
+const joined = (parts: fc.Arbitrary<string[]>) =>
+  parts.chain((ps) => fc.array(gap, { minLength: ps.length + 1, maxLength: ps.length + 1 }).map((gs) => ps.map((p, i) => gs[i] + p).join('') + gs[ps.length]));
+
+const { value } = fc.letrec<{ value: string; list: string; map: string }>((tie) => ({
+  value: fc.oneof({ depthSize: 'small', withCrossShrink: true }, literal, tie('list'), tie('map')),
+  list: joined(fc.array(tie('value'), { maxLength: 3 }).map((vs) => ['[', ...vs.flatMap((v, i) => (i < vs.length - 1 ? [v, ','] : [v])), ']'])),
+  map: joined(fc.array(fc.tuple(fc.oneof(word, fc.constant('"k.y/z"')), tie('value')), { maxLength: 3 }).map((es) => ['{', ...es.flatMap(([k, v]) => [k, '=', v]), '}'])),
+}));
+const rule = fc.oneof(
+  fc.tuple(fc.constantFrom('require', 'restrict'), fc.constantFrom('zone', 'node', 'label.disk', 'label."a.b/c"'), fc.constantFrom('==', '!=', 'in', 'not in'), value).map((p) => joined(fc.constant(p))).chain((x) => x),
+  fc.tuple(fc.constantFrom('zone', 'label.x'), value, fc.constantFrom('3', '50')).map(([s, v, w]) => joined(fc.constant(['prefer', s, '==', v, 'weight', w]))).chain((x) => x),
+  value.map((v) => joined(fc.constant(['accept', v]))).chain((x) => x),
+  fc.constantFrom('allow from service api on port 8080', 'allow from service "b"', 'allow from service c on port http'),
+);
+const attr = fc.tuple(word, value).chain(([w, v]) => joined(fc.constant([w, '=', v])));
+const block = fc.tuple(word, fc.array(fc.oneof(word, fc.constant('"lbl"')), { maxLength: 2 }), fc.array(fc.oneof(attr, rule), { maxLength: 4 })).chain(([t, ls, items]) =>
+  joined(fc.constant([t, ...ls, '{', ...items, '}'])),
+);
+export const validSyntax = fc.array(
+  fc.tuple(word, fc.array(fc.oneof({ weight: 3, arbitrary: attr }, { weight: 1, arbitrary: block }, { weight: 1, arbitrary: rule }), { maxLength: 6 })).chain(([name, items]) =>
+    joined(fc.constant(['service', name, '{', ...items, '}'])),
+  ),
+  { minLength: 1, maxLength: 3 },
+).map((services) => services.join('\n'));
