@@ -11,6 +11,7 @@ import type { z } from 'zod';
 import { CcaError } from './diagnostics/error.js';
 import * as f from './model/facts.js';
 import { nodeRecordSchema } from './model/node.js';
+import { redactSpec } from './model/redact.js';
 import { serviceSpecSchema } from './model/service.js';
 
 export type Writer =
@@ -153,6 +154,19 @@ export function encodeFact<K extends KeyKind>(kind: K, value: FactInput<K>): str
     throw new CcaError('CCA-E0002', { key: `${def.prefix}…`, prefix: def.prefix, reason: first ? `${first.path.map(String).join('.') || 'the value'}: ${first.message}` : 'invalid' });
   }
   return JSON.stringify(r.data);
+}
+
+/**
+ * A fact as it may be shown to a person or leave the cluster (API reads, CLI, bundles):
+ * secret values replaced. Desired specs and assignments carry secrets; no other fact does.
+ */
+export function redactFact<K extends KeyKind>(kind: K, value: FactOf<K>): FactOf<K> {
+  if (kind === 'service') return redactSpec(value as FactOf<'service'>) as FactOf<K>;
+  if (kind === 'assigned') {
+    const a = value as FactOf<'assigned'>;
+    return { ...a, spec: redactSpec(a.spec) } as FactOf<K>;
+  }
+  return value;
 }
 
 export interface KeyRow {

@@ -1,5 +1,5 @@
-export { parse, parseWithStats, parseTree, MAX_SOURCE_CHARS } from './parse.js';
-export type { ParseOptions, ParseResult, ParseStats } from './parse.js';
+export { parse, parseFiles, parseWithStats, parseTree, MAX_SOURCE_CHARS } from './parse.js';
+export type { ParseOptions, ParseResult, ParseStats, SourceInput } from './parse.js';
 export { format, formatSource, printFile, WIDTH } from './format.js';
 export type { FormatResult } from './format.js';
 export { toCca, toCcaAll } from './print.js';

@@ -63,20 +63,57 @@ export function parse(text: string, filename = '<input>', opts: ParseOptions = {
 }
 
 export function parseWithStats(text: string, filename = '<input>', opts: ParseOptions = {}): ParseStats {
+  return parseFilesWithStats([{ name: filename, text }], opts);
+}
+
+export interface SourceInput {
+  name: string;
+  text: string;
+}
+
+/**
+ * Several files applied together (`cca apply dir/`): each parsed on its own, then the set
+ * rules (unique names, `after` targets, cycles) checked across all of them. Never throws.
+ */
+export function parseFiles(files: readonly SourceInput[], opts: ParseOptions = {}): ParseResult {
+  const { services, diagnostics } = parseFilesWithStats(files, opts);
+  return { services, diagnostics };
+}
+
+function parseFilesWithStats(files: readonly SourceInput[], opts: ParseOptions): ParseStats {
   try {
-    return parseUnsafe(text, filename, opts);
+    const stages = files.map((f) => parseOne(f.text, f.name));
+    checkSet(stages, opts);
+    return {
+      services: stages.flatMap((st) => st.valid.map((x) => x.spec)),
+      diagnostics: stages.flatMap((st) => ordered(st.sink.list)),
+      work: stages.reduce((n, st) => n + st.work, 0),
+    };
   } catch (e) {
     // Only a bug gets here; it becomes CCA-E0001, never a stack trace.
     return { services: [], diagnostics: [toDiagnostic(e, 'the .cca parser')], work: 0 };
   }
 }
 
-function parseUnsafe(text: string, filename: string, opts: ParseOptions): ParseStats {
+interface Valid {
+  spec: ServiceSpec;
+  lowered: LoweredService;
+  sink: DiagnosticSink;
+}
+
+interface FileStage {
+  sink: DiagnosticSink;
+  valid: Valid[];
+  work: number;
+}
+
+/** One file: syntax, lowering, and each service's own validation. */
+function parseOne(text: string, filename: string): FileStage {
   const lines = new LineIndex(text);
   const sink = new DiagnosticSink(filename, lines);
   if (text.length > MAX_SOURCE_CHARS) {
     sink.add('CCA-E0215', { bytes: text.length, max: MAX_SOURCE_CHARS }, { start: 0, end: 0 });
-    return { services: [], diagnostics: sink.list, work: 0 };
+    return { sink, valid: [], work: 0 };
   }
   const syntax = parseSyntax(text, sink, lines);
   const lowered: LoweredService[] = [];
@@ -87,7 +124,7 @@ function parseUnsafe(text: string, filename: string, opts: ParseOptions): ParseS
       if (l) lowered.push(l);
     } else topLevelError(item, sink);
   }
-  const valid: { spec: ServiceSpec; lowered: LoweredService }[] = [];
+  const valid: Valid[] = [];
   for (const l of lowered) {
     if (sink.full) break;
     if (l.failed) {
@@ -95,23 +132,26 @@ function parseUnsafe(text: string, filename: string, opts: ParseOptions): ParseS
       continue;
     }
     const r = validateService(l.input);
-    if (r.ok) valid.push({ spec: r.value, lowered: l });
+    if (r.ok) valid.push({ spec: r.value, lowered: l, sink });
     else for (const issue of r.issues) addIssue(sink, issue, l);
   }
-  if (!sink.full) {
-    const existing = opts.existing === 'unchecked' ? undefined : [...(opts.existing ?? [])];
-    const set = validateServiceSet(
-      valid.map((x) => x.spec),
-      { existing: existing ?? [] },
-    ).filter((i) => existing !== undefined || i.code !== 'CCA-E0305');
-    for (const issue of set) {
-      // Point at the duplicate's second definition, else at the named service.
-      const owners = valid.filter((x) => x.spec.name === issue.service);
-      const owner = issue.code === 'CCA-E0309' ? owners[owners.length - 1] : owners[0];
-      if (owner) addIssue(sink, issue, owner.lowered);
-    }
+  return { sink, valid, work: syntax.work };
+}
+
+/** Rules across every file's valid services, reported in the file that holds the service. */
+function checkSet(stages: FileStage[], opts: ParseOptions): void {
+  const valid = stages.flatMap((st) => st.valid);
+  const existing = opts.existing === 'unchecked' ? undefined : [...(opts.existing ?? [])];
+  const issues = validateServiceSet(
+    valid.map((x) => x.spec),
+    { existing: existing ?? [] },
+  ).filter((i) => existing !== undefined || i.code !== 'CCA-E0305');
+  for (const issue of issues) {
+    // Point at the duplicate's later definition, else at the named service.
+    const owners = valid.filter((x) => x.spec.name === issue.service);
+    const owner = issue.code === 'CCA-E0309' ? owners[owners.length - 1] : owners[0];
+    if (owner) addIssue(owner.sink, issue, owner.lowered);
   }
-  return { services: valid.map((x) => x.spec), diagnostics: ordered(sink.list), work: syntax.work };
 }
 
 /**

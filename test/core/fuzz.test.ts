@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { lookup, render } from '../../core/diagnostics/index.js';
 import { format, formatSource, parse, parseWithStats, toCca, toCcaAll } from '../../core/lang/index.js';
-import { validateService } from '../../core/model/index.js';
+import { redactSpec, validateService } from '../../core/model/index.js';
 import type { ServiceSpec } from '../../core/model/index.js';
 import { mutate, mutations, serviceInput, serviceSet, tokenSoup, validSyntax } from './support/arbitraries.js';
 import { repoRoot } from './support/golden.js';
@@ -102,6 +102,9 @@ function roundTrip(spec: ServiceSpec): void {
   expect(r.diagnostics, text).toEqual([]);
   expect(r.services).toEqual([spec]);
   expect(format(text)).toBe(text);
+  // The default print never carries a secret value, and loses nothing else.
+  const shown = parse(toCca(spec), 'shown.cca', { existing: 'unchecked' }).services[0]!;
+  expect(shown).toEqual(redactSpec(spec));
 }
 
 describe('round trips', () => {

@@ -62,3 +62,20 @@ describe('the key layout', () => {
     expect(decodeFact('service', '/services/web', spec).replicas).toBe(1);
   });
 });
+
+describe('redaction of facts', () => {
+  test('specs and assignments lose their secret values; other facts are untouched', async () => {
+    const { redactFact, decodeFact: decode, encodeFact: encode } = await import('../../core/keys.js');
+    const spec = decode('service', '/services/w', encode('service', { name: 'w', image: 'x', secrets: [{ name: 's', value: 'hunter2', path: '/s' }] }));
+    expect(JSON.stringify(redactFact('service', spec))).not.toContain('hunter2');
+    const assignment = decode(
+      'assigned',
+      '/assigned/n1/r1',
+      encode('assigned', { replica: 'r1', service: 'w', node: 'n1', tenure: 1, resources: { cpuMillis: 1, memoryBytes: 1 }, specRevision: 3, spec, placedAt: 0 }),
+    );
+    expect(JSON.stringify(redactFact('assigned', assignment))).not.toContain('hunter2');
+    expect(JSON.stringify(assignment)).toContain('hunter2');
+    const status = { node: 'n1', tenure: 1, state: 'ready' as const, since: 0, reason: '' };
+    expect(redactFact('nodeStatus', status)).toBe(status);
+  });
+});

@@ -208,3 +208,23 @@ describe('toCca', () => {
     expect(toCca(s, { secrets: 'include' })).toContain('hunter2');
   });
 });
+
+describe('several files applied together', () => {
+  test('after may cross files; duplicates and cycles are reported in the file that holds them', async () => {
+    const { parseFiles } = await import('../../core/lang/index.js');
+    const ok = parseFiles([
+      { name: 'db.cca', text: 'service db { image = "x" }\n' },
+      { name: 'api.cca', text: 'service api { image = "x" after = [db] }\n' },
+    ]);
+    expect(ok.diagnostics).toEqual([]);
+    expect(ok.services.map((s) => s.name)).toEqual(['db', 'api']);
+    const bad = parseFiles([
+      { name: 'a.cca', text: 'service a { image = "x" after = [b] }\n' },
+      { name: 'b.cca', text: 'service b { image = "x" after = [a] }\nservice a { image = "y" }\n' },
+    ]);
+    expect(bad.diagnostics.map((d) => [d.code, d.span!.file, d.span!.line])).toEqual([
+      ['CCA-E0306', 'a.cca', 1],
+      ['CCA-E0309', 'b.cca', 2],
+    ]);
+  });
+});
