@@ -22,7 +22,11 @@ export interface BlockDef {
   example: string;
   /** Where the block goes: a fixed path, or appended to an array. */
   into: (out: Record<string, unknown>, labels: string[]) => { path: Path; init: Record<string, unknown> };
-  finish?: (obj: Record<string, unknown>, blockSpan: Span, r: Reporter, label: string) => Record<string, unknown> | undefined;
+  /**
+   * Reshape the lowered fields (or report and return undefined). `written` holds every
+   * field present in the source, including those whose value failed to lower.
+   */
+  finish?: (obj: Record<string, unknown>, blockSpan: Span, r: Reporter, label: string, written: ReadonlySet<string>) => Record<string, unknown> | undefined;
 }
 
 const f = (conv: Conv, ...path: Path): FieldDef => ({ conv, path });
@@ -50,13 +54,15 @@ const appendTo =
     return { path: [field, arr.length], init: labels[0] === undefined ? {} : { name: labels[0] } };
   };
 
-function probeFinish(obj: Record<string, unknown>, span: Span, r: Reporter, kind: string): Record<string, unknown> | undefined {
+function probeFinish(obj: Record<string, unknown>, span: Span, r: Reporter, kind: string, written: ReadonlySet<string>): Record<string, unknown> | undefined {
   const { http, tcp, exec, port, ...rest } = obj;
-  const probes = [http, tcp, exec].filter((p) => p !== undefined).length;
+  // Count probes as written, so a probe whose value was wrong is not also "missing".
+  const probes = ['http', 'tcp', 'exec'].filter((p) => written.has(p)).length;
   if (probes !== 1) {
     r.report('CCA-E0312', { kind, count: probes }, span);
     return undefined;
   }
+  if (http === undefined && tcp === undefined && exec === undefined) return undefined;
   const probe =
     http !== undefined
       ? { type: 'http', path: http, ...(port === undefined ? {} : { port }) }

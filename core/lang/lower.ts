@@ -162,7 +162,7 @@ function lowerNested(b: Block, out: Record<string, unknown>, ctx: Lowering, seen
   const obj: Record<string, unknown> = { ...init };
     const seen = ctx.fields(b.items, def.fields, where, obj, path);
   ctx.missing(seen, def.required, where, headerSpan(b));
-  const done = def.finish ? def.finish(obj, headerSpan(b), ctx, labels[0] ?? '') : obj;
+  const done = def.finish ? def.finish(obj, headerSpan(b), ctx, labels[0] ?? '', new Set(seen.keys())) : obj;
   if (!done) {
     ctx.failedPaths.push(path);
     return;

@@ -114,6 +114,8 @@ class Parser {
       }
       const item = this.item();
       if (item) out.push(item);
+      // A comma between entries is a harmless habit from other formats; the formatter drops it.
+      if (this.isPunct(this.peek(), ',')) this.next();
     }
     return out;
   }
@@ -144,6 +146,11 @@ class Parser {
       return undefined;
     }
     if (this.isPunct(this.peek(1), '=')) return this.attribute();
+    if (this.isPunct(this.peek(1), ':')) {
+      // JSON and YAML habits: say so, then read it as `=` so the value is still checked.
+      this.error('`=`', this.peek(1), `fields are set with =: write ${t.text} = VALUE`);
+      return this.attribute();
+    }
     if ((STATEMENT_KEYWORDS as readonly string[]).includes(t.text)) return this.statement(t.text);
     return this.block();
   }

@@ -2,6 +2,7 @@ import type { Params } from '../diagnostics/error.js';
 import type { DiagnosticCode } from '../diagnostics/registry.js';
 import { closest } from '../model/suggest.js';
 import { byteUnits, cpuUnits, durationUnits, scaleDecimal } from '../model/quantity.js';
+import { parseNumber } from './lexer.js';
 import type { Expr } from './ast.js';
 import type { Span } from './source.js';
 
@@ -131,7 +132,11 @@ const PERCENT: UnitKind = { what: 'a percentage', units: { '': 1n, '%': 1n }, ba
 
 function quantity(kind: UnitKind): Conv {
   return (e, field, r) => {
-    if (e.kind !== 'number') return wrongType(e, field, kind.what, `${field} = ${kind.example.split(' ')[0]}`, r);
+    if (e.kind !== 'number') {
+      // "8080" in quotes: suggest exactly that without them.
+      const unquoted = e.kind === 'string' && parseNumber(e.value) !== undefined ? e.value : kind.example.split(' ')[0];
+      return wrongType(e, field, kind.what, `${field} = ${unquoted}`, r);
+    }
     if (e.segments.length > 1 && !kind.compound) {
       r.report('CCA-E0213', { field, kind: kind.what, unit: `\`${e.text.replace(/^-?[\d.]+/, '')}\``, units: unitList(kind), example: kind.example }, e.span);
       return undefined;
@@ -141,7 +146,7 @@ function quantity(kind: UnitKind): Conv {
       const factor = kind.units[seg.unit];
       if (factor === undefined) {
         const unit = seg.unit === '' ? 'a bare number' : `\`${seg.unit}\``;
-        r.report('CCA-E0213', { field, kind: kind.what, unit, units: unitList(kind), example: kind.example }, e.span);
+        r.report('CCA-E0213', { field, kind: kind.what, unit, units: unitList(kind), example: unitExample(kind, seg) }, e.span);
         return undefined;
       }
       const scaled = scaleDecimal({ int: seg.int, frac: seg.frac, negative: false }, factor);
@@ -154,6 +159,23 @@ function quantity(kind: UnitKind): Conv {
     }
     return e.negative ? -total : total;
   };
+}
+
+/** Spellings people bring from elsewhere, mapped to ours. */
+const UNIT_ALIASES: Readonly<Record<string, string[]>> = {
+  KB: ['k', 'Ki'], kB: ['k', 'Ki'], kb: ['k', 'Ki'], MB: ['M', 'Mi'], mb: ['M', 'Mi'], Mb: ['M', 'Mi'], GB: ['G', 'Gi'], gb: ['G', 'Gi'], Gb: ['G', 'Gi'],
+  TB: ['T', 'Ti'], tb: ['T', 'Ti'], KiB: ['Ki'], MiB: ['Mi'], GiB: ['Gi'], TiB: ['Ti'], mi: ['Mi'], gi: ['Gi'], ki: ['Ki'],
+  sec: ['s'], secs: ['s'], second: ['s'], seconds: ['s'], min: ['m'], mins: ['m'], minute: ['m'], minutes: ['m'],
+  hr: ['h'], hrs: ['h'], hour: ['h'], hours: ['h'], day: ['d'], days: ['d'], millis: ['ms'],
+};
+
+/** The value rewritten with the unit the user probably meant, else the kind's generic example. */
+function unitExample(kind: UnitKind, seg: { int: string; frac: string; unit: string }): string {
+  const number = seg.frac === '' ? seg.int : `${seg.int}.${seg.frac}`;
+  const meant = (UNIT_ALIASES[seg.unit] ?? []).filter((u) => kind.units[u] !== undefined);
+  if (meant.length > 0) return meant.map((u) => `${number}${u}`).join(' or ');
+  if (seg.unit === '' && kind.units.s !== undefined) return `${number}s`;
+  return kind.example;
 }
 
 function unitList(kind: UnitKind): string {

@@ -228,3 +228,23 @@ describe('several files applied together', () => {
     ]);
   });
 });
+
+describe('habits from other formats', () => {
+  test('commas between entries are accepted and dropped by the formatter', () => {
+    const text = 'service web { image = "x", replicas = 2, autoscale { min = 1, max = 3 }, }\n';
+    expect(parse(text, 't').diagnostics).toEqual([]);
+    expect(format(text)).toBe('service web {\n  image    = "x"\n  replicas = 2\n  autoscale { min = 1 max = 3 }\n}\n');
+  });
+
+  test('`:` instead of `=` is reported once and the value is still checked', () => {
+    const r = parse('service web {\n  image: "x"\n  replicas: "three"\n}\n', 't');
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['CCA-E0205', 'CCA-E0205', 'CCA-E0212']);
+    expect(r.diagnostics[0]!.fix).toBe('fields are set with =: write image = VALUE');
+  });
+
+  test('units from elsewhere get the unit they probably meant', () => {
+    expect(parse(svc('memory = 64MB'), 't').diagnostics[0]!.fix).toContain('64M or 64Mi');
+    expect(parse(svc('stop_grace = 30'), 't').diagnostics[0]!.fix).toContain('30s');
+    expect(parse(svc('port http { container = "8080" }'), 't').diagnostics[0]!.fix).toBe('write container = 8080');
+  });
+});
