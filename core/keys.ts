@@ -10,6 +10,7 @@
 import type { z } from 'zod';
 import { CcaError } from './diagnostics/error.js';
 import * as f from './model/facts.js';
+import { tokenHashSchema } from './model/auth.js';
 import { nodeRecordSchema } from './model/node.js';
 import { redactSpec } from './model/redact.js';
 import { serviceSpecSchema } from './model/service.js';
@@ -58,6 +59,8 @@ export const layout = {
   rollout: { prefix: '/rollouts/', params: ['service'], schema: f.rolloutSchema, writer: 'rollout controller', doc: 'a rolling update in progress, complete or stuck' },
   volume: { prefix: '/volumes/', params: ['node', 'service', 'volume'], schema: f.volumeRecordSchema, writer: 'storage controller', doc: 'a local volume wanted on a node' },
   observedVolume: { prefix: '/observed-volumes/', params: ['node', 'service', 'volume'], schema: f.volumeObservationSchema, writer: 'agent of <node>', doc: "the agent's report of a local volume" },
+  authToken: { prefix: '/auth/tokens/', params: ['role'], schema: tokenHashSchema, writer: 'api', doc: 'SHA-256 of the admin or join token (never the token); hidden from /v1/state and watches' },
+  nodeCredential: { prefix: '/auth/nodes/', params: ['node'], schema: tokenHashSchema, writer: 'api', doc: "SHA-256 of a node's agent credential, issued at enrollment" },
   network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "the node's firewall rule set from services' allow policies" },
 } as const satisfies Record<string, KeySpec>;
 
