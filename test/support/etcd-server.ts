@@ -1,0 +1,151 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { CcaError } from '../../core/diagnostics/index.js';
+import { freePort } from './postgres-server.js';
+
+export interface RunningEtcd {
+  /** Comma-separated client URLs, as ETCD_ENDPOINTS takes them. */
+  endpoints: string;
+  /** `host:port` of the first endpoint, for `etcd://host:port/prefix` URLs. */
+  hostPort: string;
+  /** True when this process started the server (it is then fresh: revision 1, nothing compacted). */
+  owned: boolean;
+  stop(): Promise<void>;
+}
+
+export interface StartEtcdOptions {
+  /** Ignore ETCD_ENDPOINTS and always start a private server (tests that need revision 1). */
+  fresh?: boolean;
+}
+
+const BINARY = process.env.ETCD_BINARY ?? 'etcd';
+
+function findBinary(): string | undefined {
+  if (BINARY.includes('/')) return existsSync(BINARY) ? BINARY : undefined;
+  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
+    const candidate = path.join(dir, BINARY);
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function hostPortOf(endpoint: string): string {
+  const u = new URL(endpoint.includes('://') ? endpoint : `http://${endpoint}`);
+  return u.host;
+}
+
+async function canConnect(port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const sock = net.connect({ host: '127.0.0.1', port }, () => {
+      sock.destroy();
+      resolve(true);
+    });
+    sock.once('error', () => resolve(false));
+  });
+}
+
+/** Ask /health until etcd has a leader and serves reads (a port that accepts is not enough). */
+async function waitHealthy(child: ChildProcess, port: number, log: () => string, timeoutMs = 20_000): Promise<void> {
+  const start = Date.now();
+  while (Date.now() - start < timeoutMs) {
+    if (child.exitCode !== null) {
+      throw new CcaError('CCA-E0120', { reason: `it exited with code ${child.exitCode}: ${log().slice(-400)}` });
+    }
+    if (await canConnect(port)) {
+      try {
+        const r = await fetch(`http://127.0.0.1:${port}/health`);
+        const body = (await r.json()) as { health?: string };
+        if (body.health === 'true') return;
+      } catch {
+        // not ready yet
+      }
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new CcaError('CCA-E0120', { reason: `it was not healthy after ${timeoutMs} ms: ${log().slice(-400)}` });
+}
+
+/**
+ * An etcd for tests: ETCD_ENDPOINTS if set (unless `fresh`), else the `etcd` binary on free
+ * loopback ports with a temp data dir (on /dev/shm when there is one, so fsync is cheap),
+ * stopped by its PID. Short raft timings let a 1 s lease TTL through unclamped.
+ */
+export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<RunningEtcd> {
+  const given = process.env.ETCD_ENDPOINTS;
+  if (given && !opts.fresh) {
+    const first = given.split(',')[0]!.trim();
+    return { endpoints: given, hostPort: hostPortOf(first), owned: false, stop: async () => undefined };
+  }
+  const binary = findBinary();
+  if (!binary) {
+    throw new CcaError('CCA-E0119', { binary: BINARY });
+  }
+  const base = existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  const dir = await mkdtemp(path.join(base, 'cca-etcd-'));
+  const clientPort = await freePort();
+  let peerPort = await freePort();
+  while (peerPort === clientPort) peerPort = await freePort();
+  const client = `http://127.0.0.1:${clientPort}`;
+  const peer = `http://127.0.0.1:${peerPort}`;
+  const child = spawn(
+    binary,
+    [
+      '--name=cca-test',
+      `--data-dir=${path.join(dir, 'data')}`,
+      `--listen-client-urls=${client}`,
+      `--advertise-client-urls=${client}`,
+      `--listen-peer-urls=${peer}`,
+      `--initial-advertise-peer-urls=${peer}`,
+      `--initial-cluster=cca-test=${peer}`,
+      '--initial-cluster-state=new',
+      // Minimum lease TTL is ceil(1.5 × election timeout); 10/100 ms makes it 1 s.
+      '--heartbeat-interval=10',
+      '--election-timeout=100',
+      '--logger=zap',
+      '--log-level=error',
+      '--log-outputs=stderr',
+    ],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    log = (log + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.pid !== undefined) {
+      try {
+        process.kill(child.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      const killer = setTimeout(() => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'), 5_000);
+      await exited;
+      clearTimeout(killer);
+    }
+    await rm(dir, { recursive: true, force: true });
+  };
+  const onExit = () => {
+    if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
+  };
+  process.once('exit', onExit);
+  try {
+    await waitHealthy(child, clientPort, () => log);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return {
+    endpoints: client,
+    hostPort: `127.0.0.1:${clientPort}`,
+    owned: true,
+    stop: async () => {
+      process.off('exit', onExit);
+      await stop();
+    },
+  };
+}
