@@ -142,25 +142,19 @@ export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
     } else {
       const r = op.range;
       const iv = intervalOf(r);
-      const all = readRange(view, iv, r, rangeNow, events.length > 0);
+      const all = readRange(view, iv, r, rangeNow);
       responses.push({ range: shapeRange(all, r) });
     }
   }
   return { succeeded, responses, events };
 }
 
-function readRange(
-  view: TxnView,
-  iv: KeyInterval,
-  r: RangeRequest,
-  rangeNow: (iv: KeyInterval) => KeyValue[],
-  wrote: boolean,
-): KeyValue[] {
+function readRange(view: TxnView, iv: KeyInterval, r: RangeRequest, rangeNow: (iv: KeyInterval) => KeyValue[]): KeyValue[] {
   const at = r.revision ?? 0;
-  // Inside a txn that already wrote, "current" is the txn's own pending revision.
-  const head = wrote ? view.revision + 1 : view.revision;
-  if (at === 0 || at === head) return rangeNow(iv);
-  if (at > head) throw new CcaError('CCA-E0102', { revision: at, current: head });
+  if (at === 0) return rangeNow(iv);
+  // etcd checks every range of a txn against the state before it (applierV3backend.checkRange):
+  // the txn's own pending revision is a future one, even after the txn wrote.
+  if (at > view.revision) throw new CcaError('CCA-E0102', { revision: at, current: view.revision });
   if (at === view.revision) return view.range(iv);
   if (at < view.compactRevision) {
     throw new CcaError('CCA-E0101', { revision: at, compactRevision: view.compactRevision });
