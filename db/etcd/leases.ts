@@ -32,3 +32,8 @@ export function newLeaseId(tag: number): number {
 export function ownsLease(tag: number, id: number): boolean {
   return Number.isSafeInteger(id) && id > 0 && Math.floor(id / LOW) === tag;
 }
+
+/** An id in this tag's space that newLeaseId never draws. */
+export function unusedLeaseId(tag: number): number {
+  return tag * LOW;
+}

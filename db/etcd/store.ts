@@ -15,7 +15,7 @@ import type {
 import { checkLease, deleteInterval, validateTxn } from '../txn-eval.js';
 import { classify, translate } from './errors.js';
 import { EtcdKeys, prefixFromPath } from './keys.js';
-import { leaseTag, newLeaseId, ownsLease } from './leases.js';
+import { leaseTag, newLeaseId, ownsLease, unusedLeaseId } from './leases.js';
 import { decodeBranch, decodePut, decodeRange, mapPut, mapRange, mapTxn } from './txn.js';
 import { watchEtcd, type WatchStream } from './watch.js';
 
@@ -151,8 +151,8 @@ export class EtcdStore implements Store {
     this.enter();
     const op = { key, value, ...opts };
     validateTxn({ compare: [], success: [{ put: op }] });
-    this.checkOwnLeases([{ put: op }]);
-    const t = await this.call(true, () => this.client.kv.txn(mapPut(this.keys, op)), opts.lease);
+    const [mapped] = this.ownLeases([{ put: op }]) as [{ put: typeof op }];
+    const t = await this.call(true, () => this.client.kv.txn(mapPut(this.keys, mapped.put)), opts.lease);
     const revision = this.note(t.header.revision);
     const { prevKv } = decodePut(this.keys, t, opts.prevKv ?? false);
     return prevKv ? { revision, prevKv } : { revision };
@@ -173,10 +173,10 @@ export class EtcdStore implements Store {
     this.enter();
     validateTxn(req);
     const branches = [req.success, req.failure ?? []];
-    for (const ops of branches) this.checkOwnLeases(ops);
+    const mapped = { compare: req.compare, success: this.ownLeases(req.success), failure: this.ownLeases(req.failure ?? []) };
     let t;
     try {
-      t = await this.client.kv.txn(mapTxn(this.keys, req));
+      t = await this.client.kv.txn(mapTxn(this.keys, mapped));
     } catch (e) {
       const ranges = branches.flat().flatMap((op) => ('range' in op ? [op.range.revision ?? 0] : []));
       const lease = branches.flat().find((op) => 'put' in op && (op.put.lease ?? 0) !== 0);
@@ -304,14 +304,18 @@ export class EtcdStore implements Store {
     }
   }
 
-  /** A lease id outside this prefix's tag space is unknown here, as on any other backend. */
-  private checkOwnLeases(ops: Op[]): void {
-    for (const op of ops) {
-      if (!('put' in op)) continue;
+  /**
+   * A lease id outside this prefix's tag space is unknown here, as on any other backend. It
+   * is swapped for this tag's id 0 (never granted: newLeaseId draws from 1), so etcd refuses
+   * it exactly when the branch holding it is taken, as the other backends do.
+   */
+  private ownLeases(ops: Op[]): Op[] {
+    return ops.map((op) => {
+      if (!('put' in op)) return op;
       const lease = op.put.lease ?? 0;
       checkLease(lease);
-      if (lease !== 0 && !ownsLease(this.tag, lease)) throw new CcaError('CCA-E0107', { lease });
-    }
+      return lease !== 0 && !ownsLease(this.tag, lease) ? { put: { ...op.put, lease: unusedLeaseId(this.tag) } } : op;
+    });
   }
 
   /** Coded errors for a failed read (or txn), with the facts etcd's message leaves out. */
