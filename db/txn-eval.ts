@@ -96,6 +96,13 @@ export function tombstone(key: string, revision: number): KeyValue {
 export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
   const succeeded = req.compare.every((c) => evalCompare(c, view.get(c.key)));
   const ops = succeeded ? req.success : req.failure ?? [];
+  // etcd checks the taken branch's leases before its ranges and before applying anything
+  // (applierV3backend.Txn: checkRequests with checkPut, then with checkRange), so a missing
+  // lease wins over a bad revision whatever the order of the ops.
+  for (const op of ops) {
+    const lease = 'put' in op ? op.put.lease ?? 0 : 0;
+    if (lease !== 0 && !view.leaseExists(lease)) throw new CcaError('CCA-E0107', { lease });
+  }
   const rev = view.revision + 1;
   // Writes earlier in the txn are visible to later ranges in it (etcd's txnWrite.Range).
   const overlay = new Map<string, KeyValue | null>();
@@ -117,7 +124,6 @@ export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
     if ('put' in op) {
       const { key, value, prevKv } = op.put;
       const lease = op.put.lease ?? 0;
-      if (lease !== 0 && !view.leaseExists(lease)) throw new CcaError('CCA-E0107', { lease });
       const prev = current(key);
       if (!(prev && prev.value === value && prev.lease === lease)) {
         const kv: KeyValue = {
