@@ -102,6 +102,14 @@ export class HistoryGen {
     return this.rng.chance(0.5) && s.granted > 0 ? this.rng.int(1, s.granted) : NO_SUCH_LEASE;
   }
 
+  /** A lease to keep alive, revoke or ask about: mostly a live one, sometimes a revoked or unknown one. */
+  private leaseTarget(s: GenState): number {
+    const r = this.rng.next();
+    if (r < 0.75 && s.alive.size > 0) return this.rng.pick([...s.alive]);
+    if (r < 0.9 && s.granted > 0) return this.rng.int(1, s.granted);
+    return NO_SUCH_LEASE;
+  }
+
   private revisionFor(s: GenState): number {
     const r = this.rng.next();
     if (r < 0.5) return 0;
@@ -152,7 +160,7 @@ export class HistoryGen {
   private branch(s: GenState): Op[] {
     const ops: Op[] = [];
     const n = this.rng.int(0, 4);
-    const conflictsAllowed = this.rng.chance(0.05);
+    const conflictsAllowed = this.rng.chance(0.1);
     for (let i = 0; i < n; i++) {
       const kind = this.rng.next();
       if (kind < 0.45) {
@@ -194,9 +202,9 @@ export class HistoryGen {
     if (r < 0.72) return { t: 'range', req: this.range(s) };
     if (r < 0.74) return { t: 'revision' };
     if (r < 0.8) return { t: 'grant', ttl: this.rng.pick([300, 600, 900]) };
-    if (r < 0.82) return { t: 'keepAlive', lease: this.lease(s) || NO_SUCH_LEASE };
-    if (r < 0.86) return { t: 'revoke', lease: this.lease(s) || NO_SUCH_LEASE };
-    if (r < 0.88) return { t: 'ttl', lease: this.lease(s) || NO_SUCH_LEASE };
+    if (r < 0.82) return { t: 'keepAlive', lease: this.leaseTarget(s) };
+    if (r < 0.85) return { t: 'revoke', lease: this.leaseTarget(s) };
+    if (r < 0.88) return { t: 'ttl', lease: this.leaseTarget(s) };
     if (r < 0.89) return { t: 'leases' };
     if (r < 0.94) {
       // Compact below every live watch's start (etcd's prevKv for a live watcher is looked up

@@ -43,6 +43,9 @@ let pgDb: { url: string; drop(): Promise<void> };
 let memoryStore: Store | undefined;
 let oracle: RawEtcdBackend;
 let stores: StoreBackend[];
+/** What the oracle answered, by operation and outcome: shows what a run covered. */
+const coverage = new Map<string, number>();
+const tally = (k: string) => coverage.set(k, (coverage.get(k) ?? 0) + 1);
 
 beforeAll(async () => {
   // Two etcds: the oracle's revisions must move only with the oracle's own operations.
@@ -109,6 +112,7 @@ async function runHistory(h: number, out: Mismatch[]): Promise<number> {
 
   const step = async (i: number | string, op: HOp): Promise<Result | undefined> => {
     const [expected, ...actual] = await Promise.all(all.map((b) => b.exec(op)));
+    tally(`${op.t}:${'ok' in expected! ? (op.t === 'txn' ? `ok/${(expected.ok as { succeeded: boolean }).succeeded}` : 'ok') : expected!.err}`);
     for (let k = 0; k < stores.length; k++) {
       if (!same(expected, actual[k])) {
         out.push({ history: h, step: i, op, backend: stores[k]!.name, expected, actual: actual[k] });
@@ -155,6 +159,8 @@ async function runHistory(h: number, out: Mismatch[]): Promise<number> {
   for (const w of watchSpecs) {
     const oracleW = upTo(expected!.get(w.id)!, fenceRevision);
     const storeWs = actual.map((m) => upTo(m.get(w.id)!, fenceRevision));
+    const kind = w.fromRevision === undefined ? 'live' : w.fromRevision === compactRevision ? 'fromCompactRev' : 'past';
+    tally(`watch-${kind}:${oracleW.err ? oracleW.err.code : `${oracleW.batches.length > 1 ? 'events' : 'fence only'}`}`);
     for (let k = 0; k < stores.length; k++) {
       const mine: WatchOutcome = storeWs[k]!;
       if (!same(oracleW, watchAsEtcd(mine, compactRevision))) {
@@ -177,6 +183,8 @@ test(`differential: ${HISTORIES} random histories, raw etcd vs memory, postgres,
   for (const h of histories) await runHistory(h, mismatches);
   // eslint-disable-next-line no-console
   console.log(`differential: ${histories.length} histories × ${OPS} ops in ${Date.now() - started} ms, ${mismatches.length} mismatches`);
+  // eslint-disable-next-line no-console
+  console.log('differential coverage (oracle outcomes):', JSON.stringify(Object.fromEntries([...coverage].sort())));
   const byBackend = new Map<string, number>();
   for (const m of mismatches) byBackend.set(m.backend, (byBackend.get(m.backend) ?? 0) + 1);
   for (const m of mismatches.slice(0, 12)) {
