@@ -15,11 +15,18 @@ export interface RunningEtcd {
   /** True when this process started the server (it is then fresh: revision 1, nothing compacted). */
   owned: boolean;
   stop(): Promise<void>;
+  /** Stop the server and start it again on the same ports and data (owned servers only). */
+  restart?(): Promise<void>;
 }
 
 export interface StartEtcdOptions {
   /** Ignore ETCD_ENDPOINTS and always start a private server (tests that need revision 1). */
   fresh?: boolean;
+  /**
+   * 'fast' (default): 10 ms heartbeat, 100 ms election, so the minimum lease TTL is 1 s.
+   * 'default': etcd's own 100 ms / 1000 ms, minimum lease TTL 2 s.
+   */
+  raft?: 'fast' | 'default';
 }
 
 const BINARY = process.env.ETCD_BINARY ?? 'etcd';
@@ -91,61 +98,85 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
   while (peerPort === clientPort) peerPort = await freePort();
   const client = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
-  const child = spawn(
-    binary,
-    [
-      '--name=cca-test',
-      `--data-dir=${path.join(dir, 'data')}`,
-      `--listen-client-urls=${client}`,
-      `--advertise-client-urls=${client}`,
-      `--listen-peer-urls=${peer}`,
-      `--initial-advertise-peer-urls=${peer}`,
-      `--initial-cluster=cca-test=${peer}`,
-      '--initial-cluster-state=new',
-      // Minimum lease TTL is ceil(1.5 × election timeout); 10/100 ms makes it 1 s.
-      '--heartbeat-interval=10',
-      '--election-timeout=100',
-      '--logger=zap',
-      '--log-level=error',
-      '--log-outputs=stderr',
-    ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
-  );
-  let log = '';
-  child.stderr!.on('data', (d: Buffer) => {
-    log = (log + d.toString()).slice(-4000);
-  });
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = async () => {
-    if (child.exitCode === null && child.pid !== undefined) {
-      try {
-        process.kill(child.pid, 'SIGTERM');
-      } catch {
-        // already gone
-      }
-      const killer = setTimeout(() => child.pid !== undefined && process.kill(child.pid, 'SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(killer);
-    }
-    await rm(dir, { recursive: true, force: true });
-  };
-  const onExit = () => {
-    if (child.exitCode === null && child.pid !== undefined) process.kill(child.pid, 'SIGKILL');
-  };
-  process.once('exit', onExit);
+  const args = [
+    '--name=cca-test',
+    `--data-dir=${path.join(dir, 'data')}`,
+    `--listen-client-urls=${client}`,
+    `--advertise-client-urls=${client}`,
+    `--listen-peer-urls=${peer}`,
+    `--initial-advertise-peer-urls=${peer}`,
+    `--initial-cluster=cca-test=${peer}`,
+    '--initial-cluster-state=new',
+    // Minimum lease TTL is ceil(1.5 × election timeout); 10/100 ms makes it 1 s.
+    ...(opts.raft === 'default' ? [] : ['--heartbeat-interval=10', '--election-timeout=100']),
+    '--logger=zap',
+    '--log-level=error',
+    '--log-outputs=stderr',
+  ];
+  let proc: Launched;
   try {
-    await waitHealthy(child, clientPort, () => log);
+    proc = await launch(binary, args, clientPort);
   } catch (e) {
-    await stop();
+    await rm(dir, { recursive: true, force: true });
     throw e;
   }
+  const onExit = () => proc.kill();
+  process.once('exit', onExit);
   return {
     endpoints: client,
     hostPort: `127.0.0.1:${clientPort}`,
     owned: true,
     stop: async () => {
       process.off('exit', onExit);
-      await stop();
+      await proc.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+    restart: async () => {
+      await proc.stop();
+      proc = await launch(binary, args, clientPort);
     },
   };
+}
+
+interface Launched {
+  stop(): Promise<void>;
+  kill(): void;
+}
+
+/** Start the binary and wait until it serves; stop it by its PID. */
+async function launch(binary: string, args: string[], clientPort: number): Promise<Launched> {
+  const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  child.stderr!.on('data', (d: Buffer) => {
+    log = (log + d.toString()).slice(-4000);
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      try {
+        process.kill(child.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  };
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null && child.pid !== undefined) {
+      try {
+        process.kill(child.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+      const killer = setTimeout(kill, 5_000);
+      await exited;
+      clearTimeout(killer);
+    }
+  };
+  try {
+    await waitHealthy(child, clientPort, () => log);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  return { stop, kill };
 }
