@@ -163,7 +163,7 @@ async function runHistory(h: number, out: Mismatch[]): Promise<number> {
     tally(`watch-${kind}:${oracleW.err ? oracleW.err.code : `${oracleW.batches.length > 1 ? 'events' : 'fence only'}`}`);
     for (let k = 0; k < stores.length; k++) {
       const mine: WatchOutcome = storeWs[k]!;
-      if (!same(oracleW, watchAsEtcd(mine, compactRevision))) {
+      if (!same(watchAsEtcd(oracleW, compactRevision), watchAsEtcd(mine, compactRevision))) {
         out.push({ history: h, step: `watch ${w.id} ${JSON.stringify(w)}`, op: w, backend: stores[k]!.name, expected: oracleW, actual: mine });
       } else if (k > 0 && !same(storeWs[0], mine)) {
         out.push({ history: h, step: `watch ${w.id}`, op: w, backend: `${stores[k]!.name} vs memory`, expected: storeWs[0], actual: mine });
