@@ -147,8 +147,12 @@ async function* follow(
   const signal = req.signal ? AbortSignal.any([req.signal, deps.closing]) : deps.closing;
   const withPrev = req.prevKv ?? false;
   let next = start;
-  /** Set once etcd accepted a watch: from then on a compaction past `next` is a real loss. */
-  let established = false;
+  /**
+   * Only the first stream of a watch without fromRevision, before it delivered anything,
+   * may skip ahead on `compacted`: its start was this store's newest seen revision, which
+   * can be stale. Any later compaction past `next` is a real loss and fails the watch.
+   */
+  let mayJump = !explicit;
   let backoff = 50;
   while (!signal.aborted) {
     let stream: WatchStream;
@@ -172,7 +176,7 @@ async function* follow(
         const etcdCompact = Number(res.compact_revision);
         if (etcdCompact > 0) {
           const compactRevision = etcdCompact + 1;
-          if (!explicit && !established) {
+          if (mayJump) {
             // The revision we started after was stale and is gone: "from now" is still honest from here.
             next = Math.max(next, compactRevision);
             break;
@@ -182,12 +186,12 @@ async function* follow(
         if (res.canceled) {
           throw new CcaError('CCA-E0118', { backend: 'etcd', reason: `watch canceled: ${res.cancel_reason || 'no reason given'}` });
         }
-        established = true;
         deps.note(Number(res.header.revision));
         backoff = 50;
         for (const b of batchesOf(deps.keys, res.events, withPrev)) {
           if (b.revision < next) continue;
           next = b.revision + 1;
+          mayJump = false;
           yield b;
           if (signal.aborted) return;
         }
@@ -195,6 +199,7 @@ async function* follow(
     } finally {
       queue.close();
     }
+    mayJump = false; // a stream ended: what follows resumes a watch that was already running
     await sleep(backoff, signal);
     backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
   }

@@ -107,6 +107,29 @@ describe('EtcdStore on a shared etcd', () => {
   });
 });
 
+describe('a watch from "now" on a store that has been idle', () => {
+  test('does not fail when what it last saw was compacted meanwhile', async () => {
+    const etcd = await startTestEtcd({ fresh: true });
+    const idle = await openStore(`etcd://${etcd.hostPort}/idle`);
+    const busy = await openStore(`etcd://${etcd.hostPort}/busy`);
+    try {
+      for (let i = 0; i < 5; i++) await busy.put('k', String(i));
+      await busy.compact(await busy.revision());
+      const it = idle.watch({ prefix: '' });
+      const first = (async () => {
+        for await (const batch of it) return batch;
+        return undefined;
+      })();
+      const { revision } = await idle.put('x', '1');
+      expect((await first)?.revision).toBe(revision);
+    } finally {
+      await idle.close();
+      await busy.close();
+      await etcd.stop();
+    }
+  });
+});
+
 describe('etcd specifics', () => {
   test('etcd raises a TTL below its minimum; grantLease reports what was granted', async () => {
     const etcd = await startTestEtcd({ fresh: true, raft: 'default' });
