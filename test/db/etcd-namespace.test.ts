@@ -23,6 +23,19 @@ describe('etcd URLs', () => {
     expect(() => parseEtcdUrl('etcd:///p')).toThrow(/CCA-E0116/);
   });
 
+  test('without an etcd binary the test harness says so with a code', async () => {
+    const saved = { bin: process.env.ETCD_BINARY, endpoints: process.env.ETCD_ENDPOINTS };
+    process.env.ETCD_BINARY = '/nonexistent/etcd';
+    delete process.env.ETCD_ENDPOINTS;
+    try {
+      expect(await codeOf(startTestEtcd())).toBe('CCA-E0119');
+    } finally {
+      if (saved.bin === undefined) delete process.env.ETCD_BINARY;
+      else process.env.ETCD_BINARY = saved.bin;
+      if (saved.endpoints !== undefined) process.env.ETCD_ENDPOINTS = saved.endpoints;
+    }
+  });
+
   test('an etcd nobody listens on is a coded environment error', async () => {
     const port = await freePort();
     const err = await openStore(`etcd://127.0.0.1:${port}/x`, { etcd: { dialTimeoutMs: 500, callTimeoutMs: 1_000 } }).catch((e: unknown) => e);

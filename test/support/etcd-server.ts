@@ -29,12 +29,10 @@ export interface StartEtcdOptions {
   raft?: 'fast' | 'default';
 }
 
-const BINARY = process.env.ETCD_BINARY ?? 'etcd';
-
-function findBinary(): string | undefined {
-  if (BINARY.includes('/')) return existsSync(BINARY) ? BINARY : undefined;
+function findBinary(name: string): string | undefined {
+  if (name.includes('/')) return existsSync(name) ? name : undefined;
   for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, BINARY);
+    const candidate = path.join(dir, name);
     if (dir && existsSync(candidate)) return candidate;
   }
   return undefined;
@@ -87,10 +85,9 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
     const first = given.split(',')[0]!.trim();
     return { endpoints: given, hostPort: hostPortOf(first), owned: false, stop: async () => undefined };
   }
-  const binary = findBinary();
-  if (!binary) {
-    throw new CcaError('CCA-E0119', { binary: BINARY });
-  }
+  const name = process.env.ETCD_BINARY ?? 'etcd';
+  const binary = findBinary(name);
+  if (!binary) throw new CcaError('CCA-E0119', { binary: name });
   const base = existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
   const dir = await mkdtemp(path.join(base, 'cca-etcd-'));
   const clientPort = await freePort();
