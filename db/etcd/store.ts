@@ -17,7 +17,7 @@ import { classify, translate } from './errors.js';
 import { EtcdKeys, prefixFromPath } from './keys.js';
 import { leaseTag, newLeaseId, ownsLease, unusedLeaseId } from './leases.js';
 import { decodeBranch, decodePut, decodeRange, mapPut, mapRange, mapTxn } from './txn.js';
-import { watchEtcd, type WatchStream } from './watch.js';
+import { closeStream, watchEtcd, type WatchStream } from './watch.js';
 
 export interface EtcdStoreOptions {
   /** Deadline of each unary call, in ms. Watches are streams and have none. */
@@ -364,11 +364,7 @@ export class EtcdStore implements Store {
     } catch {
       return fallback;
     } finally {
-      try {
-        stream?.cancel();
-      } catch {
-        // gone already
-      }
+      if (stream) closeStream(stream);
     }
   }
 }
@@ -386,11 +382,7 @@ function keepAliveOnce(
       if (done) return;
       done = true;
       clearTimeout(timer);
-      try {
-        stream.cancel();
-      } catch {
-        // gone already
-      }
+      closeStream(stream);
       f();
     }
     stream.on('data', (res) => finish(() => resolve(Number(res.TTL))));

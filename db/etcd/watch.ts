@@ -6,6 +6,20 @@ import type { EtcdKeys } from './keys.js';
 
 export type WatchStream = IDuplexStream<IWatchRequest, IWatchResponse>;
 
+/**
+ * Close a gRPC stream we are done with. End our side first: etcd3 treats an error on a
+ * still-writable stream (and cancelling one raises CANCELLED) as a failed host and resets
+ * every gRPC client of it, so each cancelled watch would cost all callers a reconnect.
+ */
+export function closeStream(stream: { end(): void; cancel(): void }): void {
+  try {
+    stream.end();
+    stream.cancel();
+  } catch {
+    // already closed
+  }
+}
+
 export interface WatchDeps {
   keys: EtcdKeys;
   /** A new gRPC watch stream (one per Store watch: nothing is shared, nothing can block another). */
@@ -74,11 +88,7 @@ class StreamQueue {
     if (this.done) return;
     this.done = true;
     this.items = [];
-    try {
-      this.stream.cancel();
-    } catch {
-      // already closed
-    }
+    closeStream(this.stream);
   }
 }
 

@@ -288,6 +288,16 @@ export class StoreBackend implements DiffBackend {
 
 const B = (s: string) => Buffer.from(s, 'utf8');
 
+/** End our side before cancelling: etcd3 resets the host's gRPC clients on an error of a writable stream. */
+function endStream(stream: { end(): void; cancel(): void }): void {
+  try {
+    stream.end();
+    stream.cancel();
+  } catch {
+    // already closed
+  }
+}
+
 /** etcd's own error messages → the Store's codes, so errors can be compared. */
 function etcdCode(e: unknown): string {
   const m = e instanceof Error ? e.message : String(e);
@@ -422,7 +432,7 @@ export class RawEtcdBackend implements DiffBackend {
         stream.write({ create_request: { key: B('\0'), start_revision: Math.max(1, rev) } });
       });
     } finally {
-      stream.cancel();
+      endStream(stream);
     }
   }
 
@@ -478,7 +488,7 @@ export class RawEtcdBackend implements DiffBackend {
             stream.on('data', (res) => resolve(Number(res.TTL)));
             stream.on('error', reject);
             stream.write({ ID: f.leaseOut(op.lease) });
-          }).finally(() => stream.cancel());
+          }).finally(() => endStream(stream));
           // etcd answers TTL 0 for a lease it does not have; the Store throws CCA-E0107 there.
           return ttl > 0 ? { ok: { ttl } } : { err: 'CCA-E0107' };
         }
@@ -519,8 +529,8 @@ export class RawEtcdBackend implements DiffBackend {
     const w: OpenWatch & { cancel(): void } = {
       spec,
       batches: [],
-      stop: () => stream.cancel(),
-      cancel: () => stream.cancel(),
+      stop: () => endStream(stream),
+      cancel: () => endStream(stream),
     };
     const created = new Promise<void>((resolve) => {
       stream.on('data', (res: IWatchResponse) => {
