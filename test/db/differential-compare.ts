@@ -9,9 +9,9 @@ import type { WatchOutcome } from './differential-backends.js';
  * exactly. docs/store-etcd.md explains each one.
  *
  * 1. Idempotent put. The Store writes nothing for a put of the value and lease a key already
- *    has; etcd writes a new revision. Histories never do that (every put carries a value
- *    unique in its history), so revisions stay comparable; the conformance suite checks the
- *    Store side of it on every backend.
+ *    has; etcd writes a new revision. Most histories never do that (every put carries a value
+ *    unique in its history), so revisions stay comparable with etcd. One in five repeats
+ *    values on purpose and is compared between the Store backends only (memory as reference).
  * 2. Events at exactly the compact revision. etcd 3.4.23 (Debian's) compacts at C by keeping
  *    the newest revision ≤ C of each key unless it is a tombstone, so a watch from C never
  *    sees a delete at C (etcd-io/etcd#18089, fixed by #18274 in later releases); and a watch
@@ -24,7 +24,9 @@ import type { WatchOutcome } from './differential-backends.js';
  *    "alive" (≥ 0) or −1 (unknown); grantedTtl and keys are compared exactly.
  * 4. keepAlive of an unknown lease: etcd answers TTL 0, the Store throws CCA-E0107. The
  *    oracle adapter reports etcd's TTL 0 as CCA-E0107.
- * 5. Compaction under a live watch is not generated: etcd looks up a live event's prevKv
+ * 5. Inverted ranges are not generated: etcd answers them with nothing, the Store refuses them
+ *    (CCA-E0106) by contract.
+ * 6. Compaction under a live watch is not generated: etcd looks up a live event's prevKv
  *    when it sends it, so compacting right after the event races with that lookup.
  *
  * Mapped rather than different: etcd's lease ids are random 63-bit numbers (compared by

@@ -88,9 +88,18 @@ export interface GenState {
 
 export class HistoryGen {
   private values = 0;
-  constructor(readonly rng: Rng) {}
+  /**
+   * `repeatValues`: values come from a tiny set, so puts often write what a key already holds
+   * (idempotent puts). etcd writes those and the Store does not, so such histories are
+   * compared between the Store backends only.
+   */
+  constructor(
+    readonly rng: Rng,
+    readonly repeatValues = false,
+  ) {}
 
   private value(): string {
+    if (this.repeatValues) return this.rng.pick(['m', 'n']);
     // Unique per history: a put never writes the value a key already has (see the allowed differences).
     return `${this.rng.pick(['m', 'n', 'o'])}${++this.values}`;
   }
