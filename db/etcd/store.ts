@@ -180,7 +180,8 @@ export class EtcdStore implements Store {
     } catch (e) {
       const ranges = branches.flat().flatMap((op) => ('range' in op ? [op.range.revision ?? 0] : []));
       const lease = branches.flat().find((op) => 'put' in op && (op.put.lease ?? 0) !== 0);
-      throw await this.readFailure(e, ranges, lease && 'put' in lease ? lease.put.lease : undefined, true);
+      const writes = branches.flat().some((op) => !('range' in op));
+      throw await this.readFailure(e, ranges, lease && 'put' in lease ? lease.put.lease : undefined, writes);
     }
     const revision = this.note(t.header.revision);
     const ops = t.succeeded ? req.success : req.failure ?? [];

@@ -143,6 +143,30 @@ describe('a watch from "now" on a store that has been idle', () => {
   });
 });
 
+describe('watch catch-up', () => {
+  test('more revisions than etcd sends in one response, to a slow consumer: all, in order, once', async () => {
+    const etcd = await startTestEtcd({ fresh: true });
+    const s = await openStore(`etcd://${etcd.hostPort}/catchup`);
+    try {
+      const n = 1_500; // etcd sends at most 1,000 revisions per catch-up response
+      for (let i = 0; i < n; i += 50) {
+        await Promise.all(Array.from({ length: 50 }, (_, j) => s.put(`k/${(i + j) % 7}`, String(i + j))));
+      }
+      const end = await s.revision();
+      const seen: number[] = [];
+      for await (const b of s.watch({ prefix: 'k/', fromRevision: 2, signal: AbortSignal.timeout(30_000) })) {
+        seen.push(b.revision);
+        if (seen.length % 200 === 0) await new Promise((r) => setTimeout(r, 20)); // let the buffer fill
+        if (b.revision >= end) break;
+      }
+      expect(seen).toEqual(Array.from({ length: n }, (_, i) => i + 2));
+    } finally {
+      await s.close();
+      await etcd.stop();
+    }
+  });
+});
+
 describe('etcd specifics', () => {
   test('etcd raises a TTL below its minimum; grantLease reports what was granted', async () => {
     const etcd = await startTestEtcd({ fresh: true, raft: 'default' });
