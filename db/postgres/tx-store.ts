@@ -54,7 +54,7 @@ export class PostgresTxStore implements Store {
   }
 
   watch(): AsyncIterable<WatchBatch> {
-    throw new CcaError('CCA-E0119', { operation: 'watch' });
+    throw new CcaError('CCA-E0122', { operation: 'watch' });
   }
 
   async grantLease(ttlSeconds: number): Promise<{ id: number; ttl: number }> {
@@ -81,7 +81,7 @@ export class PostgresTxStore implements Store {
   }
 
   compact(): Promise<void> {
-    throw new CcaError('CCA-E0119', { operation: 'compact' });
+    throw new CcaError('CCA-E0122', { operation: 'compact' });
   }
 
   async close(): Promise<void> {}
