@@ -11,3 +11,4 @@ export * from './validate.js';
 export * from './redact.js';
 export * from './node.js';
 export * from './facts.js';
+export * from './resolve.js';

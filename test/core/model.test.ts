@@ -161,3 +161,20 @@ describe('canonical JSON', () => {
     expect(Object.keys(a.env)).toEqual(['A', 'B']);
   });
 });
+
+describe('shared readers', async () => {
+  const { portNumber, resolveCountOrPercent, desiredReplicas, isStateful } = await import('../../core/model/index.js');
+  test('ports, surge, desired count, statefulness', () => {
+    const s = ok({ name: 'w', image: 'x', replicas: 4, ports: [{ name: 'http', container: 8080 }], autoscale: { min: 2, max: 6 } });
+    expect(portNumber(s, 'http')).toBe(8080);
+    expect(portNumber(s, 9090)).toBe(9090);
+    expect(portNumber(s, 'nope')).toBeUndefined();
+    expect(resolveCountOrPercent('25%', 10, 'up')).toBe(3);
+    expect(resolveCountOrPercent('25%', 10, 'down')).toBe(2);
+    expect(resolveCountOrPercent(1, 10, 'down')).toBe(1);
+    expect(desiredReplicas(s)).toBe(4);
+    expect(desiredReplicas(s, 10)).toBe(6);
+    expect(desiredReplicas(s, 1)).toBe(2);
+    expect(isStateful(s)).toBe(false);
+  });
+});
