@@ -32,3 +32,31 @@ export function desiredReplicas(spec: Pick<ServiceSpec, 'replicas' | 'autoscale'
 export function isStateful(spec: Pick<ServiceSpec, 'volumes'>): boolean {
   return spec.volumes.length > 0;
 }
+
+/**
+ * What a replica is made from. A change to any of these needs new replicas (a rolling
+ * update); every other field (replicas, autoscale, update, placement, network, labels,
+ * after) is applied to the running replicas' bookkeeping without replacing them.
+ */
+export const ROLLOUT_FIELDS = [
+  'image',
+  'command',
+  'args',
+  'env',
+  'workdir',
+  'resources',
+  'ports',
+  'health',
+  'init',
+  'configs',
+  'secrets',
+  'volumes',
+  'stopGraceMs',
+  'restart',
+] as const satisfies readonly (keyof ServiceSpec)[];
+
+/** The fields whose change makes `next` roll out over `prev`; empty when the replicas can stay. */
+export function rolloutChanges(prev: ServiceSpec, next: ServiceSpec): (typeof ROLLOUT_FIELDS)[number][] {
+  // Specs are normalised (fixed key order, sorted maps), so JSON text equality is value equality.
+  return ROLLOUT_FIELDS.filter((f) => JSON.stringify(prev[f]) !== JSON.stringify(next[f]));
+}
