@@ -1,7 +1,7 @@
 /**
  * Fuzzing the language. Per run (CCA_FUZZ_SCALE=1, what `npm test` and CI run) the parser
- * gets about 112,000 generated and mutated inputs: 50k token soups, 25k mutated fixture
- * services, 25k arbitrary strings, 5k soups and 3k generated files with comments through
+ * gets about 121,000 generated and mutated inputs: 60k token soups, 15k mutated fixture
+ * services, 35k arbitrary strings, 5k soups and 2k generated files with comments through
  * the formatter, 3k mutated fixtures through the formatter, and 1,000 generated specs plus
  * 300 generated service sets printed with toCca and parsed back. CCA_FUZZ_SCALE=10 runs
  * ten times as many. fast-check prints the seed and the shrunk counterexample of any
@@ -25,14 +25,14 @@ import { repoRoot } from './support/golden.js';
 const SCALE = Number(process.env.CCA_FUZZ_SCALE ?? '1');
 const SEED = process.env.CCA_FUZZ_SEED === undefined ? undefined : Number(process.env.CCA_FUZZ_SEED);
 export const RUNS = {
-  tokenSoup: 50_000 * SCALE,
-  mutatedFixture: 25_000 * SCALE,
-  arbitraryText: 25_000 * SCALE,
+  tokenSoup: 60_000 * SCALE,
+  mutatedFixture: 15_000 * SCALE,
+  arbitraryText: 35_000 * SCALE,
   roundTrip: 1_000 * SCALE,
   roundTripSet: 300 * SCALE,
   formatProperty: 3_000 * SCALE,
   formatSoup: 5_000 * SCALE,
-  formatSyntax: 3_000 * SCALE,
+  formatSyntax: 2_000 * SCALE,
 };
 const opts = (numRuns: number) => ({ numRuns, ...(SEED === undefined ? {} : { seed: SEED }) });
 
@@ -67,6 +67,11 @@ function checkInput(text: string): void {
 }
 
 describe('the parser never throws, never hangs, and reports only coded diagnostics', () => {
+  test('the per-run budget is at least 100,000 inputs', () => {
+    const parsed = RUNS.tokenSoup + RUNS.mutatedFixture + RUNS.arbitraryText + RUNS.roundTrip + RUNS.roundTripSet + RUNS.formatProperty + RUNS.formatSoup + RUNS.formatSyntax;
+    expect(parsed).toBeGreaterThanOrEqual(100_000 * SCALE);
+  });
+
   test(`${RUNS.tokenSoup} token soups`, () => {
     fc.assert(fc.property(tokenSoup, (t) => checkInput(t)), opts(RUNS.tokenSoup));
   });
