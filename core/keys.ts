@@ -189,7 +189,9 @@ export function keyTable(): KeyRow[] {
 }
 
 export function keysMarkdown(): string {
-  const rows = keyTable().map((r) => `| \`${r.pattern}\` | ${r.writer} | ${r.lease || '—'} | ${r.doc} |`);
+  // `<node>` in a writer's name would read as an HTML tag outside code spans.
+  const esc = (t: string) => t.replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const rows = keyTable().map((r) => `| \`${r.pattern}\` | ${esc(r.writer)} | ${r.lease || '—'} | ${r.doc} |`);
   return [
     '<!-- generated from core/keys.ts; do not edit by hand -->',
     '# The key layout',

@@ -12,3 +12,4 @@ export * from './redact.js';
 export * from './node.js';
 export * from './facts.js';
 export * from './auth.js';
+export * from './resolve.js';
