@@ -59,7 +59,7 @@ export const layout = {
   rollout: { prefix: '/rollouts/', params: ['service'], schema: f.rolloutSchema, writer: 'rollout controller', doc: 'a rolling update in progress, complete or stuck' },
   volume: { prefix: '/volumes/', params: ['node', 'service', 'volume'], schema: f.volumeRecordSchema, writer: 'storage controller', doc: 'a local volume wanted on a node' },
   observedVolume: { prefix: '/observed-volumes/', params: ['node', 'service', 'volume'], schema: f.volumeObservationSchema, writer: 'agent of <node>', doc: "the agent's report of a local volume" },
-  authToken: { prefix: '/auth/tokens/', params: ['role'], schema: tokenHashSchema, writer: 'api', doc: 'SHA-256 of the admin or join token (never the token); hidden from /v1/state and watches' },
+  authToken: { prefix: '/auth/tokens/', params: ['role'], schema: tokenHashSchema, writer: 'api', doc: 'SHA-256 of the admin or join token (never the token itself: reading it grants nothing)' },
   nodeCredential: { prefix: '/auth/nodes/', params: ['node'], schema: tokenHashSchema, writer: 'api', doc: "SHA-256 of a node's agent credential, issued at enrollment" },
   network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "the node's firewall rule set from services' allow policies" },
 } as const satisfies Record<string, KeySpec>;

@@ -1,4 +1,5 @@
 import type { Store } from '../db/store.js';
+import type { AuthPolicy } from './auth.js';
 import type { ServerMetrics } from './metrics.js';
 
 export interface ServerLimits {
@@ -24,4 +25,5 @@ export interface ServerDeps {
   /** Request IDs for requests that bring none: unique across pods and restarts. */
   newRequestId(): string;
   version: string;
+  auth: AuthPolicy;
 }

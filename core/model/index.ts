@@ -13,3 +13,4 @@ export * from './node.js';
 export * from './facts.js';
 export * from './auth.js';
 export * from './resolve.js';
+export * from './diff.js';

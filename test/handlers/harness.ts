@@ -12,6 +12,7 @@ export function testDeps(store: Store = new MemoryStore(), overrides: Partial<Se
     limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500 },
     newRequestId: requestIdGenerator(0),
     version: 'test',
+    auth: { openReads: true },
     ...overrides,
   };
 }
