@@ -1,0 +1,201 @@
+/**
+ * THE key layout: every key prefix in the store, the schema of its values, and its single
+ * writer. No other module builds key strings by hand. Read this table first.
+ *
+ * Rules it encodes (docs/keys.md is generated from it):
+ * - one writer per prefix (per key where the key names its writer, e.g. an agent's node);
+ * - every segment is a name that cannot contain `/`, so prefixes never overlap;
+ * - values are JSON text validated against the schema on the way in and out.
+ */
+import type { z } from 'zod';
+import { CcaError } from './diagnostics/error.js';
+import * as f from './model/facts.js';
+import { nodeRecordSchema } from './model/node.js';
+import { redactSpec } from './model/redact.js';
+import { serviceSpecSchema } from './model/service.js';
+
+export type Writer =
+  | 'api'
+  | 'replica controller'
+  | 'scheduler'
+  | 'node controller'
+  | 'agent of <node>'
+  | 'auditor'
+  | 'endpoint controller'
+  | 'autoscaler'
+  | 'rollout controller'
+  | 'storage controller'
+  | 'network controller'
+  | 'the controller named in the record';
+
+interface KeySpec {
+  prefix: string;
+  params: readonly string[];
+  schema: z.ZodType;
+  writer: Writer;
+  /** The lease the key is attached to, when it has one. */
+  lease?: string;
+  doc: string;
+}
+
+export const layout = {
+  service: { prefix: '/services/', params: ['service'], schema: serviceSpecSchema, writer: 'api', doc: 'desired spec of a service, as applied (`cca apply`)' },
+  replica: { prefix: '/replicas/', params: ['service', 'replica'], schema: f.replicaRecordSchema, writer: 'replica controller', doc: 'a replica that should exist (or is stopping), with a fresh id per replacement' },
+  assigned: { prefix: '/assigned/', params: ['node', 'replica'], schema: f.assignmentSchema, writer: 'scheduler', doc: 'a placement of a replica on a node, carrying the spec; agents long-poll their own node' },
+  allocation: { prefix: '/allocations/', params: ['node'], schema: f.allocationSchema, writer: 'scheduler', doc: "sum of a node's assignments, updated in the same txn as every placement and release" },
+  node: { prefix: '/nodes/', params: ['node'], schema: nodeRecordSchema, writer: 'agent of <node>', lease: "the agent's registration lease", doc: "a node's declared capacity, zone, labels, taints and images; its create revision is the tenure" },
+  nodeStatus: { prefix: '/node-status/', params: ['node'], schema: f.nodeStatusSchema, writer: 'node controller', doc: 'ready, lost or cordoned, per tenure' },
+  lost: { prefix: '/lost/', params: ['node', 'replica'], schema: f.lostReplicaSchema, writer: 'node controller', doc: 'a replica presumed gone with its node (after the grace), for the replica controller to replace' },
+  observed: { prefix: '/observed/', params: ['node', 'replica'], schema: f.observationSchema, writer: 'agent of <node>', doc: 'what the agent sees of a workload: state, exit, health, usage' },
+  event: { prefix: '/events/', params: ['node', 'event'], schema: f.eventSchema, writer: 'agent of <node>', doc: 'things that happened on a node, for people' },
+  decision: { prefix: '/decisions/', params: ['kind', 'subject', 'decision'], schema: f.decisionSchema, writer: 'the controller named in the record', doc: 'an immutable decision with evidence and cause; ids are unique per controller' },
+  repeat: { prefix: '/repeats/', params: ['controller', 'kind', 'subject'], schema: f.repeatSchema, writer: 'the controller named in the record', doc: 'how often a decision repeated; never a cause' },
+  audit: { prefix: '/audit/', params: ['node'], schema: f.auditFindingSchema, writer: 'auditor', doc: "the auditor's rebuild of a node's allocation; an open finding blocks placements" },
+  repair: { prefix: '/repair/', params: ['node'], schema: f.repairRequestSchema, writer: 'api', doc: 'an operator asks the scheduler to repair an audited node' },
+  fence: { prefix: '/fences/', params: ['node'], schema: f.fenceSchema, writer: 'api', doc: "an operator asserts a node's workloads are stopped (`cca fence node NAME --confirm`)" },
+  endpoints: { prefix: '/endpoints/', params: ['service'], schema: f.endpointsSchema, writer: 'endpoint controller', doc: 'addresses of running and ready replicas on ready nodes' },
+  autoscale: { prefix: '/autoscale/', params: ['service'], schema: f.autoscaleIntentSchema, writer: 'autoscaler', doc: 'desired replica count from CPU usage; the spec keeps the user\'s replicas' },
+  rollout: { prefix: '/rollouts/', params: ['service'], schema: f.rolloutSchema, writer: 'rollout controller', doc: 'a rolling update in progress, complete or stuck' },
+  volume: { prefix: '/volumes/', params: ['node', 'service', 'volume'], schema: f.volumeRecordSchema, writer: 'storage controller', doc: 'a local volume wanted on a node' },
+  observedVolume: { prefix: '/observed-volumes/', params: ['node', 'service', 'volume'], schema: f.volumeObservationSchema, writer: 'agent of <node>', doc: "the agent's report of a local volume" },
+  network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "the node's firewall rule set from services' allow policies" },
+} as const satisfies Record<string, KeySpec>;
+
+export type KeyKind = keyof typeof layout;
+type Strings<T extends readonly unknown[]> = { -readonly [I in keyof T]: string };
+/** One string per segment the kind's key has, e.g. [service, replica]. */
+export type KeyParams<K extends KeyKind> = Strings<(typeof layout)[K]['params']>;
+export type FactOf<K extends KeyKind> = z.output<(typeof layout)[K]['schema']>;
+export type FactInput<K extends KeyKind> = z.input<(typeof layout)[K]['schema']>;
+
+const MAX_SEGMENT = 253;
+
+/** Why a segment cannot go into a key, or undefined when it can. */
+export function segmentProblem(s: string): string | undefined {
+  if (s.length === 0) return 'a segment is empty';
+  if (s.length > MAX_SEGMENT) return `a segment is longer than ${MAX_SEGMENT} characters`;
+  if (s.includes('/')) return 'a segment contains `/`';
+  if (s.includes('\0')) return 'a segment contains a NUL character';
+  return undefined;
+}
+
+function checked(kind: string, values: readonly string[]): readonly string[] {
+  for (const v of values) {
+    const reason = segmentProblem(v);
+    if (reason) throw new CcaError('CCA-E0003', { key: `${kind}(${values.map((x) => JSON.stringify(x)).join(', ')})`, reason });
+  }
+  return values;
+}
+
+/** The full key of one fact. Segments come from validated names; a bad one is a bug (CCA-E0003). */
+export function buildKey<K extends KeyKind>(kind: K, ...values: KeyParams<K>): string {
+  const def: KeySpec = layout[kind];
+  if (values.length !== def.params.length) {
+    throw new CcaError('CCA-E0003', { key: kind, reason: `${def.params.length} segments are needed, ${values.length} were given` });
+  }
+  return def.prefix + checked(kind, values as readonly string[]).join('/');
+}
+
+/**
+ * The prefix to list or watch: the kind's prefix, narrowed by leading segments, always
+ * ending in `/` so `/nodes/n1/` never matches `/nodes/n10`.
+ */
+export function prefixOf<K extends KeyKind>(kind: K, ...leading: string[]): string {
+  const def: KeySpec = layout[kind];
+  if (leading.length >= def.params.length) {
+    throw new CcaError('CCA-E0003', { key: kind, reason: `a prefix takes fewer than ${def.params.length} segments` });
+  }
+  return def.prefix + checked(kind, leading).map((s) => `${s}/`).join('');
+}
+
+export interface ParsedKey {
+  kind: KeyKind;
+  params: Record<string, string>;
+}
+
+const kinds = Object.keys(layout) as KeyKind[];
+
+/** Which fact a key holds, or undefined for a key outside the layout. */
+export function parseKey(key: string): ParsedKey | undefined {
+  for (const kind of kinds) {
+    const def: KeySpec = layout[kind];
+    if (!key.startsWith(def.prefix)) continue;
+    const parts = key.slice(def.prefix.length).split('/');
+    if (parts.length !== def.params.length || parts.some((p) => segmentProblem(p) !== undefined)) return undefined;
+    return { kind, params: Object.fromEntries(def.params.map((p, i) => [p, parts[i]!])) };
+  }
+  return undefined;
+}
+
+/** Read a stored value; a value that fails its schema is a bug of its writer (CCA-E0002). */
+export function decodeFact<K extends KeyKind>(kind: K, key: string, value: string): FactOf<K> {
+  const def: KeySpec = layout[kind];
+  let json: unknown;
+  try {
+    json = JSON.parse(value);
+  } catch {
+    throw new CcaError('CCA-E0002', { key, prefix: def.prefix, reason: 'it is not JSON' });
+  }
+  const r = def.schema.safeParse(json);
+  if (!r.success) {
+    const first = r.error.issues[0];
+    const reason = first ? `${first.path.map(String).join('.') || 'the value'}: ${first.message}` : 'invalid';
+    throw new CcaError('CCA-E0002', { key, prefix: def.prefix, reason });
+  }
+  return r.data as FactOf<K>;
+}
+
+/** Validate and serialise a value for its key (defaults filled in). Writing an invalid fact is a bug. */
+export function encodeFact<K extends KeyKind>(kind: K, value: FactInput<K>): string {
+  const def: KeySpec = layout[kind];
+  const r = def.schema.safeParse(value);
+  if (!r.success) {
+    const first = r.error.issues[0];
+    throw new CcaError('CCA-E0002', { key: `${def.prefix}…`, prefix: def.prefix, reason: first ? `${first.path.map(String).join('.') || 'the value'}: ${first.message}` : 'invalid' });
+  }
+  return JSON.stringify(r.data);
+}
+
+/**
+ * A fact as it may be shown to a person or leave the cluster (API reads, CLI, bundles):
+ * secret values replaced. Desired specs and assignments carry secrets; no other fact does.
+ */
+export function redactFact<K extends KeyKind>(kind: K, value: FactOf<K>): FactOf<K> {
+  if (kind === 'service') return redactSpec(value as FactOf<'service'>) as FactOf<K>;
+  if (kind === 'assigned') {
+    const a = value as FactOf<'assigned'>;
+    return { ...a, spec: redactSpec(a.spec) } as FactOf<K>;
+  }
+  return value;
+}
+
+export interface KeyRow {
+  kind: KeyKind;
+  pattern: string;
+  writer: Writer;
+  lease: string;
+  doc: string;
+}
+
+/** The layout as rows, for docs/keys.md and `cca explain keys`. */
+export function keyTable(): KeyRow[] {
+  return kinds.map((kind) => {
+    const def: KeySpec = layout[kind];
+    return { kind, pattern: def.prefix + def.params.map((p) => `<${p}>`).join('/'), writer: def.writer, lease: def.lease ?? '', doc: def.doc };
+  });
+}
+
+export function keysMarkdown(): string {
+  const rows = keyTable().map((r) => `| \`${r.pattern}\` | ${r.writer} | ${r.lease || '—'} | ${r.doc} |`);
+  return [
+    '<!-- generated from core/keys.ts; do not edit by hand -->',
+    '# The key layout',
+    '',
+    'Every key in the store, its single writer, and what it holds. Value schemas are the zod',
+    'schemas named in `core/keys.ts`; build and parse keys only with `buildKey`, `prefixOf` and `parseKey`.',
+    '',
+    '| key | writer | lease | holds |',
+    '|---|---|---|---|',
+    ...rows,
+  ].join('\n') + '\n';
+}

@@ -1,0 +1,10 @@
+export { parse, parseFiles, parseWithStats, parseTree, MAX_SOURCE_CHARS } from './parse.js';
+export type { ParseOptions, ParseResult, ParseStats, SourceInput } from './parse.js';
+export { format, formatSource, printFile, WIDTH } from './format.js';
+export type { FormatResult } from './format.js';
+export { toCca, toCcaAll } from './print.js';
+export type { ToCcaOptions } from './print.js';
+export { MAX_DEPTH } from './parser.js';
+export { FIELD_NAMES } from './fields.js';
+export { quote } from './quote.js';
+export type * from './ast.js';

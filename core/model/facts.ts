@@ -1,0 +1,203 @@
+import { z } from 'zod';
+import { serviceSpecSchema } from './service.js';
+
+/**
+ * Value schemas of the facts controllers and agents write. Kept small: each is the least
+ * a reader needs to act, plus what `cca why` shows. Fact schemas are plain (non-strict)
+ * objects, so a newer writer's extra field does not break an older reader.
+ */
+
+const ms = z.int().min(0);
+const resources = z.object({ cpuMillis: z.int().min(0), memoryBytes: z.int().min(0) });
+
+/** `/replicas/<service>/<replica>`: one replica the replica controller wants to exist, or is stopping. */
+export const replicaRecordSchema = z.object({
+  id: z.string(),
+  service: z.string(),
+  /** The mod revision of `/services/<service>` this replica was made from (rollouts compare it). */
+  specRevision: z.int().min(0),
+  desired: z.enum(['run', 'stop']),
+  createdAt: ms,
+  /** When `desired` became stop; the grace period runs from here. */
+  stopRequestedAt: ms.optional(),
+  /** Set once stopped (or lost) for good; the record is deleted after retention. */
+  retired: z.boolean().default(false),
+  reason: z.string().default(''),
+});
+
+/** `/assigned/<node>/<replica>`: the scheduler's placement, with everything the agent needs to run it. */
+export const assignmentSchema = z.object({
+  replica: z.string(),
+  service: z.string(),
+  node: z.string(),
+  /** The node's tenure (the create revision of its `/nodes/<node>` key) when placed. */
+  tenure: z.int().min(0),
+  resources,
+  specRevision: z.int().min(0),
+  /** The spec itself, so an agent can run from its cache while the control plane is away. */
+  spec: serviceSpecSchema,
+  /** Desired state on the node: run, or stop within the grace period. */
+  desired: z.enum(['run', 'stop']).default('run'),
+  placedAt: ms,
+});
+
+/** `/allocations/<node>`: the authoritative sum of the node's assignments, changed in the same txn as each. */
+export const allocationSchema = z.object({
+  node: z.string(),
+  tenure: z.int().min(0),
+  used: resources,
+  replicas: z.array(z.string()),
+});
+
+/** `/node-status/<node>`: the node controller's view of readiness, per tenure. */
+export const nodeStatusSchema = z.object({
+  node: z.string(),
+  tenure: z.int().min(0),
+  state: z.enum(['ready', 'lost', 'cordoned']),
+  since: ms,
+  reason: z.string().default(''),
+});
+
+/** `/lost/<node>/<replica>`: the node controller's finding that a replica went with its node. */
+export const lostReplicaSchema = z.object({
+  replica: z.string(),
+  service: z.string(),
+  node: z.string(),
+  tenure: z.int().min(0),
+  at: ms,
+  /** For stateful replicas: what proves the old copy stopped (see fences). */
+  proof: z.enum(['lease-expired', 'node-confirmed', 'operator-fence']),
+});
+
+export const healthStateSchema = z.enum(['unknown', 'passing', 'failing']);
+
+/** `/observed/<node>/<replica>`: what the agent sees of one workload. */
+export const observationSchema = z.object({
+  replica: z.string(),
+  service: z.string(),
+  node: z.string(),
+  tenure: z.int().min(0),
+  state: z.enum(['pending', 'init', 'starting', 'running', 'stopping', 'exited', 'failed', 'lost']),
+  exitCode: z.int().optional(),
+  restarts: z.int().min(0).default(0),
+  health: z.object({ liveness: healthStateSchema.default('unknown'), readiness: healthStateSchema.default('unknown') }).default({ liveness: 'unknown', readiness: 'unknown' }),
+  usage: resources.optional(),
+  /** The image digest actually run. */
+  image: z.string().default(''),
+  /** Init step progress: name of the step running or failed, with its output tail. */
+  init: z.object({ step: z.string(), state: z.enum(['running', 'succeeded', 'failed']), exitCode: z.int().optional(), tail: z.string().default('') }).optional(),
+  /** An attached coded diagnostic (e.g. image not in catalogue). */
+  diagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
+  at: ms,
+});
+
+/** `/events/<node>/<id>`: something the agent saw happen, for people (not for decisions). */
+export const eventSchema = z.object({
+  node: z.string(),
+  replica: z.string().optional(),
+  kind: z.string(),
+  message: z.string(),
+  at: ms,
+});
+
+/** What a decision read: the key, its mod revision, and the value as it was then. */
+export const evidenceSchema = z.object({ key: z.string(), modRevision: z.int().min(0), value: z.string() });
+
+/** `/decisions/<kind>/<subject>/<id>`: immutable, carries its evidence and its cause. */
+export const decisionSchema = z.object({
+  id: z.string(),
+  kind: z.enum(['service', 'replica', 'node']),
+  subject: z.string(),
+  controller: z.string(),
+  action: z.string(),
+  at: ms,
+  evidence: z.array(evidenceSchema),
+  /** The decision key or fact key (a terminal) that justified this one. */
+  cause: z.object({ decision: z.string() }).or(z.object({ fact: z.string(), modRevision: z.int().min(0) })).optional(),
+  reasons: z.array(z.string()),
+});
+
+/** `/repeats/<controller>/<kind>/<subject>`: how often the same outcome repeated; never a cause. */
+export const repeatSchema = z.object({ decision: z.string(), count: z.int().min(1), first: ms, last: ms });
+
+/** `/audit/<node>`: the auditor's rebuild of a node's allocation at one revision. */
+export const auditFindingSchema = z.object({
+  node: z.string(),
+  revision: z.int().min(0),
+  open: z.boolean(),
+  expected: resources,
+  recorded: resources,
+  at: ms,
+});
+
+/** `/repair/<node>`: an operator's request that the scheduler repair an audited node. */
+export const repairRequestSchema = z.object({ node: z.string(), requestedBy: z.string(), at: ms, finding: z.int().min(0) });
+
+/** `/fences/<node>`: an operator's assertion that a node's workloads are stopped (`cca fence --confirm`). */
+export const fenceSchema = z.object({ node: z.string(), tenure: z.int().min(0), assertedBy: z.string(), at: ms });
+
+/** `/endpoints/<service>`: replicas that are running and ready on ready nodes, with their addresses. */
+export const endpointsSchema = z.object({
+  service: z.string(),
+  endpoints: z.array(z.object({ replica: z.string(), node: z.string(), address: z.string(), ports: z.record(z.string(), z.int()) })),
+  at: ms,
+});
+
+/** `/autoscale/<service>`: the autoscaler's intent; the replica controller honours it. */
+export const autoscaleIntentSchema = z.object({
+  service: z.string(),
+  desired: z.int().min(0),
+  observedCpuPercent: z.number().min(0),
+  stableSince: ms,
+  at: ms,
+});
+
+/** `/rollouts/<service>`: a rolling update in progress or stuck. */
+export const rolloutSchema = z.object({
+  service: z.string(),
+  fromRevision: z.int().min(0),
+  toRevision: z.int().min(0),
+  state: z.enum(['progressing', 'complete', 'stuck']),
+  startedAt: ms,
+  reason: z.string().default(''),
+});
+
+/** `/volumes/<node>/<service>/<volume>`: a local volume the storage controller wants on a node. */
+export const volumeRecordSchema = z.object({ node: z.string(), service: z.string(), volume: z.string(), sizeBytes: z.int().min(1), replica: z.string().optional() });
+
+/** `/observed-volumes/<node>/<service>/<volume>`: the agent's report of that volume. */
+export const volumeObservationSchema = z.object({ state: z.enum(['creating', 'ready', 'failed']), path: z.string(), sizeBytes: z.int().min(0), at: ms });
+
+/** `/network/<node>`: the per-node rule set the agent applies with nftables. */
+export const networkRulesSchema = z.object({
+  node: z.string(),
+  rules: z.array(
+    z.object({
+      replica: z.string(),
+      port: z.int().min(1).max(65_535),
+      protocol: z.enum(['tcp', 'udp']),
+      /** Addresses allowed in; every other service is denied once the target has a policy. */
+      from: z.array(z.string()),
+    }),
+  ),
+  at: ms,
+});
+
+export type ReplicaRecord = z.output<typeof replicaRecordSchema>;
+export type Assignment = z.output<typeof assignmentSchema>;
+export type Allocation = z.output<typeof allocationSchema>;
+export type NodeStatus = z.output<typeof nodeStatusSchema>;
+export type LostReplica = z.output<typeof lostReplicaSchema>;
+export type Observation = z.output<typeof observationSchema>;
+export type NodeEvent = z.output<typeof eventSchema>;
+export type Decision = z.output<typeof decisionSchema>;
+export type Repeat = z.output<typeof repeatSchema>;
+export type AuditFinding = z.output<typeof auditFindingSchema>;
+export type RepairRequest = z.output<typeof repairRequestSchema>;
+export type Fence = z.output<typeof fenceSchema>;
+export type Endpoints = z.output<typeof endpointsSchema>;
+export type AutoscaleIntent = z.output<typeof autoscaleIntentSchema>;
+export type Rollout = z.output<typeof rolloutSchema>;
+export type VolumeRecord = z.output<typeof volumeRecordSchema>;
+export type VolumeObservation = z.output<typeof volumeObservationSchema>;
+export type NetworkRules = z.output<typeof networkRulesSchema>;

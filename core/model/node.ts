@@ -1,0 +1,68 @@
+import { z } from 'zod';
+import { toDiagnostic } from '../diagnostics/coerce.js';
+import { makeDiagnostic } from '../diagnostics/error.js';
+import type { Diagnostic } from '../diagnostics/types.js';
+import { taintPattern } from './constraints.js';
+import { LIMITS } from './defaults.js';
+import { labelKeyPattern, nodeNamePattern } from './names.js';
+
+/**
+ * What an agent declares when it registers (`/nodes/<node>`, on the agent's lease). Small
+ * on purpose: capacity, where it is, what it offers (labels, images) and what it repels (taints).
+ */
+export const nodeRecordSchema = z.object({
+  name: z.string().max(253).regex(nodeNamePattern, 'must be a hostname-like name: lowercase letters, digits, dots and dashes'),
+  /** Where replicas on this node can be reached (host networking by default). */
+  address: z.string().max(255).default(''),
+  zone: z.string().min(1).max(63).default('default'),
+  labels: z.record(z.string().regex(labelKeyPattern), z.string().max(63)).default({}),
+  /** "key" or "key=value"; only services that accept them are placed here. */
+  taints: z.array(z.string().regex(taintPattern)).max(64).default([]),
+  capacity: z.object({
+    cpuMillis: z.int().min(1).max(LIMITS.cpuMillis),
+    memoryBytes: z.int().min(1).max(LIMITS.memoryBytes),
+  }),
+  /** The node's image catalogue: image reference → digest (see the agent issue). */
+  images: z.record(z.string(), z.string()).default({}),
+  /** The runtime the agent drives: fake, process or containerd. */
+  runtime: z.string().max(32).default('fake'),
+  agentVersion: z.string().max(64).default(''),
+});
+
+export type NodeRecord = z.output<typeof nodeRecordSchema>;
+export type NodeRecordInput = z.input<typeof nodeRecordSchema>;
+
+/** Is the image in the catalogue of at least one node? Matches by exact reference. */
+export function imageInCatalogue(image: string, nodes: readonly Pick<NodeRecord, 'images'>[]): boolean {
+  return nodes.some((n) => Object.hasOwn(n.images, image));
+}
+
+/** Validate an agent's declared node (flags or config file) into a record, or one coded diagnostic per problem. */
+export function validateNode(input: unknown): { ok: true; value: NodeRecord } | { ok: false; diagnostics: Diagnostic[] } {
+  let r: ReturnType<typeof nodeRecordSchema.safeParse>;
+  try {
+    r = nodeRecordSchema.safeParse(input);
+  } catch (e) {
+    return { ok: false, diagnostics: [toDiagnostic(e, 'the node record validator')] };
+  }
+  if (r.success) return { ok: true, value: r.data };
+  const name = typeof input === 'object' && input !== null && typeof (input as { name?: unknown }).name === 'string' ? (input as { name: string }).name : '(unnamed)';
+  return {
+    ok: false,
+    diagnostics: r.error.issues.map((i) => {
+      const where = i.path.map(String).join('.') || 'the record';
+      return makeDiagnostic('CCA-E0317', { node: name, reason: `${where}: ${i.message}` });
+    }),
+  };
+}
+
+/**
+ * Services whose image no node offers (CCA-E0316, blame user): held, not retried forever.
+ * The catalogue is the union of the nodes' `images`.
+ */
+export function imagesMissing(specs: readonly { name: string; image: string }[], nodes: readonly Pick<NodeRecord, 'images'>[]): Diagnostic[] {
+  const known = [...new Set(nodes.flatMap((n) => Object.keys(n.images)))].sort();
+  return specs
+    .filter((s) => !imageInCatalogue(s.image, nodes))
+    .map((s) => makeDiagnostic('CCA-E0316', { service: s.name, image: s.image, known: known.length > 0 ? known.join(', ') : '(no images yet)' }));
+}

@@ -1,0 +1,72 @@
+import { closest } from './suggest.js';
+import type { SpecIssue } from './issues.js';
+import type { ServiceSpec } from './service.js';
+
+export interface ServiceSetOptions {
+  /** Names of services already in the store, which `after` may refer to. */
+  existing?: Iterable<string>;
+}
+
+/** Rules across the services applied together: unique names, known `after` targets, no cycles. */
+export function validateServiceSet(specs: readonly ServiceSpec[], opts: ServiceSetOptions = {}): SpecIssue[] {
+  const out: SpecIssue[] = [];
+  const seen = new Set<string>();
+  for (const s of specs) {
+    if (seen.has(s.name)) out.push({ code: 'CCA-E0309', params: { name: s.name }, path: ['name'], service: s.name });
+    seen.add(s.name);
+  }
+  const known = new Set([...seen, ...(opts.existing ?? [])]);
+  for (const s of specs) {
+    for (const [i, target] of s.after.entries()) {
+      if (known.has(target)) continue;
+      const near = closest(target, [...known]);
+      const hint = near ? `did you mean \`${near}\`?` : 'apply the service it depends on in the same set, or remove the dependency';
+      out.push({ code: 'CCA-E0305', params: { service: s.name, target, hint }, path: ['after', i], service: s.name });
+    }
+  }
+  return [...out, ...findCycles(specs)];
+}
+
+/**
+ * Every elementary cycle reached by a depth-first walk, once each, named from its smallest
+ * member (`a → b → a`). Iterative, so a long chain of services cannot overflow the stack.
+ */
+export function findCycles(specs: readonly ServiceSpec[]): SpecIssue[] {
+  const edges = new Map<string, string[]>();
+  for (const s of specs) if (!edges.has(s.name)) edges.set(s.name, [...new Set(s.after)].filter((t) => t !== undefined));
+  const state = new Map<string, 'active' | 'done'>();
+  const reported = new Set<string>();
+  const out: SpecIssue[] = [];
+  for (const root of [...edges.keys()].sort()) {
+    if (state.has(root)) continue;
+    const stack: { node: string; next: number }[] = [{ node: root, next: 0 }];
+    state.set(root, 'active');
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      const targets = edges.get(top.node) ?? [];
+      if (top.next >= targets.length) {
+        state.set(top.node, 'done');
+        stack.pop();
+        continue;
+      }
+      const t = targets[top.next++]!;
+      if (!edges.has(t)) continue; // unknown targets are reported separately
+      const st = state.get(t);
+      if (st === undefined) {
+        state.set(t, 'active');
+        stack.push({ node: t, next: 0 });
+      } else if (st === 'active') {
+        const from = stack.findIndex((f) => f.node === t);
+        const members = stack.slice(from).map((f) => f.node);
+        const key = [...members].sort().join(',');
+        if (reported.has(key)) continue;
+        reported.add(key);
+        const start = members.indexOf([...members].sort()[0]!);
+        const rotated = [...members.slice(start), ...members.slice(0, start)];
+        const cycle = [...rotated, rotated[0]!].join(' → ');
+        out.push({ code: 'CCA-E0306', params: { cycle }, path: ['after'], service: rotated[0]! });
+      }
+    }
+  }
+  return out;
+}
