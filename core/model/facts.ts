@@ -128,6 +128,12 @@ export const decisionSchema = z.object({
   /** The decision key or fact key (a terminal) that justified this one. */
   cause: z.object({ decision: z.string() }).or(z.object({ fact: z.string(), modRevision: z.int().min(0) })).optional(),
   reasons: z.array(z.string()),
+  /**
+   * A digest of everything the decision was made on, when that is more than its evidence
+   * embeds (e.g. every node a pending replica could not use): the same basis and the same
+   * outcome is not a new decision, so a converged system writes nothing.
+   */
+  basis: z.string().optional(),
 });
 
 /** `/repeats/<controller>/<kind>/<subject>`: how often the same outcome repeated; never a cause. */
