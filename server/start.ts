@@ -7,6 +7,7 @@ import type { Store } from '../db/store.js';
 import { controllers as allControllers } from '../jobs/controllers/index.js';
 import { startDriver } from '../jobs/driver.js';
 import { startGraphileDriver } from '../jobs/graphile-driver.js';
+import { why } from '../jobs/decisions/why.js';
 import { jobHook } from '../jobs/job-hook.js';
 import { compactOnce } from '../jobs/maintenance.js';
 import { createApp } from '../handlers/app.js';
@@ -99,6 +100,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       newRequestId: requestIdGenerator(),
       version: cfg.version,
       auth: { openReads: cfg.openReads },
+      why: (kind, name) => why(store, kind, name),
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host });
     stops.unshift(() => http.close());

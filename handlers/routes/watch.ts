@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { ServerDeps } from '../deps.js';
 import { diagnosticFor } from '../errors.js';
 import { parseQuery, revisionParam } from '../query.js';
+import { redactDeep } from '../redact.js';
 import type { RequestIdEnv } from '../request-id.js';
 
 const watchQuery = z.strictObject({
@@ -40,7 +41,7 @@ export function watchRoutes(deps: ServerDeps) {
         });
         await stream.writeSSE({ event: 'open', data: JSON.stringify({ prefix: q.prefix, from: from ?? null, requestId }) });
         for await (const batch of watch) {
-          await stream.writeSSE({ id: String(batch.revision), event: 'batch', data: JSON.stringify(batch) });
+          await stream.writeSSE({ id: String(batch.revision), event: 'batch', data: JSON.stringify(redactDeep(batch)) });
         }
       } catch (e) {
         if (!ac.signal.aborted) {

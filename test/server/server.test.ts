@@ -64,6 +64,9 @@ describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
     );
     const ids = (replaced.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running').map((x) => x.id);
     expect(ids).not.toContain(victim.id);
+    const why = await api(server, 'GET', `/v1/why/replica/${ids.find((id) => !before.some((b) => b.id === id))}`);
+    expect(why.complete).toBe(true);
+    expect(why.chain.length).toBeGreaterThanOrEqual(1);
 
     await api(server, 'DELETE', '/v1/services/web');
     const gone = await eventually(() => api(server, 'GET', '/v1/replicas?service=web'), (r) => r.replicas.length === 0, 20_000);
