@@ -15,6 +15,9 @@ export function createPool(url: string, max = 10): pg.Pool {
   // An idle client that loses its connection must not crash the process; the next
   // query on the pool gets a fresh connection.
   pool.on('error', () => undefined);
+  // A checked-out client whose connection dies between queries emits 'error'; the next
+  // query on it fails and is classified by whoever runs it.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 
