@@ -4,6 +4,7 @@ import { eventually } from '../db/conformance.js';
 import { createTestDatabase } from '../support/databases.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { HttpTestAgent } from './http-agent.js';
+import { startTestEtcd } from '../support/etcd-server.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -30,6 +31,14 @@ async function api(server: RunningServer, method: string, path: string, body?: s
 
 const backends: [string, () => Promise<string>][] = [
   ['memory', async () => 'memory:'],
+  [
+    'etcd (in-process driver)',
+    async () => {
+      const etcd = await startTestEtcd();
+      cleanups.push(() => etcd.stop());
+      return `etcd://${etcd.hostPort}/server-test`;
+    },
+  ],
   [
     'postgres (graphile-worker jobs)',
     async () => {
