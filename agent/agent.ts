@@ -29,6 +29,7 @@ export interface AgentOptions {
 
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
 const BACKOFF = { initialMs: 200, maxMs: 5_000 } as const;
+const START_CONCURRENCY = 4;
 
 /**
  * The node agent: registers on a lease, keeps it alive, long-polls its assignments, reconciles
@@ -396,15 +397,22 @@ export class Agent {
       if (!want.has(slot.replica)) await this.retire(slot, a !== undefined && a.tenure === tenure);
     }
     if (this.fenced) return;
-    let catalogue: Record<string, string> | undefined;
+    const toStart: [Slot, Assignment][] = [];
     for (const a of want.values()) {
       const slot = this.slots.get(a.replica) ?? newSlot(a.replica);
       this.slots.set(a.replica, slot);
       slot.assignment = a;
-      if (slot.handle || slot.held || TERMINAL.has(slot.state)) continue;
-      catalogue ??= await this.opts.runtime.catalogue();
-      await this.startSlot(slot, a, catalogue);
+      if (!slot.handle && !slot.held && !TERMINAL.has(slot.state)) toStart.push([slot, a]);
     }
+    if (toStart.length === 0) return;
+    const catalogue = await this.opts.runtime.catalogue();
+    // A few starts at once: runtimes spend most of a start waiting (ctr, fork/exec).
+    const queue = [...toStart];
+    const worker = async () => {
+      for (let next = queue.shift(); next; next = queue.shift()) await this.startSlot(next[0], next[1], catalogue);
+    };
+    await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, queue.length) }, worker));
+    await this.refresh(false);
   }
 
   private updateFenced(now: number): void {

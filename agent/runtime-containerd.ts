@@ -42,7 +42,7 @@ export class ContainerdRuntime implements Runtime {
   private events: ChildProcess | undefined;
   private closed = false;
   private execSeq = 0;
-  private imported: Set<string> | undefined;
+  private readonly imports = new Map<string, Promise<void>>();
 
   constructor(private readonly opts: ContainerdRuntimeOptions) {
     this.ctr = new Ctr(opts.address, opts.namespace, opts.ctr);
@@ -64,7 +64,6 @@ export class ContainerdRuntime implements Runtime {
     rmSync(join(dir, 'exit.json'), { force: true });
     const handle: WorkloadHandle = { runtime: 'containerd', replica: req.replica, service: req.service, id, image: req.image, startedAt: Date.now() };
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
-    await this.forget(id);
     const envFile = join(dir, '.env');
     const env = { ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service };
     writeFileSync(envFile, Object.entries(env).map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`).join('\n') + '\n', { mode: 0o600 });
@@ -82,7 +81,11 @@ export class ContainerdRuntime implements Runtime {
       entry.name, id, '/.cca-tini', '-g', '-s', '--', ...argvOf(req.spec),
     ];
     try {
-      await this.ctr.run(args);
+      await this.ctr.run(args).catch(async (e: Error) => {
+        if (!/already exists/.test(e.message)) throw e;
+        await this.forget(id); // a leftover of an earlier attempt at this replica
+        await this.ctr.run(args);
+      });
     } finally {
       rmSync(envFile, { force: true });
     }
@@ -146,13 +149,20 @@ export class ContainerdRuntime implements Runtime {
     return readCatalogue(this.opts.imagesDir);
   }
 
-  private async ensureImage(name: string, archive: string): Promise<void> {
-    this.imported ??= await this.ctr.images();
-    if (this.imported.has(name)) return;
-    const base = name.replace(/:[^:/]+$/, '');
-    await this.ctr.run(['images', 'import', '--base-name', base, archive], { timeoutMs: 120_000 });
-    this.imported = await this.ctr.images();
-    if (!this.imported.has(name)) throw new Error(`importing ${archive} did not produce ${name}`);
+  /** Import the image's archive once (concurrent starts share the import). */
+  private ensureImage(name: string, archive: string): Promise<void> {
+    let p = this.imports.get(name);
+    if (!p) {
+      p = (async () => {
+        if ((await this.ctr.images()).has(name)) return;
+        const base = name.replace(/:[^:/]+$/, '');
+        await this.ctr.run(['images', 'import', '--base-name', base, archive], { timeoutMs: 120_000 });
+        if (!(await this.ctr.images()).has(name)) throw new Error(`importing ${archive} did not produce ${name}`);
+      })();
+      p.catch(() => this.imports.delete(name));
+      this.imports.set(name, p);
+    }
+    return p;
   }
 
   private async forget(id: string): Promise<void> {
