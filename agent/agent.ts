@@ -130,6 +130,7 @@ export class Agent {
       slot.state = s.state;
     }
     if (s.usage) slot.usage = s.usage;
+    if (s.init) slot.init = s.init;
   }
 
   private onRuntimeEvent(e: RuntimeEvent): void {
@@ -142,6 +143,8 @@ export class Agent {
         const d = makeDiagnostic('CCA-E0511', { replica: e.replica, service: slot.handle?.service ?? '', memoryBytes: slot.assignment?.spec.resources.memoryBytes ?? 0 });
         slot.diagnostic = { code: d.code, message: d.message };
       }
+      const h = slot.handle;
+      if (h) void this.opts.runtime.inspect(h).then((s) => s.init && (slot.init = s.init), () => undefined);
       this.event(e.oom ? 'oom' : 'exited', `workload exited with code ${e.exitCode}${slot.fenced ? ' (fenced)' : ''}`, e.replica);
       this.log(`${e.replica} exited with code ${e.exitCode}`);
     } else {

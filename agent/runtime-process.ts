@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
-import { argvOf, Listeners, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
 export interface ProcessRuntimeOptions {
   /** Where each replica's directory lives: `<root>/<replica>/`. */
@@ -51,13 +51,15 @@ export class ProcessRuntime implements Runtime {
   async start(req: StartRequest): Promise<WorkloadHandle> {
     const dir = join(this.opts.root, req.replica);
     mkdirSync(dir, { recursive: true });
-    for (const stale of ['exit.json', 'lost.json', 'workload.pid', 'supervisor.pid', 'stop-grace']) rmSync(join(dir, stale), { force: true });
+    for (const stale of ['exit.json', 'lost.json', 'workload.pid', 'supervisor.pid', 'stop-grace', 'init.json']) rmSync(join(dir, stale), { force: true });
     const handle: WorkloadHandle = { runtime: 'process', replica: req.replica, service: req.service, id: req.replica, image: req.image, startedAt: Date.now() };
     const files = join(req.dir, 'files');
+    mkdirSync(files, { recursive: true, mode: 0o700 });
     const cwd = req.spec.workdir !== undefined && existsSync(req.spec.workdir) ? req.spec.workdir : req.spec.workdir !== undefined ? join(files, req.spec.workdir) : req.dir;
     mkdirSync(cwd, { recursive: true });
     const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files };
-    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs };
+    const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
+    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init };
     writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
     const sup = spawn(process.execPath, ['--import', tsxLoader, supervisorPath, dir], { detached: true, stdio: 'ignore', cwd: dir });
@@ -139,8 +141,10 @@ export class ProcessRuntime implements Runtime {
   private statusOf(replica: string, handle: WorkloadHandle, withUsage = true): WorkloadStatus {
     const dir = join(this.opts.root, replica);
     if (!existsSync(dir)) return { handle, state: 'lost', lost: diag('CCA-E0503', { replica, runtime: 'process' }) };
+    const init = this.readJson<InitProgress>(dir, 'init.json');
+    const withInit = init ? { init } : {};
     const exit = this.readJson<ExitRecord>(dir, 'exit.json');
-    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode };
+    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, ...withInit };
     const lost = this.readJson<{ code: string; message: string }>(dir, 'lost.json');
     if (lost) return { handle, state: 'lost', lost };
     const sup = this.pidFile(dir, 'supervisor.pid');
@@ -154,12 +158,12 @@ export class ProcessRuntime implements Runtime {
       if (this.readJson<ExitRecord>(dir, 'exit.json')) return this.statusOf(replica, handle);
       return this.markLost(dir, handle, work, sup.pid);
     }
-    if (!work) return { handle, state: 'starting' };
+    if (!work) return { handle, state: init?.state === 'running' ? 'init' : 'starting', ...withInit };
     const stopping = existsSync(join(dir, 'stop-grace'));
-    if (!withUsage) return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid };
+    if (!withUsage) return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, ...withInit };
     const u = groupUsage(work.pid);
     const usage = { cpuMillis: this.cpu.millis(replica, u.cpuSeconds, Date.now()), memoryBytes: u.memoryBytes };
-    return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, usage };
+    return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, usage, ...withInit };
   }
 
   private markLost(dir: string, handle: WorkloadHandle, work: { pid: number; startTime: string } | undefined, supPid: number): WorkloadStatus {

@@ -39,7 +39,15 @@ export interface StartRequest {
   dir: string;
 }
 
-export type RuntimeState = 'starting' | 'running' | 'stopping' | 'exited' | 'lost';
+export type RuntimeState = 'init' | 'starting' | 'running' | 'stopping' | 'exited' | 'lost';
+
+/** Progress of the init steps: the step running, or the last one that succeeded or failed. */
+export interface InitProgress {
+  step: string;
+  state: 'running' | 'succeeded' | 'failed';
+  exitCode?: number;
+  tail?: string;
+}
 
 export interface Usage {
   cpuMillis: number;
@@ -55,6 +63,7 @@ export interface WorkloadStatus {
   /** Why the workload is lost (a coded diagnostic code and message). */
   lost?: { code: string; message: string };
   usage?: Usage;
+  init?: InitProgress;
 }
 
 export type RuntimeEvent =

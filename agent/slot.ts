@@ -1,6 +1,6 @@
 import type { Assignment, Observation } from '../core/model/index.js';
 import { CheckState } from './health.js';
-import type { Usage, WorkloadHandle } from './runtime.js';
+import type { InitProgress, Usage, WorkloadHandle } from './runtime.js';
 
 /** What the agent knows of one replica on its node: the assignment, the workload, what it reported. */
 export interface Slot {
@@ -11,6 +11,7 @@ export interface Slot {
   exitCode?: number;
   restarts: number;
   usage?: Usage;
+  init?: InitProgress;
   diagnostic?: { code: string; message: string };
   /** Held (e.g. image not in the catalogue): never started, not retried. */
   held: boolean;
@@ -41,6 +42,7 @@ export function observationOf(slot: Slot, node: string, tenure: number, now: num
     health: { liveness: slot.liveness?.state ?? 'unknown', readiness: slot.readiness?.state ?? 'unknown' },
     ...(slot.usage === undefined ? {} : { usage: slot.usage }),
     image: slot.handle?.image ?? '',
+    ...(slot.init === undefined ? {} : { init: { step: slot.init.step, state: slot.init.state, ...(slot.init.exitCode === undefined ? {} : { exitCode: slot.init.exitCode }), tail: slot.init.tail ?? '' } }),
     ...(slot.diagnostic === undefined ? {} : { diagnostic: slot.diagnostic }),
     at: now,
   };

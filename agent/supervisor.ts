@@ -6,8 +6,8 @@
  * agent still fences). Self-contained (node: imports only) so it starts fast and outlives the
  * agent. Usage: node supervisor.ts <replica dir>
  */
-import { spawn } from 'node:child_process';
-import { openSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 
@@ -19,6 +19,8 @@ interface SupervisorConfig {
   /** File holding the node's fence deadline (epoch ms); '' when there is none. */
   fenceFile: string;
   fenceKillMs: number;
+  /** One-shot steps run in order before the main process. */
+  init: InitStep[];
 }
 
 const dir = process.argv[2] ?? '';
@@ -39,18 +41,24 @@ function startTime(pid: number): string {
   }
 }
 
+interface InitStep {
+  name: string;
+  argv: string[];
+  env: Record<string, string>;
+  timeoutMs: number;
+}
+
 writeAtomic('supervisor.pid', `${process.pid} ${startTime(process.pid)}\n`);
 const out = openSync(join(dir, 'stdout.log'), 'a');
 const err = openSync(join(dir, 'stderr.log'), 'a');
-const [file, ...args] = config.argv;
-const child = spawn(file ?? 'sh', args, { cwd: config.cwd, env: config.env, detached: true, stdio: ['ignore', out, err] });
+let current: ChildProcess | undefined;
 let reason = 'exited';
 let stopping = false;
 
 function signalGroup(signal: NodeJS.Signals): void {
-  if (child.pid === undefined) return;
+  if (current?.pid === undefined) return;
   try {
-    process.kill(-child.pid, signal);
+    process.kill(-current.pid, signal);
   } catch {
     // the group is already gone
   }
@@ -64,20 +72,65 @@ function stop(graceMs: number, why: string): void {
   setTimeout(() => signalGroup('SIGKILL'), graceMs).unref();
 }
 
-child.on('spawn', () => {
-  if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTime(child.pid)}\n`);
-});
-child.on('error', (e) => {
-  writeAtomic('exit.json', JSON.stringify({ exitCode: 127, reason: 'spawn-failed', message: e.message, at: Date.now() }));
+function finish(exitCode: number, why: string, message = ''): never {
+  writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), at: Date.now() }));
   process.exit(0);
-});
-child.on('exit', (code, signal) => {
-  signalGroup('SIGKILL');
-  const signo = signal ? (constants.signals[signal] ?? 9) : 0;
-  const exitCode = code ?? 128 + signo;
-  writeAtomic('exit.json', JSON.stringify({ exitCode, reason, at: Date.now() }));
-  process.exit(0);
-});
+}
+
+const codeOf = (code: number | null, signal: NodeJS.Signals | null) => code ?? 128 + (signal ? (constants.signals[signal] ?? 9) : 0);
+
+/** One init step in its own process group, killed at its timeout; resolves with its code and output tail. */
+function runStep(step: InitStep): Promise<{ exitCode: number; tail: string }> {
+  return new Promise((resolve) => {
+    let tail = '';
+    const keep = (b: Buffer) => {
+      tail = (tail + b.toString('utf8')).slice(-2_000);
+      writeSync(err, b);
+    };
+    const [file, ...args] = step.argv;
+    const child = spawn(file ?? 'true', args, { cwd: config.cwd, env: { ...config.env, ...step.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    current = child;
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const timer = setTimeout(() => {
+      tail += `\n(init step ${step.name} timed out after ${step.timeoutMs} ms)`;
+      signalGroup('SIGKILL');
+    }, step.timeoutMs);
+    child.on('error', (e) => resolve({ exitCode: 127, tail: e.message }));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ exitCode: codeOf(code, signal), tail });
+    });
+  });
+}
+
+async function runInit(): Promise<void> {
+  for (const step of config.init) {
+    if (stopping) finish(143, reason);
+    writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'running' }));
+    const r = await runStep(step);
+    if (stopping) finish(r.exitCode, reason);
+    if (r.exitCode !== 0) {
+      writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'failed', exitCode: r.exitCode, tail: r.tail }));
+      finish(r.exitCode, 'init-failed');
+    }
+    writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'succeeded', exitCode: 0, tail: '' }));
+  }
+}
+
+function runMain(): void {
+  const [file, ...args] = config.argv;
+  const child = spawn(file ?? 'sh', args, { cwd: config.cwd, env: config.env, detached: true, stdio: ['ignore', out, err] });
+  current = child;
+  child.on('spawn', () => {
+    if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTime(child.pid)}\n`);
+  });
+  child.on('error', (e) => finish(127, 'spawn-failed', e.message));
+  child.on('exit', (code, signal) => {
+    signalGroup('SIGKILL');
+    finish(codeOf(code, signal), reason);
+  });
+}
 
 process.on('SIGTERM', () => {
   let grace = config.graceMs;
@@ -102,3 +155,7 @@ if (config.fenceFile !== '') {
     if (Number.isFinite(deadline) && Date.now() >= deadline) stop(Math.min(config.graceMs, config.fenceKillMs), 'fenced');
   }, 200);
 }
+
+await runInit();
+if (stopping) finish(143, reason);
+runMain();

@@ -119,3 +119,37 @@ describe('agent as a real process with the process runtime', () => {
     expect(JSON.parse(readFileSync(join(state.dir, 'replicas', 'd-1', 'exit.json'), 'utf8')).reason).toBe('fenced');
   }, 60_000);
 });
+
+describe('process runtime on its own', () => {
+  it('runs init steps in order before the main process, and reports a failed step with its code and output tail', async () => {
+    const { ProcessRuntime } = await import('../../agent/runtime-process.js');
+    const { serviceSpecSchema } = await import('../../core/model/index.js');
+    const tmp = tempDir('init');
+    const rt = new ProcessRuntime({ root: join(tmp.dir, 'replicas'), fenceFile: '', fenceKillMs: FENCE.killMs, pollMs: 50 });
+    try {
+      const ok = serviceSpecSchema.parse({
+        name: 'ok', image: 'busybox:1.35',
+        init: [{ name: 'first', command: ['sh', '-c', 'echo one > "$CCA_FILES/order"'] }, { name: 'second', command: ['sh', '-c', 'echo two >> "$CCA_FILES/order"'] }],
+        command: ['sh', '-c', 'cat "$CCA_FILES/order" > "$CCA_FILES/seen"; sleep 0.1'],
+      });
+      const dirOk = join(tmp.dir, 'replicas', 'ok-1');
+      const h1 = await rt.start({ replica: 'ok-1', service: 'ok', spec: ok, image: '', env: {}, files: [], dir: dirOk });
+      const s1 = await waitFor('ok-1 exited', async () => { const s = await rt.inspect(h1); return s.state === 'exited' ? s : undefined; }, 20_000);
+      expect(s1.exitCode).toBe(0);
+      expect(s1.init).toMatchObject({ step: 'second', state: 'succeeded' });
+      expect(readFileSync(join(dirOk, 'files', 'seen'), 'utf8')).toBe('one\ntwo\n');
+
+      const bad = serviceSpecSchema.parse({ name: 'bad', image: 'busybox:1.35', init: [{ name: 'migrate', command: ['sh', '-c', 'echo "no database" >&2; exit 4'] }], command: ['sh', '-c', 'touch "$CCA_FILES/main-ran"'] });
+      const dirBad = join(tmp.dir, 'replicas', 'bad-1');
+      const h2 = await rt.start({ replica: 'bad-1', service: 'bad', spec: bad, image: '', env: {}, files: [], dir: dirBad });
+      const s2 = await waitFor('bad-1 exited', async () => { const s = await rt.inspect(h2); return s.state === 'exited' ? s : undefined; }, 20_000);
+      expect(s2.exitCode).toBe(4);
+      expect(s2.init).toMatchObject({ step: 'migrate', state: 'failed', exitCode: 4 });
+      expect(s2.init?.tail).toContain('no database');
+      expect(readdirSync(join(dirBad, 'files'))).not.toContain('main-ran');
+    } finally {
+      await rt.close();
+      tmp.cleanup();
+    }
+  }, 60_000);
+});
