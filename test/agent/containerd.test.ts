@@ -92,6 +92,33 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-stubborn-1'), 15_000);
   }, 60_000);
 
+  it('re-adopts running containers after an agent restart, without starting a duplicate', async () => {
+    server.assign('n1', 'keep-1', { name: 'keep', image: 'busybox:1.35', command: ['sh', '-c', 'while true; do sleep 1; done'] });
+    await waitFor('running', () => server.observation('n1', 'keep-1')?.state === 'running', 30_000);
+    const before = (await runtime.ctr.tasks()).get('cca-keep-1');
+    await agent.agent.close();
+    await runtime.close();
+    runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images') });
+    agent = await startAgent(server, runtime, join(tmp.dir, 'state'), { node: 'n1', pollWaitMs: 1_000 });
+    await waitFor('re-adopted', () => agent.logs.some((l) => l.includes('adopted keep-1 (running)')), 10_000);
+    await waitFor('registered', () => agent.agent.status().registered, 10_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const after = (await runtime.ctr.tasks()).get('cca-keep-1');
+    expect(after?.pid).toBe(before?.pid);
+    expect([...(await runtime.ctr.tasks()).keys()].filter((id) => id.startsWith('cca-keep'))).toEqual(['cca-keep-1']);
+    server.unassign('n1', 'keep-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-keep-1'), 15_000);
+  }, 60_000);
+
+  it('reports an out-of-memory kill with CCA-E0511', async () => {
+    server.assign('n1', 'oom-1', { name: 'oom', image: 'busybox:1.35', command: ['sh', '-c', 'sleep 0.5; tail /dev/zero'], resources: { cpuMillis: 500, memoryBytes: 16 * 1024 * 1024 } });
+    const obs = await waitFor('oom', () => (server.observation('n1', 'oom-1')?.diagnostic?.code === 'CCA-E0511' ? server.observation('n1', 'oom-1') : undefined), 30_000);
+    expect(obs.state).toBe('failed');
+    expect(obs.exitCode).toBe(137);
+    server.unassign('n1', 'oom-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-oom-1'), 15_000);
+  }, 60_000);
+
   it('reports a crash with its exit code', async () => {
     server.assign('n1', 'crash-1', { name: 'crash', image: 'busybox:1.35', command: ['sh', '-c', 'sleep 0.3; exit 3'] });
     const obs = await waitFor('failed', () => (server.observation('n1', 'crash-1')?.state === 'failed' ? server.observation('n1', 'crash-1') : undefined), 30_000);
