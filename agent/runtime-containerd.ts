@@ -1,12 +1,14 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 
 import { Ctr, parseEventLine } from './containerd/ctr.js';
 import { readCatalogue, type Catalogue } from './images.js';
-import { CpuRate } from './proc.js';
+import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
 import { argvOf, Listeners, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
 export interface ContainerdRuntimeOptions {
@@ -21,7 +23,12 @@ export interface ContainerdRuntimeOptions {
   tini?: string;
   ctr?: string;
   cgroupRoot?: string;
+  /** The node's fence deadline file: a detached fencer stops the containers when it passes. */
+  fence?: { file: string; killMs: number; pidFile: string };
 }
+
+const fencerPath = join(dirname(fileURLToPath(import.meta.url)), 'containerd', 'fencer.ts');
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const PREFIX = 'cca-';
 
@@ -38,6 +45,7 @@ export class ContainerdRuntime implements Runtime {
   private readonly listeners = new Listeners();
   private readonly cpu = new CpuRate();
   private readonly oom = new Set<string>();
+  private readonly recentExits = new Map<string, { exitCode: number; at: number }>();
   private readonly killTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private events: ChildProcess | undefined;
   private closed = false;
@@ -48,6 +56,31 @@ export class ContainerdRuntime implements Runtime {
     this.ctr = new Ctr(opts.address, opts.namespace, opts.ctr);
     mkdirSync(opts.root, { recursive: true });
     this.watchEvents();
+    this.ensureFencer();
+  }
+
+  /** Start the node's fencer unless one (from an earlier agent) is still running. */
+  private ensureFencer(): void {
+    const f = this.opts.fence;
+    if (!f || this.fencerPid() !== undefined) return;
+    const args = ['--import', tsxLoader, fencerPath, this.opts.ctr ?? 'ctr', this.opts.address, this.opts.namespace, f.file, String(f.killMs), f.pidFile];
+    spawn(process.execPath, args, { detached: true, stdio: 'ignore' }).unref();
+  }
+
+  fencerPid(): number | undefined {
+    if (!this.opts.fence) return undefined;
+    try {
+      const p = parsePidFile(readFileSync(this.opts.fence.pidFile, 'utf8'));
+      return p && sameProcessAlive(p) ? p.pid : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stop the fencer (tests, and decommissioning a node); an agent restart leaves it running. */
+  stopFencer(): void {
+    const pid = this.fencerPid();
+    if (pid !== undefined) process.kill(pid, 'SIGTERM');
   }
 
   async catalogue(): Promise<Record<string, string>> {
@@ -238,7 +271,17 @@ export class ContainerdRuntime implements Runtime {
     const id = String(e.event.container_id ?? '');
     if (!id.startsWith(PREFIX)) return;
     const replica = id.slice(PREFIX.length);
-    if (e.topic === '/tasks/oom') this.oom.add(id);
+    if (e.topic === '/tasks/oom') {
+      // The OOM event may come just after the exit it caused: correct that exit.
+      const recent = this.recentExits.get(id);
+      if (recent && Date.now() - recent.at < 5_000) {
+        this.recentExits.delete(id);
+        this.recordExit(replica, recent.exitCode, true);
+        this.listeners.emit({ kind: 'exited', replica, exitCode: recent.exitCode, oom: true, at: Date.now() });
+      } else {
+        this.oom.add(id);
+      }
+    }
     if (e.topic !== '/tasks/exit' || e.event.id !== id) return;
     const exitCode = Number(e.event.exit_status ?? 0);
     const oom = this.oom.delete(id);
@@ -246,6 +289,8 @@ export class ContainerdRuntime implements Runtime {
     if (t) clearTimeout(t);
     this.killTimers.delete(id);
     this.recordExit(replica, exitCode, oom);
+    for (const [k, v] of this.recentExits) if (Date.now() - v.at > 5_000) this.recentExits.delete(k);
+    if (!oom) this.recentExits.set(id, { exitCode, at: Date.now() });
     void this.ctr.deleteTask(id);
     this.listeners.emit({ kind: 'exited', replica, exitCode, oom, at: Date.now() });
   }

@@ -28,7 +28,14 @@ async function makeRuntime(flags: AgentFlags, state: StateDir): Promise<Runtime>
     return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
   }
   if (flags.runtime === 'process') return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs });
-  return new ContainerdRuntime({ address: await containerdAddress(flags), namespace: flags.namespace, root: state.replicas, imagesDir: resolve(flags.imagesDir), tini: flags.tini });
+  return new ContainerdRuntime({
+    address: await containerdAddress(flags),
+    namespace: flags.namespace,
+    root: state.replicas,
+    imagesDir: resolve(flags.imagesDir),
+    tini: flags.tini,
+    fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
+  });
 }
 
 /**

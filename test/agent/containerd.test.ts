@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
+import { FENCE } from '../../agent/fence.js';
 import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
 import { buildImages } from '../../fixtures/images/build.js';
 import { FakeAgentServer } from './fake-server.js';
@@ -125,5 +126,24 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     expect(obs.exitCode).toBe(3);
     server.unassign('n1', 'crash-1');
     await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-crash-1'), 15_000);
+  }, 60_000);
+
+  it('a detached fencer stops the node\'s containers at the fence deadline even with no agent alive', async () => {
+    server.assign('n1', 'fence-1', { name: 'fence', image: 'busybox:1.35', command: ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'], stopGraceMs: 60_000 });
+    await waitFor('running', () => server.observation('n1', 'fence-1')?.state === 'running', 30_000);
+    await agent.agent.close(); // the agent is gone: only the fencer can stop it now
+    const fenceFile = join(tmp.dir, 'fence-at-test');
+    const deadline = Date.now() + 1_500;
+    writeFileSync(fenceFile, String(deadline));
+    const fenced = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images'), fence: { file: fenceFile, killMs: FENCE.killMs, pidFile: join(tmp.dir, 'fencer.pid') } });
+    try {
+      await waitFor('fencer up', () => fenced.fencerPid(), 10_000);
+      const stoppedAt = await waitFor('stopped by the fencer', async () => ((await runtime.ctr.tasks()).get('cca-fence-1')?.status === 'RUNNING' ? undefined : Date.now()), 15_000, 50);
+      expect(stoppedAt).toBeGreaterThanOrEqual(deadline);
+      expect(stoppedAt - deadline).toBeLessThan(FENCE.killMs + 1_500);
+    } finally {
+      fenced.stopFencer();
+      await fenced.close();
+    }
   }, 60_000);
 });
