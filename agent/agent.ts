@@ -397,7 +397,7 @@ export class Agent {
     for (const slot of [...this.slots.values()]) {
       const a = byReplica.get(slot.replica);
       if (a) slot.assignment = a;
-      if (!want.has(slot.replica)) await this.retire(slot, a !== undefined && a.tenure === tenure);
+      if (!want.has(slot.replica)) await this.retire(slot, a !== undefined && a.tenure === tenure, a !== undefined && a.tenure !== tenure);
     }
     if (this.fenced) return;
     const toStart: [Slot, Assignment][] = [];
@@ -433,12 +433,13 @@ export class Agent {
   }
 
   /** Stop (or forget) a workload that should not run: unassigned, desired stop, other tenure, or fenced. */
-  private async retire(slot: Slot, stillAssigned: boolean): Promise<void> {
+  private async retire(slot: Slot, stillAssigned: boolean, otherTenure: boolean): Promise<void> {
     const h = slot.handle;
     if (h && (slot.state === 'starting' || slot.state === 'running' || slot.state === 'pending' || slot.state === 'init')) {
-      const spec = slot.assignment?.spec;
-      const urgent = this.fenced || !stillAssigned;
-      const grace = Math.min(spec?.stopGraceMs ?? FENCE.killMs, urgent && this.fence.due(this.now()) ? FENCE.killMs : Number.POSITIVE_INFINITY);
+      // Fenced, or placed under a tenure that is not ours (any more): it may already be
+      // replaced elsewhere, so it gets the fence's kill budget, not its full grace.
+      const urgent = this.fenced || otherTenure;
+      const grace = Math.min(slot.assignment?.spec.stopGraceMs ?? FENCE.killMs, urgent ? FENCE.killMs : Number.POSITIVE_INFINITY);
       slot.fenced = this.fenced;
       slot.state = 'stopping';
       await this.opts.runtime.stop(h, grace);

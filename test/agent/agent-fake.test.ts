@@ -95,6 +95,22 @@ describe('agent with the fake runtime', () => {
     expect(runtime.running()).toEqual(['web-1']);
   });
 
+  it('stops re-adopted workloads of a lost tenure when restarted after its lease expired, and registers anew', async () => {
+    const first = await start({ leaseTtlSeconds: 5 });
+    const tenure = await registered();
+    server.assign('n1', 'web-1', web);
+    await waitFor('running', () => server.observation('n1', 'web-1')?.state === 'running');
+    await first.agent.close();
+    agents.splice(agents.indexOf(first), 1);
+    await waitFor('lease expired', () => server.expiries[0], 10_000);
+    const second = await start({ leaseTtlSeconds: 5 });
+    await waitFor('stopped', () => runtime.running().length === 0, 5_000);
+    const newTenure = await waitFor('new tenure', () => (server.tenureOf('n1') !== tenure ? server.tenureOf('n1') : undefined));
+    expect(newTenure).toBeGreaterThan(tenure);
+    expect(second.logs.join('\n')).toContain('adopted web-1 (running)');
+    expect(runtime.starts).toEqual(['web-1']);
+  }, 20_000);
+
   it('keeps workloads running while the server is unreachable (shorter than the fence) and reports after', async () => {
     await start();
     await registered();

@@ -180,10 +180,15 @@ export class FakeAgentServer {
       existing.record = record;
       return { lease: resumeLease as number, ttl: resumed.ttl, tenure: existing.tenure, revision: this.revision };
     }
+    // A new registration is a new tenure: the previous lease is revoked with its keys.
+    if (existing) {
+      this.leases.delete(existing.lease);
+      this.nodes.delete(node);
+      this.revision += 1;
+    }
     const lease = this.nextLease++;
     this.leases.set(lease, { node, ttl, expiresAt: Date.now() + ttl * 1000 });
-    if (existing) this.leases.delete(existing.lease);
-    const tenure = existing?.tenure ?? this.revision;
+    const tenure = this.revision;
     this.nodes.set(node, { record, tenure, lease });
     return { lease, ttl, tenure, revision: this.revision };
   }
