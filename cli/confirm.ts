@@ -5,6 +5,6 @@ import { fail } from './exit.js';
 export async function confirm(ctx: Context, action: string, yes: boolean): Promise<void> {
   if (yes) return;
   if (!ctx.io.stdinIsTTY) fail('CCA-E0704', { action });
-  const answer = await ctx.io.prompt(`${action}? [y/N] `);
+  const answer = await ctx.io.prompt(`go ahead with ${action}? [y/N] `);
   if (!/^y(es)?$/i.test(answer.trim())) fail('CCA-E0711', { action });
 }

@@ -62,7 +62,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
     if (!changes && values.wait && !values['dry-run']) return await waitFor(ctx, dry, timeoutMs, json);
     return;
   }
-  await confirm(ctx, `apply ${summary(dry.plan)}`, values.yes === true);
+  await confirm(ctx, `applying these changes (${summary(dry.plan)})`, values.yes === true);
   const done = await send(false);
   if (json && !values.wait) printJson(ctx.io, { ...done, applied: true });
   else if (!json) ctx.io.stdout.write(`applied at revision ${done.revision}\n`);

@@ -39,8 +39,8 @@ export function shortfallLines(reason: string): string[] | undefined {
 function linkLines(link: ChainLink, depth: number, color: boolean): string[] {
   const d = link.decision;
   const pad = '   '.repeat(depth);
-  const head = `${pad}${depth === 0 ? '' : '└─ '}${paint(color, 'bold', `${d.controller}: ${d.kind} ${d.subject} ${d.action}`)}  ${paint(color, 'dim', `at ${iso(d.at)}`)}`;
-  const lines = [head.replace(/^$/, '')];
+  const head = `${pad}${depth === 0 ? '' : '└─ '}${paint(color, 'bold', `${d.kind} ${d.subject} ${d.action}`)}  ${paint(color, 'dim', `by ${d.controller} at ${iso(d.at)}`)}`;
+  const lines = [head];
   const inner = depth === 0 ? '   ' : `${pad}   `;
   lines.push(`${inner}${paint(color, 'dim', `decision ${link.key}`)}`);
   if (d.action === 'pending' && d.reasons.length > 0) {

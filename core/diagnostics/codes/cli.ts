@@ -28,7 +28,7 @@ export const cliCodes = [
     blame: 'user',
     title: 'confirmation needed',
     cause: '{action} needs confirmation, and standard input is not a terminal to ask on',
-    fix: 'pass --yes to confirm without asking (or --dry-run to only look)',
+    fix: 'pass --yes to confirm without asking',
   },
   {
     code: 'CCA-E0705',
