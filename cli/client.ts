@@ -8,6 +8,8 @@ export interface ClientOptions {
   fetch?: typeof fetch;
   /** Per request, except watches. */
   timeoutMs?: number;
+  /** Ctrl-C: ends every request in flight. */
+  signal?: AbortSignal;
 }
 
 export interface WatchBatch {
@@ -130,7 +132,7 @@ export class Client {
     const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
     if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const signals = [signal, timeout ? AbortSignal.timeout(this.opts.timeoutMs ?? 30_000) : undefined].filter((s): s is AbortSignal => s !== undefined);
+    const signals = [signal, this.opts.signal, timeout ? AbortSignal.timeout(this.opts.timeoutMs ?? 30_000) : undefined].filter((s): s is AbortSignal => s !== undefined);
     const url = `${this.server}${path}`;
     let res: Response;
     try {

@@ -39,7 +39,13 @@ export async function follow(ctx: Context, opts: FollowOptions): Promise<void> {
       if (stop.signal.aborted) return;
       await new Promise((r) => setTimeout(r, opts.debounceMs ?? 100));
       dirty = false;
-      if (await opts.refresh()) return;
+      try {
+        if (await opts.refresh()) return;
+      } catch (e) {
+        // A refresh cut short by the interrupt is not a failure of the command.
+        if (stop.signal.aborted) return;
+        throw e;
+      }
     }
   } finally {
     opts.signal.removeEventListener('abort', onAbort);

@@ -16,6 +16,8 @@ export interface Io {
 
 export function processIo(): Io {
   const ac = new AbortController();
+  // The first Ctrl-C ends watches, waits, prompts and requests through the signal (exit
+  // code from the command); a second one gets Node's default and kills the process.
   process.once('SIGINT', () => ac.abort());
   return {
     stdout: {
@@ -29,8 +31,12 @@ export function processIo(): Io {
     stdinIsTTY: process.stdin.isTTY === true,
     prompt: async (question) => {
       const rl = createInterface({ input: process.stdin, output: process.stderr });
+      // Ctrl-C at the prompt is a "no", not a hang.
+      rl.once('SIGINT', () => ac.abort());
       try {
-        return await rl.question(question);
+        return await rl.question(question, { signal: ac.signal });
+      } catch {
+        return '';
       } finally {
         rl.close();
       }

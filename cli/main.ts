@@ -79,7 +79,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
       io,
       globals,
       color: io.stdout.isTTY && !io.env.NO_COLOR,
-      client: () => (client ??= new Client({ server: globals.server, ...(globals.token ? { token: globals.token } : {}), nextRequestId: nextId })),
+      client: () => (client ??= new Client({ server: globals.server, ...(globals.token ? { token: globals.token } : {}), nextRequestId: nextId, signal: io.signal })),
     };
     const r = await mod.run(ctx, { positionals, values });
     if (typeof r === 'number') code = r;

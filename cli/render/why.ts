@@ -33,7 +33,7 @@ function clip(s: string, width: number): string {
 export function shortfallLines(reason: string): string[] | undefined {
   const m = /^(needs [^:]+):\s(.+)$/.exec(reason);
   if (!m) return undefined;
-  return [`${m[1]}, and`, ...m[2]!.split('; ').map((p) => `  ${p}`)];
+  return [`${m[1]}; no node fits:`, ...m[2]!.split('; ').map((p) => `  - ${p}`)];
 }
 
 function linkLines(link: ChainLink, depth: number, color: boolean): string[] {
