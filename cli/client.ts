@@ -1,3 +1,4 @@
+import type { z } from 'zod';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { ExitError, fail } from './exit.js';
 
@@ -42,8 +43,9 @@ export class Client {
     return this.opts.server.replace(/\/+$/, '');
   }
 
-  async json<T>(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
-    const { res, requestId, record } = await this.send(method, path, body, signal);
+  /** A JSON request whose answer must fit `schema` (else CCA-E0708, the server's fault). */
+  async json<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown): Promise<z.output<S>> {
+    const { res, requestId, record } = await this.send(method, path, body);
     const text = await res.text();
     let parsed: unknown;
     try {
@@ -51,8 +53,19 @@ export class Client {
     } catch {
       parsed = undefined;
     }
-    if (res.ok && parsed !== undefined) return parsed as T;
-    throw this.failure(method, path, res.status, parsed, text, requestId, record);
+    if (!res.ok || parsed === undefined) throw this.failure(method, path, res.status, parsed, text, requestId, record);
+    const r = schema.safeParse(parsed);
+    if (r.success) return r.data;
+    const issue = r.error.issues[0]!;
+    const d = makeDiagnostic('CCA-E0708', {
+      method,
+      url: `${this.server}${path}`,
+      status: res.status,
+      reason: `${issue.path.length ? `at ${issue.path.join('.')}: ` : ''}${issue.message}`,
+    });
+    d.requestId = requestId;
+    record.diagnostics = [d];
+    throw new ExitError([d]);
   }
 
   async text(path: string): Promise<string> {

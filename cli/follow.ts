@@ -19,6 +19,8 @@ export interface FollowOptions {
 export async function follow(ctx: Context, opts: FollowOptions): Promise<void> {
   const stop = new AbortController();
   const onAbort = () => stop.abort();
+  // A signal that is already aborted never fires 'abort' again.
+  if (opts.signal.aborted) return;
   opts.signal.addEventListener('abort', onAbort, { once: true });
   let dirty = false;
   let wake: (() => void) | undefined;
@@ -29,7 +31,7 @@ export async function follow(ctx: Context, opts: FollowOptions): Promise<void> {
     }
   })();
   watching.catch(() => undefined);
-  const stopped = new Promise<void>((resolve) => stop.signal.addEventListener('abort', () => resolve(), { once: true }));
+  const stopped = new Promise<void>((resolve) => (stop.signal.aborted ? resolve() : stop.signal.addEventListener('abort', () => resolve(), { once: true })));
   try {
     for (;;) {
       if (!dirty) {

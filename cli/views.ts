@@ -1,4 +1,5 @@
 import { formatBytes, formatCpu } from '../core/model/quantity.js';
+import { nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, type ApiNode, type ApiReplica, type ApiService } from './api.js';
 import type { Client } from './client.js';
 import { fail } from './exit.js';
 
@@ -51,22 +52,6 @@ export interface Listing<T extends Item = Item> {
   items: T[];
 }
 
-interface ApiService extends Omit<ServiceItem, 'image'> {
-  spec: { image: string };
-}
-interface ApiReplica {
-  id: string;
-  service: string;
-  node?: string;
-  state: string;
-  desired: 'run' | 'stop';
-  health?: { liveness: string; readiness: string };
-  restarts: number;
-  exitCode?: number;
-  reason: string;
-  diagnostic?: { code: string; message: string };
-}
-
 const service = (s: ApiService): ServiceItem => ({
   name: s.name,
   image: s.spec.image,
@@ -75,7 +60,7 @@ const service = (s: ApiService): ServiceItem => ({
   placed: s.placed,
   running: s.running,
   ready: s.ready,
-  pending: s.pending,
+  pending: s.pending.map((p) => ({ replica: p.replica, reason: p.reason })),
 });
 
 const replica = (r: ApiReplica): ReplicaItem => ({
@@ -84,21 +69,21 @@ const replica = (r: ApiReplica): ReplicaItem => ({
   node: r.node ?? null,
   state: r.state,
   desired: r.desired,
-  health: r.health ?? null,
+  health: r.health ? { liveness: r.health.liveness, readiness: r.health.readiness } : null,
   restarts: r.restarts,
   exitCode: r.exitCode ?? null,
   reason: r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : r.reason,
 });
 
-const node = (n: NodeItem): NodeItem => ({
+const node = (n: ApiNode): NodeItem => ({
   name: n.name,
   state: n.state,
   registered: n.registered,
   zone: n.zone,
   runtime: n.runtime,
   tenure: n.tenure,
-  capacity: n.capacity,
-  used: n.used,
+  capacity: { cpuMillis: n.capacity.cpuMillis, memoryBytes: n.capacity.memoryBytes },
+  used: { cpuMillis: n.used.cpuMillis, memoryBytes: n.used.memoryBytes },
   replicas: n.replicas,
   labels: n.labels,
   taints: n.taints,
@@ -107,18 +92,18 @@ const node = (n: NodeItem): NodeItem => ({
 export async function list(client: Client, kind: Kind, name?: string, filter: { service?: string } = {}): Promise<Listing> {
   if (kind === 'services') {
     if (name) {
-      const r = await client.json<{ revision: number; service: ApiService }>('GET', `/v1/services/${encodeURIComponent(name)}`);
+      const r = await client.json('GET', `/v1/services/${encodeURIComponent(name)}`, serviceAnswer);
       return { kind, revision: r.revision, items: [service(r.service)] };
     }
-    const r = await client.json<{ revision: number; services: ApiService[] }>('GET', '/v1/services');
+    const r = await client.json('GET', '/v1/services', servicesAnswer);
     return { kind, revision: r.revision, items: r.services.map(service) };
   }
   const { revision, items } =
     kind === 'replicas'
       ? await client
-          .json<{ revision: number; replicas: ApiReplica[] }>('GET', `/v1/replicas${filter.service ? `?service=${encodeURIComponent(filter.service)}` : ''}`)
+          .json('GET', `/v1/replicas${filter.service ? `?service=${encodeURIComponent(filter.service)}` : ''}`, replicasAnswer)
           .then((r) => ({ revision: r.revision, items: r.replicas.map(replica) as Item[] }))
-      : await client.json<{ revision: number; nodes: NodeItem[] }>('GET', '/v1/nodes').then((r) => ({ revision: r.revision, items: r.nodes.map(node) as Item[] }));
+      : await client.json('GET', '/v1/nodes', nodesAnswer).then((r) => ({ revision: r.revision, items: r.nodes.map(node) as Item[] }));
   if (name === undefined) return { kind, revision, items };
   const one = items.filter((i) => i.name === name);
   if (one.length === 0) fail('CCA-E0609', { kind: kind.slice(0, -1), name });

@@ -1,5 +1,5 @@
 import { parseFiles } from '../../core/lang/index.js';
-import type { ApplyPlan } from '../../core/model/diff.js';
+import { applyAnswer, type ApplyAnswer } from '../api.js';
 import type { CommandArgs, Context } from '../context.js';
 import { confirm } from '../confirm.js';
 import { ExitError, fail } from '../exit.js';
@@ -17,11 +17,6 @@ export const options = {
   timeout: { type: 'string' },
 } as const;
 
-interface ApplyAnswer {
-  plan: ApplyPlan;
-  revision: number;
-  dryRun: boolean;
-}
 
 /** "90s", "5m", "1h", "1500ms" → ms. */
 export function parseDuration(s: string): number | undefined {
@@ -47,7 +42,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   const send = async (dryRun: boolean) => {
     const q = [dryRun ? 'dry_run=1' : '', values.prune ? 'prune=1' : ''].filter(Boolean).join('&');
     try {
-      return await ctx.client().json<ApplyAnswer>('POST', `/v1/apply${q ? `?${q}` : ''}`, { files: files.map((f) => ({ name: f.name, text: f.text })) });
+      return await ctx.client().json('POST', `/v1/apply${q ? `?${q}` : ''}`, applyAnswer, { files: files.map((f) => ({ name: f.name, text: f.text })) });
     } catch (e) {
       // The server's spec problems point into our files: show them with their lines.
       throw e instanceof ExitError ? new ExitError(e.diagnostics, sources) : e;

@@ -1,6 +1,8 @@
 import { writeFile } from 'node:fs/promises';
+import { z } from 'zod';
 import { resolve } from 'node:path';
 import { toJson, type Diagnostic } from '../../core/diagnostics/index.js';
+import { healthAnswer } from '../api.js';
 import type { CommandArgs, Context } from '../context.js';
 import { ExitError, fail } from '../exit.js';
 import { reason } from '../files.js';
@@ -15,6 +17,7 @@ export const fileFlag = 'file';
 export const options = { last: { type: 'boolean' }, file: { type: 'string', short: 'f' } } as const;
 
 const DECISIONS = 500;
+const stateAnswer = z.looseObject({ kvs: z.array(z.looseObject({ key: z.string(), value: z.string(), modRevision: z.number() })) });
 
 function stamp(ms: number): string {
   return new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -47,13 +50,13 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
   };
   const journal = await readJournal(ctx.io.env);
   const requests = values.last ? journal.slice(-1) : journal.slice(-50);
-  const health = await collect('server version (/healthz)', () => client.json<{ version: string }>('GET', '/healthz'));
+  const health = await collect('server version (/healthz)', () => client.json('GET', '/healthz', healthAnswer));
   const reachable = health !== undefined;
-  const get = <T>(what: string, path: string) => (reachable ? collect(what, () => client.json<T>('GET', path)) : Promise.resolve(undefined));
-  const decisions = await get<{ kvs: { key: string; value: string; modRevision: number }[] }>('recent decisions', `/v1/state?prefix=${encodeURIComponent('/decisions/')}&limit=${DECISIONS}`);
-  const nodes = await get('nodes', '/v1/nodes');
-  const replicas = await get('replicas', '/v1/replicas?all=1');
-  const services = await get('services', '/v1/services');
+  const get = <S extends z.ZodType>(what: string, path: string, schema: S) => (reachable ? collect(what, () => client.json('GET', path, schema)) : Promise.resolve(undefined));
+  const decisions = await get('recent decisions', `/v1/state?prefix=${encodeURIComponent('/decisions/')}&limit=${DECISIONS}`, stateAnswer);
+  const nodes = await get('nodes', '/v1/nodes', z.unknown());
+  const replicas = await get('replicas', '/v1/replicas?all=1', z.unknown());
+  const services = await get('services', '/v1/services', z.unknown());
   const metrics = reachable ? await collect('metrics', () => client.text('/metrics')) : undefined;
   const literals = ctx.globals.token ? [ctx.globals.token] : [];
   const json = (v: unknown) => redactText(`${JSON.stringify(redactValue(v), null, 2)}\n`, literals);
@@ -63,7 +66,7 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
       data: json({ cli: await cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}`, server: { url: client.server, version: health?.version ?? null } }),
     },
     { name: 'requests.json', data: json(requests) },
-    { name: 'decisions.json', data: json(decisions?.kvs.map((kv) => ({ key: kv.key, modRevision: kv.modRevision, decision: JSON.parse(kv.value) as unknown })) ?? null) },
+    { name: 'decisions.json', data: json(decisions?.kvs.map((kv) => ({ key: kv.key, modRevision: kv.modRevision, decision: parseOr(kv.value) })) ?? null) },
     { name: 'nodes.json', data: json(nodes ?? null) },
     { name: 'replicas.json', data: json(replicas ?? null) },
     { name: 'services.json', data: json(services ?? null) },
@@ -90,5 +93,14 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
     ctx.io.stdout.write(`wrote ${target}\n${files.map((f) => `  ${f.name}`).join('\n')}\n`);
     ctx.io.stdout.write(`${requests.length} recent command(s), ${summary.decisions} decision(s); secrets and tokens redacted; nothing was sent anywhere\n`);
     for (const e of errors) ctx.io.stdout.write(`not collected: ${e.what} (${(e.diagnostic as { code: string }).code})\n`);
+  }
+}
+
+/** A stored value as JSON when it is JSON, else as the text it is. */
+function parseOr(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
   }
 }

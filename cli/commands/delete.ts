@@ -1,3 +1,4 @@
+import { deleteAnswer } from '../api.js';
 import type { CommandArgs, Context } from '../context.js';
 import { confirm } from '../confirm.js';
 import { fail } from '../exit.js';
@@ -11,7 +12,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   if (kind !== 'service' && kind !== 'services') fail('CCA-E0703', { command: 'cca delete', reason: `only services can be deleted, not "${kind ?? ''}"`, usage });
   if (!name || extra.length > 0) fail('CCA-E0703', { command: 'cca delete', reason: 'name exactly one service', usage });
   await confirm(ctx, `deleting service ${name} (its replicas stop)`, values.yes === true);
-  const r = await ctx.client().json<{ deleted: string; revision: number }>('DELETE', `/v1/services/${encodeURIComponent(name)}`);
+  const r = await ctx.client().json('DELETE', `/v1/services/${encodeURIComponent(name)}`, deleteAnswer);
   if (ctx.globals.output === 'json') printJson(ctx.io, r);
   else ctx.io.stdout.write(`service ${r.deleted} deleted at revision ${r.revision}; its replicas stop within their grace period\n`);
 }

@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { render, toJson, type Diagnostic } from '../../core/diagnostics/index.js';
+import { healthAnswer } from '../api.js';
 import type { Context } from '../context.js';
 import { ExitError } from '../exit.js';
 import { printJson } from '../output.js';
@@ -17,7 +18,7 @@ export async function run(ctx: Context): Promise<void> {
   const client = ctx.client();
   let server: { version: string } | { error: Diagnostic };
   try {
-    server = { version: (await client.json<{ version: string }>('GET', '/healthz')).version };
+    server = { version: (await client.json('GET', '/healthz', healthAnswer)).version };
   } catch (e) {
     if (!(e instanceof ExitError)) throw e;
     server = { error: e.diagnostics[0]! };

@@ -1,7 +1,9 @@
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
 import { printJson } from '../output.js';
-import { renderWhy, type WhyAnswer } from '../render/why.js';
+import { whyAnswer } from '../api.js';
+import { redactValue } from '../redact.js';
+import { renderWhy } from '../render/why.js';
 
 export const usage = 'cca why replica|node|service NAME';
 const KINDS = ['replica', 'node', 'service'];
@@ -12,7 +14,8 @@ export async function run(ctx: Context, { positionals }: CommandArgs): Promise<v
   const kind = given?.replace(/s$/, '');
   if (!kind || !KINDS.includes(kind)) fail('CCA-E0703', { command: 'cca why', reason: `KIND must be replica, node or service, not "${given ?? ''}"`, usage });
   if (!name || extra.length > 0) fail('CCA-E0703', { command: 'cca why', reason: 'name exactly one subject', usage });
-  const answer = await ctx.client().json<WhyAnswer>('GET', `/v1/why/${kind}/${encodeURIComponent(name)}`);
-  if (ctx.globals.output === 'json') printJson(ctx.io, answer);
+  const answer = await ctx.client().json('GET', `/v1/why/${kind}/${encodeURIComponent(name)}`, whyAnswer);
+  // The terminal's current value is the stored fact as it is now: a spec's secrets must not ride along.
+  if (ctx.globals.output === 'json') printJson(ctx.io, redactValue(answer));
   else ctx.io.stdout.write(`${renderWhy(answer, ctx.color)}\n`);
 }

@@ -1,22 +1,8 @@
-import type { Decision } from '../../core/model/facts.js';
+import type { WhyAnswer } from '../api.js';
 import { paint } from './color.js';
 
-export interface ChainLink {
-  key: string;
-  decision: Decision;
-}
-
-/** The answer of `GET /v1/why/{kind}/{name}` (jobs/decisions/why.ts). */
-export interface WhyAnswer {
-  kind: 'replica' | 'node' | 'service';
-  name: string;
-  history: ChainLink[];
-  chain: ChainLink[];
-  complete: boolean;
-  terminal?: { fact: string; modRevision: number; current?: string };
-  truncated?: string;
-  repeats: { controller: string; repeat: { decision: string; count: number; first: number; last: number } }[];
-}
+export type { WhyAnswer };
+type ChainLink = WhyAnswer['chain'][number];
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const EVIDENCE_WIDTH = 100;

@@ -56,6 +56,11 @@ With \`--output json\` an error is printed on stderr as \`{ "error": <first>, "d
 each diagnostic in the shape of \`toJson\` (\`code, blame, exitCode, title, message, fix, params,
 span?, requestId?\`), the same as the API's error bodies.
 
+An answer \`cca\` cannot read (a proxy's error page, a server of another version) is the
+fault of something outside ccattler: exit 3.
+
+${show('external-proxy')}
+
 ${show('unknown-command', 'bad-flag')}
 
 Every command keeps a journal of the requests it sent and the diagnostics it met in
@@ -128,8 +133,9 @@ shortfall per constraint. Repetitions are counted separately and are never a cau
 
 ${show('why-replica-pending', 'why-node-truncated', 'why-service')}
 
-With \`-o json\` it prints the server's answer unchanged (\`kind, name, history, chain, complete,
-terminal?, truncated?, repeats\`).
+With \`-o json\` it prints the server's answer, checked against its shape and with secret
+values redacted, fields in this order: \`kind, name, history, chain, complete, terminal?,
+truncated?, repeats\` (each link is \`{key, decision}\` with the decision record as stored).
 
 ## \`cca explain CODE\` and \`cca explain --all\`
 

@@ -26,6 +26,7 @@ export interface RunOptions {
   cwd?: string;
   stdinIsTTY?: boolean;
   stdoutIsTTY?: boolean;
+  stderrIsTTY?: boolean;
   /** Answers to confirmation questions, in order. */
   answers?: string[];
   signal?: AbortSignal;
@@ -42,7 +43,7 @@ export async function cca(argv: string[], opts: RunOptions = {}): Promise<Run> {
   const answers = [...(opts.answers ?? [])];
   const io: Io = {
     stdout: { write: (s) => ((out.stdout += s), opts.onWrite?.(out)), isTTY: opts.stdoutIsTTY ?? false },
-    stderr: { write: (s) => ((out.stderr += s), opts.onWrite?.(out)), isTTY: false },
+    stderr: { write: (s) => ((out.stderr += s), opts.onWrite?.(out)), isTTY: opts.stderrIsTTY ?? false },
     stdinIsTTY: opts.stdinIsTTY ?? false,
     prompt: async (q) => {
       out.stderr += q;
