@@ -21,6 +21,7 @@ export async function readSources(cwd: string, args: readonly string[]): Promise
       fail('CCA-E0705', { file: arg, reason: reason(e) });
     }
     const entries = isDir ? (await readdir(path)).filter((f) => f.endsWith('.cca')).sort().map((f) => ({ name: join(arg, f), path: join(path, f) })) : [{ name: arg, path }];
+    if (entries.length === 0) fail('CCA-E0705', { file: arg, reason: 'the directory holds no .cca files' });
     for (const e of entries) {
       try {
         out.push({ ...e, text: await readFile(e.path, 'utf8') });

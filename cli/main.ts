@@ -84,7 +84,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     const r = await mod.run(ctx, { positionals, values });
     if (typeof r === 'number') code = r;
   } catch (e) {
-    const err = asExitError(e);
+    const err = asExitError(e, client?.sent.at(-1)?.requestId);
     failure = err.diagnostics;
     printDiagnostics(io, globals, err.diagnostics, err.sources);
     code = err.code;
@@ -118,6 +118,10 @@ async function resolveGlobals(io: Io, values: Values, online: boolean): Promise<
   if (!MODES.includes(output)) {
     throw new ExitError([makeDiagnostic('CCA-E0703', { command: 'cca', reason: `--output must be plain, wide or json, not "${output}"`, usage: 'cca COMMAND [-o plain|wide|json]' })]);
   }
+  const requestId = values['request-id'];
+  if (typeof requestId === 'string' && !/^[A-Za-z0-9._:-]{1,120}$/.test(requestId)) {
+    throw new ExitError([makeDiagnostic('CCA-E0703', { command: 'cca', reason: `--request-id must be 1 to 120 of A-Z a-z 0-9 . _ : -, not "${requestId}"`, usage: 'cca COMMAND --request-id ID' })]);
+  }
   const file = online ? await readConfig(configPath(io.env, values.config as string | undefined, io.cwd)) : {};
   const flagServer = values.server as string | undefined;
   const server = flagServer ?? io.env.CCA_SERVER ?? file.server;
@@ -133,8 +137,8 @@ async function resolveGlobals(io: Io, values: Values, online: boolean): Promise<
 }
 
 /** The boundary: whatever a command threw becomes coded diagnostics; a stray error is our bug (E0001). */
-function asExitError(e: unknown): ExitError {
+function asExitError(e: unknown, lastRequestId?: string): ExitError {
   if (e instanceof ExitError) return e;
   if (e instanceof CcaError) return new ExitError([e.diagnostic]);
-  return new ExitError([toDiagnostic(e, 'the cca command line')]);
+  return new ExitError([toDiagnostic(e, 'the cca command line', lastRequestId)]);
 }

@@ -60,6 +60,33 @@ describe('offline commands', () => {
 });
 
 describe('errors and exit codes', () => {
+  test('anything unexpected becomes CCA-E0001, blamed on us (exit 70), never a stack trace', async () => {
+    const { main } = await import('../../cli/main.js');
+    let stderr = '';
+    const io = {
+      stdout: { write: () => { throw new TypeError('stdout went away'); }, isTTY: false },
+      stderr: { write: (s: string) => void (stderr += s), isTTY: false },
+      stdinIsTTY: false,
+      prompt: async () => '',
+      env: { CCA_STATE_DIR: mkdtempSync(join(tmpdir(), 'cca-bug-')) },
+      cwd: process.cwd(),
+      signal: new AbortController().signal,
+      now: () => 0,
+    };
+    expect(await main(['explain', 'E0701'], io)).toBe(70);
+    expect(stderr).toBe('error CCA-E0001: an unexpected failure happened in the cca command line: TypeError: stdout went away\n  fix: report this with `cca bundle`; nothing you did caused it\n');
+  });
+
+  test('a --request-id the server would not accept is refused before sending', async () => {
+    expect((await golden('bad-request-id', ['get', 'services', '--request-id', 'has spaces'])).code).toBe(1);
+  });
+
+  test('a directory without .cca files is a coded error', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cca-empty-'));
+    const r = await cca(['fmt', '.'], { cwd: dir });
+    expect(r).toMatchObject({ code: 1, stderr: expect.stringContaining('error CCA-E0705: cannot read .: the directory holds no .cca files') });
+  });
+
   test('an unreachable server is a coded environment error naming the URL, in each mode, with the request ID', async () => {
     const argv = ['get', 'services', '--server', nowhere];
     const plain = await golden('unreachable-plain', argv);
