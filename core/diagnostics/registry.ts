@@ -1,5 +1,6 @@
 import type { DiagnosticDef } from './types.js';
 import { agentCodes } from './codes/agent.js';
+import { cliCodes } from './codes/cli.js';
 import { controllerCodes } from './codes/controllers.js';
 import { generalCodes } from './codes/general.js';
 import { langCodes } from './codes/lang.js';
@@ -19,6 +20,7 @@ const areas = [
   controllerCodes,
   agentCodes,
   serverCodes,
+  cliCodes,
 ] as const;
 
 const all: readonly DiagnosticDef[] = areas.flat();

@@ -1,0 +1,182 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CcaError } from '../../core/diagnostics/index.js';
+import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
+import type { Decision } from '../../core/model/facts.js';
+import { MemoryStore } from '../../db/memory.js';
+import { main } from '../../cli/main.js';
+import type { Io } from '../../cli/io.js';
+import type { WhyAnswer } from '../../cli/render/why.js';
+import { createApp } from '../../handlers/app.js';
+import { ensureTokens, requireReader } from '../../handlers/auth.js';
+import { listen } from '../../handlers/serve.js';
+import { ADMIN, testDeps } from '../handlers/harness.js';
+
+export { ADMIN };
+
+export interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface RunOptions {
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+  stdinIsTTY?: boolean;
+  stdoutIsTTY?: boolean;
+  stderrIsTTY?: boolean;
+  /** Answers to confirmation questions, in order. */
+  answers?: string[];
+  signal?: AbortSignal;
+  /** Called with the output so far after every write (to stop a watch once enough was seen). */
+  onWrite?(out: { stdout: string; stderr: string }): void;
+}
+
+/** A state directory per test file, so journals never touch the real home. */
+export const stateDir = mkdtempSync(join(tmpdir(), 'cca-cli-state-'));
+
+/** Run `cca ARGV…` in-process with captured output. */
+export async function cca(argv: string[], opts: RunOptions = {}): Promise<Run> {
+  const out = { stdout: '', stderr: '' };
+  const answers = [...(opts.answers ?? [])];
+  const io: Io = {
+    stdout: { write: (s) => ((out.stdout += s), opts.onWrite?.(out)), isTTY: opts.stdoutIsTTY ?? false },
+    stderr: { write: (s) => ((out.stderr += s), opts.onWrite?.(out)), isTTY: opts.stderrIsTTY ?? false },
+    stdinIsTTY: opts.stdinIsTTY ?? false,
+    prompt: async (q) => {
+      out.stderr += q;
+      return answers.shift() ?? '';
+    },
+    env: { HOME: stateDir, CCA_STATE_DIR: stateDir, ...(opts.env ?? {}) },
+    cwd: opts.cwd ?? process.cwd(),
+    signal: opts.signal ?? new AbortController().signal,
+    now: () => Date.UTC(2026, 10, 29, 10, 0, 0),
+  };
+  const code = await main(argv, io);
+  return { code, ...out };
+}
+
+/**
+ * The test-local stand-in for `GET /v1/why/{kind}/{name}` (the real route calls
+ * jobs/decisions/why.ts, on another branch): the same answer shape, computed the same way
+ * from the store's decision records.
+ */
+async function whyFromStore(store: MemoryStore, kind: 'replica' | 'node' | 'service', name: string): Promise<WhyAnswer> {
+  const r = await store.range({ prefix: prefixOf('decision', kind, name), reverse: true, limit: 20 });
+  if (r.kvs.length === 0) throw new CcaError('CCA-E0609', { kind, name });
+  const history = r.kvs.map((kv) => ({ key: kv.key, decision: decodeFact('decision', kv.key, kv.value) }));
+  const answer: WhyAnswer = { kind, name, history, chain: [], complete: false, repeats: [] };
+  let link: WhyAnswer['chain'][number] | undefined = history[0];
+  while (link) {
+    answer.chain.push(link);
+    const cause: Decision['cause'] = link.decision.cause;
+    if (!cause) {
+      answer.truncated = `${link.key} names no cause`;
+      break;
+    }
+    if ('fact' in cause) {
+      const current = await store.get(cause.fact);
+      answer.terminal = { fact: cause.fact, modRevision: cause.modRevision, ...(current ? { current: current.value } : {}) };
+      answer.complete = true;
+      break;
+    }
+    const kv = await store.get(cause.decision);
+    if (!kv) {
+      answer.truncated = `${cause.decision} is no longer kept (evicted by retention)`;
+      break;
+    }
+    link = { key: kv.key, decision: decodeFact('decision', kv.key, kv.value) };
+  }
+  for (const controller of ['scheduler', 'replica', 'node', 'auditor']) {
+    const kv = await store.get(buildKey('repeat', controller, kind, name));
+    if (kv) answer.repeats.push({ controller, repeat: decodeFact('repeat', kv.key, kv.value) });
+  }
+  return answer;
+}
+
+export interface Live {
+  url: string;
+  store: MemoryStore;
+  /** Every X-Request-Id the server saw, in order. */
+  requestIds: string[];
+  close(): Promise<void>;
+  /** `cca` with --server and --token for this server. */
+  run(argv: string[], opts?: RunOptions): Promise<Run>;
+}
+
+/** A real HTTP server on a free port: the API app with known tokens, closed reads, and the why route. */
+export async function liveServer(): Promise<Live> {
+  const store = new MemoryStore();
+  await ensureTokens(store, { admin: ADMIN });
+  const deps = testDeps(store, { auth: { openReads: false } });
+  const app = createApp(deps);
+  const requestIds: string[] = [];
+  app.get('/v1/why/:kind/:name', requireReader(deps.auth), async (c) => {
+    const kind = c.req.param('kind') as 'replica' | 'node' | 'service';
+    return c.json(await whyFromStore(store, kind, c.req.param('name')));
+  });
+  const wrapped = { fetch: (req: Request) => (requestIds.push(req.headers.get('x-request-id') ?? ''), app.fetch(req)) };
+  const http = await listen(wrapped as unknown as typeof app, { port: 0 });
+  return {
+    url: http.url,
+    store,
+    requestIds,
+    close: () => http.close(),
+    run: (argv, opts) => cca([...argv, '--server', http.url, '--token', ADMIN], opts),
+  };
+}
+
+const T0 = Date.UTC(2026, 10, 29, 9, 0, 0);
+export const at = (seconds: number) => T0 + seconds * 1000;
+
+/** Facts as the controllers and agents would write them, for tables and waits. */
+export async function seedNode(store: MemoryStore, name: string, zone: string, cpuMillis: number, state: 'ready' | 'lost' = 'ready'): Promise<number> {
+  await store.put(buildKey('node', name), encodeFact('node', { name, zone, capacity: { cpuMillis, memoryBytes: 2 ** 30 }, labels: { disk: 'ssd' }, runtime: 'fake' }));
+  const tenure = (await store.get(buildKey('node', name)))!.createRevision;
+  await store.put(buildKey('nodeStatus', name), encodeFact('nodeStatus', { node: name, tenure, state, since: at(1) }));
+  return tenure;
+}
+
+export async function seedReplica(
+  store: MemoryStore,
+  spec: { service: string; id: string; node?: string; tenure?: number; state?: 'running' | 'starting'; ready?: boolean },
+): Promise<void> {
+  const { service, id } = spec;
+  await store.put(buildKey('replica', service, id), encodeFact('replica', { id, service, specRevision: 1, desired: 'run', createdAt: at(2), reason: spec.node ? '' : 'waiting for a node that fits' }));
+  if (!spec.node) return;
+  const svc = decodeFact('service', buildKey('service', service), (await store.get(buildKey('service', service)))!.value);
+  const tenure = spec.tenure ?? 0;
+  await store.put(
+    buildKey('assigned', spec.node, id),
+    encodeFact('assigned', { replica: id, service, node: spec.node, tenure, resources: { cpuMillis: 250, memoryBytes: 64 * 2 ** 20 }, specRevision: 1, spec: svc, placedAt: at(3) }),
+  );
+  if (spec.state) {
+    await store.put(
+      buildKey('observed', spec.node, id),
+      encodeFact('observed', {
+        replica: id,
+        service,
+        node: spec.node,
+        tenure,
+        state: spec.state,
+        health: { liveness: 'passing', readiness: spec.ready ? 'passing' : 'unknown' },
+        at: at(4),
+      }),
+    );
+  }
+}
+
+export async function seedAllocation(store: MemoryStore, node: string, tenure: number, replicas: string[]): Promise<void> {
+  await store.put(buildKey('allocation', node), encodeFact('allocation', { node, tenure, used: { cpuMillis: 250 * replicas.length, memoryBytes: 64 * 2 ** 20 * replicas.length }, replicas }));
+}
+
+/** A URL nothing listens on: a port that was free a moment ago. */
+export async function closedUrl(): Promise<string> {
+  const { createServer } = await import('node:net');
+  const srv = createServer();
+  const port = await new Promise<number>((resolve) => srv.listen(0, '127.0.0.1', () => resolve((srv.address() as { port: number }).port)));
+  await new Promise((r) => srv.close(r));
+  return `http://127.0.0.1:${port}`;
+}
