@@ -15,6 +15,12 @@ export interface ProcessRuntimeOptions {
   fenceKillMs: number;
   /** How often exits and vanished supervisors are noticed. */
   pollMs?: number;
+  /**
+   * The images this node offers (image reference → digest). A process runs the spec's
+   * command with the host's binaries, so an image here names a toolset the host provides;
+   * the scheduler places only services whose image a node offers.
+   */
+  catalogue?: Record<string, string>;
 }
 
 const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
@@ -45,7 +51,7 @@ export class ProcessRuntime implements Runtime {
   }
 
   async catalogue(): Promise<Record<string, string> | undefined> {
-    return undefined;
+    return this.opts.catalogue;
   }
 
   async start(req: StartRequest): Promise<WorkloadHandle> {
