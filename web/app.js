@@ -56,6 +56,7 @@ function showState(s) {
     $('#token').focus();
   } else if (s.state === 'sim') {
     el.textContent = `simulation · ${s.playing ? 'running' : 'paused'} · seed ${s.seed}`;
+    if (source?.world?.violations.length) el.dataset.state = 'violated';
   }
   document.body.classList.toggle('stale', s.state === 'reconnecting');
   $('#revision').textContent = s.revision ? `rev ${s.revision}` : '';

@@ -25,6 +25,7 @@ const NODES = [
 const SPEEDS = [1, 5, 20, 100];
 const FRAME_MS = 100;
 const STEP_MS = 1_000;
+const BOOT_MS = 3_000;
 
 export class SimSource {
   constructor({ onChange, onState, panel, seed }) {
@@ -35,7 +36,7 @@ export class SimSource {
     this.playing = false;
     this.queue = Promise.resolve();
     this.applied = new Set();
-    this.reset(seed);
+    void this.reset(seed);
   }
 
   get store() {
@@ -55,12 +56,15 @@ export class SimSource {
     this.world = new SimWorld({ seed, traceLimit: 2_000 });
     this.nextNode = NODES.length + 1;
     this.applied?.clear();
+    this.actions = [];
     for (const n of NODES) this.world.addNode(n);
     const u = new URL(location.href);
     u.searchParams.set('seed', String(seed));
     history.replaceState(null, '', u);
     this.renderPanel();
     this.changed();
+    // The machines boot and their agents register before anyone applies anything.
+    return this.advance(BOOT_MS);
   }
 
   /** Everything that touches the world runs one at a time, between virtual-time chunks. */
@@ -72,6 +76,7 @@ export class SimSource {
 
   act(label, fn) {
     return this.exec(async () => {
+      this.actions.push(`t=${(this.world.t / 1000).toFixed(1)}s ${label}`);
       await fn(this.world);
       // Let the controllers react at this instant, as a real cluster would right away.
       await this.world.runFor(0);
@@ -82,6 +87,7 @@ export class SimSource {
   play(on = !this.playing) {
     this.playing = on;
     this.renderPanel();
+    this.onState({ state: 'sim', t: this.world.t, playing: on, seed: this.seed });
     if (on) void this.loop();
   }
 
@@ -132,9 +138,9 @@ export class SimSource {
 
   onNodeAction(act, node) {
     const a = this.world.agents.get(node);
-    if (act === 'kill') return this.act(act, (w) => w.powerOff(node));
-    if (act === 'partition') return this.act(act, (w) => w.partition(node, !w.partitions.has(node)));
-    if (act === 'restart') return this.act(act, (w) => (a && !a.alive ? w.powerOn(node) : w.restartAgent(node)));
+    if (act === 'kill') return this.act(`kill ${node}`, (w) => w.powerOff(node));
+    if (act === 'partition') return this.act(`${this.world.partitions.has(node) ? 'heal' : 'partition'} ${node}`, (w) => w.partition(node, !w.partitions.has(node)));
+    if (act === 'restart') return this.act(`${a && !a.alive ? 'power on' : 'restart agent'} ${node}`, (w) => (a && !a.alive ? w.powerOn(node) : w.restartAgent(node)));
   }
 
   renderPanel() {
@@ -149,13 +155,13 @@ export class SimSource {
           h('button#step', { onclick: () => this.advance(STEP_MS), title: 'advance one virtual second' }, 'step 1s'),
           h('label', {}, 'speed ', h('select#speed', { onchange: (e) => (this.speed = Number(e.target.value)) }, SPEEDS.map((s) => h('option', { value: s, selected: s === this.speed }, `${s}×`)))),
           h('label', {}, 'seed ', h('input#seed', { type: 'number', value: this.seed, min: 0, step: 1 })),
-          h('button#reseed', { onclick: () => { this.play(false); void this.exec(() => this.reset(Number(p.querySelector('#seed').value) || 0)); } }, 'restart with seed'),
+          h('button#reseed', { onclick: () => { this.play(false); void this.exec(() => { void this.reset(Number(p.querySelector('#seed').value) || 0); }); } }, 'restart with seed'),
           h('span#vclock.vclock')),
         h('div.controls', {},
           ...fixtures,
           h('label', {}, 'scale ', h('select#scale-service'), h('input#scale-n', { type: 'number', value: 4, min: 0, max: 50 })),
-          h('button#scale', { onclick: () => { const s = p.querySelector('#scale-service').value; const n = Number(p.querySelector('#scale-n').value); if (s) void this.act('scale', (w) => w.scale(s, n)); } }, 'scale'),
-          h('button#add-node', { onclick: () => { const name = `node${this.nextNode++}`; void this.act('add node', (w) => w.addNode({ name, zone: 'abc'[(this.nextNode - 2) % 3], cpuMillis: 2_000, memoryBytes: 4 * Gi })); } }, 'add node')),
+          h('button#scale', { onclick: () => { const s = p.querySelector('#scale-service').value; const n = Number(p.querySelector('#scale-n').value); if (s) void this.act(`scale ${s} ${n}`, (w) => w.scale(s, n)); } }, 'scale'),
+          h('button#add-node', { onclick: () => { const name = `node${this.nextNode++}`; void this.act(`add ${name}`, (w) => w.addNode({ name, zone: 'abc'[(this.nextNode - 2) % 3], cpuMillis: 2_000, memoryBytes: 4 * Gi })); } }, 'add node')),
         h('div#invariants.invariants'),
         h('details.trace', {}, h('summary', {}, 'trace'), h('pre#trace')));
       p.addEventListener('click', (e) => {
@@ -181,7 +187,7 @@ export class SimSource {
     inv.dataset.ok = v ? 'false' : 'true';
     if (v) {
       patch(inv, h('strong', {}, `INVARIANT VIOLATED: ${v.invariant} at ${(v.at / 1000).toFixed(3)}s — seed ${this.seed}`), h('div', {}, v.detail),
-        h('div', {}, `Replay: open /?sim=1&seed=${this.seed} and repeat the actions, or run the simulation CLI with --seed ${this.seed}.`));
+        h('div', {}, `Replay: open /?sim=1&seed=${this.seed} and repeat these actions at these virtual times: ${this.actions.join('; ') || '(none)'}.`));
     } else {
       patch(inv, h('strong', {}, `invariants hold (checked after every step, ${w.stats.steps} steps)`), ' ',
         h('span.list', {}, Object.values(INVARIANTS).filter((n) => !['lost-replaced', 'eventually-running', 'decision-chains', 'converged-writes-nothing'].includes(n)).join(' · ')));
