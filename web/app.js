@@ -125,6 +125,9 @@ async function main() {
   document.body.dataset.mode = simMode ? 'sim' : 'live';
   selectRows();
   window.addEventListener('hashchange', route);
+  $('#view-why').addEventListener('click', (e) => {
+    if (e.target.closest('button[data-act=refresh-why]') && ui.why) void loadWhy(ui.why.kind, ui.why.name);
+  });
   route();
   if (simMode) {
     const { SimSource } = await import('./sim.js');

@@ -73,6 +73,7 @@ export class LiveSource {
     }
     this.mirror = new Mirror(revision, kvs);
     this.revision = revision;
+    this.listings = (this.listings ?? 0) + 1;
   }
 
   start() {
@@ -154,6 +155,13 @@ export class LiveSource {
   }
 
   async follow() {
+    // A store that went back in time (a fresh one behind the same address) would leave us
+    // waiting for revisions it will reuse: list again instead.
+    const ready = await this.getJson('/readyz').catch(() => undefined);
+    if (ready && typeof ready.revision === 'number' && ready.revision < this.revision) {
+      this.mirror = null;
+      throw Object.assign(new Error(`the store is at revision ${ready.revision}, behind ours (${this.revision})`), { code: 'CCA-E0101' });
+    }
     const ac = new AbortController();
     this.abort = ac;
     let idle;

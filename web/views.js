@@ -90,7 +90,7 @@ export function renderWhy(el, subject, answer, error) {
     patch(el, h('p.empty', {}, 'Pick a service, replica or node (its name links here) to see why it is the way it is.'));
     return;
   }
-  const head = h('h2', {}, `why ${subject.kind} ${subject.name}`);
+  const head = h('h2', {}, `why ${subject.kind} ${subject.name} `, h('button', { 'data-act': 'refresh-why', title: 'ask again: decisions made since are included' }, 'refresh'));
   if (error) return patch(el, head, h('p.error', {}, error));
   if (!answer) return patch(el, head, h('p', {}, 'loading…'));
   const status = answer.complete

@@ -86,7 +86,9 @@ describe('console, live mode, in headless Chromium', () => {
     await expect.poll(() => page.locator('table[data-id="services"] tr[data-key="ghost"]').count()).toBe(0);
     await expect.poll(() => cell(page, 'services', 'web', 3), { timeout: 15_000 }).toBe('3');
     await expect.poll(() => cell(page, 'services', 'worker', 3), { timeout: 15_000 }).toBe('1');
+    const listings = () => page.evaluate(() => (window as unknown as { ccaConsole: { source: { listings: number } } }).ccaConsole.source.listings);
     expect(await page.evaluate(() => (window as unknown as { ccaConsole: { source: { revision: number } } }).ccaConsole.source.revision)).toBeGreaterThanOrEqual(changedAt as number);
+    expect(await listings()).toBe(1); // resumed, not listed again
     expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
 
     // Nothing missed and nothing doubled: the mirror equals a fresh listing.
@@ -103,9 +105,21 @@ describe('console, live mode, in headless Chromium', () => {
       expect(mirrored).toEqual(listed);
     }
 
+    // A second outage during which the revision the page would resume from is compacted
+    // away: the server says so, and the console lists again instead of missing anything.
+    await pod.stopHttp();
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 10_000 }).toBe('reconnecting');
+    await pod.api('POST', '/v1/apply', { services: [webService('web', 3), webService('worker', 1), webService('batch', 1)] });
+    await pod.store.compact(await pod.store.revision());
+    await pod.startHttp();
+    await expect.poll(() => cell(page, 'services', 'batch', 3), { timeout: 15_000 }).toBe('1');
+    expect(await page.locator('#conn').getAttribute('data-state')).toBe('live');
+    expect(await listings()).toBe(2);
+    expect(await page.evaluate(() => (window as unknown as { marker: number }).marker)).toBe(42);
+
     // The other views, and a replica's why.
     await page.click('#tabs a[data-view=replicas]');
-    await expect.poll(() => page.locator('table[data-id="replicas"] tbody tr').count()).toBe(5);
+    await expect.poll(() => page.locator('table[data-id="replicas"] tbody tr').count()).toBe(6);
     await page.screenshot({ path: join(OUTPUT, 'live-replicas.png'), fullPage: true });
     await page.click('#tabs a[data-view=nodes]');
     await expect.poll(() => cell(page, 'nodes', 'node1', 2)).toBe('ready');
@@ -117,5 +131,20 @@ describe('console, live mode, in headless Chromium', () => {
 
     expect(foreign).toEqual([]);
     expect(errors).toEqual([]);
+  });
+
+  it('with open reads, goes live without a token', async () => {
+    const open = await startTestPod({ openReads: true });
+    try {
+      await open.api('POST', '/v1/apply', { services: [webService('open', 1)] });
+      const page = await browser.context.newPage();
+      await page.goto(open.url);
+      await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 10_000 }).toBe('live');
+      await expect.poll(() => page.locator('table[data-id="services"] tr[data-key="open"]').count()).toBe(1);
+      expect(await page.evaluate(() => sessionStorage.getItem('cca-token'))).toBeNull();
+      await page.close();
+    } finally {
+      await open.close();
+    }
   });
 });
