@@ -30,6 +30,7 @@ async function render() {
     if (!source?.store) return;
     ui.views = await readViews(source.store);
     const now = source.now();
+    explainPending(ui.views.services);
     renderServices($('#view-services'), ui.views);
     renderReplicas($('#view-replicas'), ui.views);
     renderNodes($('#view-nodes'), { ...ui.views, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
@@ -39,6 +40,37 @@ async function render() {
     console.error(e);
   } finally {
     rendering = false;
+  }
+}
+
+/**
+ * A pending replica's reason as the scheduler gave it (its newest decision, through `why`),
+ * e.g. "no node has image ghost:9", rather than only "not placed yet". Asked for at most every
+ * few seconds per replica; the answer is shown on the next render.
+ */
+const pendingReasons = new Map();
+function explainPending(services) {
+  const wanted = new Set();
+  for (const s of services) {
+    for (const p of s.pending) {
+      wanted.add(p.replica);
+      const known = pendingReasons.get(p.replica);
+      if (known && (known.inflight || Date.now() - known.at < 5_000)) continue;
+      pendingReasons.set(p.replica, { ...known, inflight: true, at: Date.now() });
+      source
+        .why('replica', p.replica)
+        .then((a) => {
+          const d = a.history?.[0]?.decision;
+          pendingReasons.set(p.replica, { at: Date.now(), text: d && d.action === 'pending' ? d.reasons[0] : undefined });
+          changed();
+        })
+        .catch(() => pendingReasons.set(p.replica, { at: Date.now() }));
+    }
+  }
+  for (const id of pendingReasons.keys()) if (!wanted.has(id)) pendingReasons.delete(id);
+  for (const s of services) for (const p of s.pending) {
+    const text = pendingReasons.get(p.replica)?.text;
+    if (text) p.reason = text;
   }
 }
 

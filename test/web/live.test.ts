@@ -50,6 +50,8 @@ describe('console, live mode, in headless Chromium', () => {
     // The services, converging as the agent reports.
     await expect.poll(() => cell(page, 'services', 'web', 3), { timeout: 15_000 }).toBe('2');
     await expect.poll(() => page.locator('table[data-id="services"] tr[data-key="ghost"]').innerText()).toContain('ghost:9');
+    // The pending reason is the scheduler's own, from the replica's newest decision.
+    await expect.poll(() => cell(page, 'services', 'ghost', 6), { timeout: 10_000 }).toMatch(/ghost-\w+: .*ghost:9/);
 
     // A selected row and the scroll position survive live updates; the page is never reloaded.
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
