@@ -15,6 +15,7 @@ export async function* readEvents(body, signal) {
       buf += value;
       let nl;
       while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        if (buf[nl] === '\r' && nl === buf.length - 1) break; // a CRLF split across chunks: wait for the LF
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + (buf[nl] === '\r' && buf[nl + 1] === '\n' ? 2 : 1));
         if (line === '') {

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { transform } from 'esbuild';
 import { Hono, type Context } from 'hono';
 import type { ServerDeps } from '../deps.js';
 
@@ -91,6 +90,8 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
       let hit = transpiled.get(file);
       if (!hit || hit.mtimeMs !== st.mtimeMs || hit.size !== st.size) {
         const source = await readFile(file, 'utf8');
+        // Loaded on first use: a pod that never serves the console never starts esbuild's service.
+        const { transform } = await import('esbuild');
         const out = await transform(source, {
           loader: 'ts',
           format: 'esm',
