@@ -3,7 +3,9 @@ import { readFile, stat } from 'node:fs/promises';
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
+import { CcaError } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
+import { errorResponse } from '../errors.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const WEB = join(ROOT, 'web');
@@ -57,14 +59,19 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
     return c.body(body as never);
   };
 
-  const notFound = (c: Context) => c.json({ error: { code: 'CCA-E0604', title: 'not found', message: `no console file ${c.req.path}` } }, 404);
+  const notFound = (c: Context): never => {
+    throw new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path });
+  };
 
   const page = async (c: Context) => {
     const html = await readFile(join(WEB, 'index.html'), 'utf8');
     return send(c, html.replace('<!--IMPORT-MAP-->', `<script type="importmap">${IMPORT_MAP}</script>`), TYPES['.html']!);
   };
 
-  return new Hono()
+  const app = new Hono();
+  app.onError((err, c) => errorResponse(err, c));
+  app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
+  return app
     .get('/', page)
     .get('/index.html', page)
     .get('/web/*', async (c) => {

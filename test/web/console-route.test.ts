@@ -41,7 +41,9 @@ describe('console route (no browser)', () => {
       '/vendor/zod/package.json',
       '/web/nothing.js',
     ]) {
-      expect((await get(path)).status, path).toBe(404);
+      const r = await get(path);
+      expect(r.status, path).toBe(404);
+      expect((await r.json()).error.code).toBe('CCA-E0604');
     }
   });
 });

@@ -56,9 +56,10 @@ describe('console, live mode, in headless Chromium', () => {
     // A selected row and the scroll position survive live updates; the page is never reloaded.
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
     await page.click('table[data-id="services"] tr[data-key="web"] td:nth-child(2)');
-    await page.setViewportSize({ width: 1280, height: 300 });
+    await page.setViewportSize({ width: 1280, height: 160 });
     await page.evaluate(() => window.scrollTo(0, 40));
     const scrollBefore = await page.evaluate(() => window.scrollY);
+    expect(scrollBefore).toBeGreaterThan(0);
 
     // An apply through the API appears without a reload.
     await pod.api('POST', '/v1/apply', { services: [webService('api', 1)] });
