@@ -83,6 +83,24 @@ describe('console, simulation mode, in headless Chromium', () => {
     expect(await page.locator('#view-why .chain .action').first().innerText()).toBe('lost');
     await page.screenshot({ path: join(OUTPUT, 'sim-why.png'), fullPage: true });
 
+    // Partition node2: its agent fences its own workloads, replacements run on node3; heal it.
+    await page.click('#tabs a[data-view=nodes]');
+    await page.click('table[data-id="nodes"] tr[data-key="node2"] button[data-act=partition]');
+    await expect.poll(() => page.locator('table[data-id="nodes"] tr[data-key="node2"] button[data-act=partition]').innerText()).toBe('heal partition');
+    await page.click('#play');
+    await expect.poll(async () => {
+      const now = await replicasByNode(page);
+      return !now.node2 && (now.node3 ?? []).filter((r) => r.endsWith(':running')).length === 6;
+    }, { timeout: 45_000 }).toBe(true);
+    await page.click('#play');
+    await page.click('table[data-id="nodes"] tr[data-key="node2"] button[data-act=partition]');
+
+    // Restart node3's agent: it re-adopts its workloads, same ids, nothing restarts.
+    const onNode3 = (await replicasByNode(page)).node3!.sort();
+    await page.click('table[data-id="nodes"] tr[data-key="node3"] button[data-act=restart]');
+    for (let i = 0; i < 5; i++) await page.click('#step');
+    await expect.poll(async () => (await replicasByNode(page)).node3?.sort()).toEqual(onNode3);
+
     // The invariant panel stayed green throughout.
     await page.click('#tabs a[data-view=services]');
     expect(await page.locator('#invariants').getAttribute('data-ok')).toBe('true');
