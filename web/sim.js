@@ -4,16 +4,45 @@
 import { SimWorld } from '/src/jobs/sim/world.js';
 import { INVARIANTS } from '/src/jobs/sim/invariants.js';
 import { why } from '/src/jobs/decisions/why.js';
+import { parse } from '/src/core/lang/index.js';
 import { h, patch } from './dom.js';
 
 const Mi = 1024 ** 2;
 const Gi = 1024 ** 3;
 
+/** Fixtures in the .cca language, parsed here in the browser by core/lang (the CLI's parser). */
 export const FIXTURES = {
-  web: { name: 'web', image: 'web:1', replicas: 6, resources: { cpuMillis: 250, memoryBytes: 256 * Mi }, stopGraceMs: 2_000 },
-  api: { name: 'api', image: 'api:1', replicas: 3, resources: { cpuMillis: 500, memoryBytes: 512 * Mi }, stopGraceMs: 2_000 },
-  worker: { name: 'worker', image: 'worker:1', replicas: 2, resources: { cpuMillis: 1_000, memoryBytes: 1 * Gi }, restart: 'on-failure', stopGraceMs: 5_000 },
-  ghost: { name: 'ghost', image: 'ghost:1', replicas: 1 },
+  web: `service web {
+  image      = "web:1"
+  replicas   = 6
+  cpu        = 250m
+  memory     = 256Mi
+  stop_grace = 2s
+}
+`,
+  api: `service api {
+  image      = "api:1"
+  replicas   = 3
+  cpu        = 500m
+  memory     = 512Mi
+  stop_grace = 2s
+}
+`,
+  worker: `service worker {
+  image      = "worker:1"
+  replicas   = 2
+  cpu        = 1
+  memory     = 1Gi
+  restart    = on-failure
+  stop_grace = 5s
+}
+`,
+  ghost: `# An image no node has: the replica stays pending, and says why.
+service ghost {
+  image    = "ghost:1"
+  replicas = 1
+}
+`,
 };
 
 const NODES = [
@@ -136,6 +165,21 @@ export class SimSource {
       h('button', { 'data-act': 'restart', 'data-node': n.name }, off ? 'power on' : 'restart agent'));
   }
 
+  /** Parse .cca text as `cca apply` would, and apply its services if it has no diagnostics. */
+  applyCca(text, filename) {
+    const { services, diagnostics } = parse(text, filename);
+    const list = this.panel.querySelector('#cca-diagnostics');
+    patch(list, ...diagnostics.map((d) => h('li', {}, `${d.code} ${d.span ? `${d.span.file ?? filename}:${d.span.line}:${d.span.col} ` : ''}${d.message}`)));
+    if (diagnostics.length || services.length === 0) {
+      this.panel.querySelector('#cca-editor').open = true;
+      return Promise.resolve();
+    }
+    for (const s of services) this.applied.add(s.name);
+    return this.act(`apply ${services.map((s) => s.name).join(', ')}`, async (w) => {
+      for (const s of services) await w.apply(s);
+    });
+  }
+
   onNodeAction(act, node) {
     const a = this.world.agents.get(node);
     if (act === 'kill') return this.act(`kill ${node}`, (w) => w.powerOff(node));
@@ -148,7 +192,7 @@ export class SimSource {
     p.hidden = false;
     if (!p.dataset.built) {
       p.dataset.built = '1';
-      const fixtures = Object.keys(FIXTURES).map((f) => h('button', { 'data-fixture': f, title: `apply ${f}: ${FIXTURES[f].replicas} × ${FIXTURES[f].image}` }, `apply ${f}`));
+      const fixtures = Object.keys(FIXTURES).map((f) => h('button', { 'data-fixture': f, title: FIXTURES[f] }, `apply ${f}`));
       p.append(
         h('div.controls', {},
           h('button#play', { onclick: () => this.play() }, 'play'),
@@ -162,13 +206,18 @@ export class SimSource {
           h('label', {}, 'scale ', h('select#scale-service'), h('input#scale-n', { type: 'number', value: 4, min: 0, max: 50 })),
           h('button#scale', { onclick: () => { const s = p.querySelector('#scale-service').value; const n = Number(p.querySelector('#scale-n').value); if (s) void this.act(`scale ${s} ${n}`, (w) => w.scale(s, n)); } }, 'scale'),
           h('button#add-node', { onclick: () => { const name = `node${this.nextNode++}`; void this.act(`add ${name}`, (w) => w.addNode({ name, zone: 'abc'[(this.nextNode - 2) % 3], cpuMillis: 2_000, memoryBytes: 4 * Gi })); } }, 'add node')),
+        h('details#cca-editor.cca', {},
+          h('summary', {}, 'write .cca'),
+          h('textarea#cca-text', { rows: 9, cols: 60, spellcheck: 'false' }, FIXTURES.web),
+          h('div', {}, h('button#cca-apply', { onclick: () => void this.applyCca(p.querySelector('#cca-text').value, 'console.cca') }, 'apply .cca')),
+          h('ul#cca-diagnostics.diagnostics')),
         h('div#invariants.invariants'),
         h('details.trace', {}, h('summary', {}, 'trace'), h('pre#trace')));
       p.addEventListener('click', (e) => {
         const f = e.target.closest('[data-fixture]')?.dataset.fixture;
         if (!f) return;
-        this.applied.add(f);
-        void this.act(`apply ${f}`, (w) => w.apply(FIXTURES[f]));
+        p.querySelector('#cca-text').value = FIXTURES[f];
+        void this.applyCca(FIXTURES[f], `${f}.cca`);
       });
     }
     p.querySelector('#play').textContent = this.playing ? 'pause' : 'play';

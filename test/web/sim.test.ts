@@ -101,6 +101,19 @@ describe('console, simulation mode, in headless Chromium', () => {
     for (let i = 0; i < 5; i++) await page.click('#step');
     await expect.poll(async () => (await replicasByNode(page)).node3?.sort()).toEqual(onNode3);
 
+    // Write .cca in the page: a mistake is a coded diagnostic with its position, and nothing is applied…
+    await page.click('#cca-editor summary');
+    await page.fill('#cca-text', 'service api {\n  image = "api:1"\n  replicas = -1\n}\n');
+    await page.click('#cca-apply');
+    await expect.poll(() => page.locator('#cca-diagnostics li').first().innerText()).toMatch(/^CCA-E\d{4} console\.cca:3:\d+ /);
+    // …and a correct one is applied to the simulated cluster.
+    await page.fill('#cca-text', 'service api {\n  image    = "api:1"\n  replicas = 1\n  cpu      = 100m\n}\n');
+    await page.click('#cca-apply');
+    expect(await page.locator('#cca-diagnostics li').count()).toBe(0);
+    for (let i = 0; i < 10; i++) await page.click('#step');
+    await page.click('#tabs a[data-view=services]');
+    await expect.poll(() => cell(page, 'services', 'api', 3), { timeout: 15_000 }).toBe('1');
+
     // The invariant panel stayed green throughout.
     await page.click('#tabs a[data-view=services]');
     expect(await page.locator('#invariants').getAttribute('data-ok')).toBe('true');
