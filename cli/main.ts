@@ -126,9 +126,14 @@ async function resolveGlobals(io: Io, values: Values, online: boolean): Promise<
   const flagServer = values.server as string | undefined;
   const server = flagServer ?? io.env.CCA_SERVER ?? file.server;
   const token = (values.token as string | undefined) ?? io.env.CCA_TOKEN ?? file.token;
+  const serverFrom = flagServer ? 'flag' : io.env.CCA_SERVER ? 'env' : file.server ? 'config' : 'default';
+  if (server && !/^https?:\/\/[^/\s]+/.test(server)) {
+    const where = { flag: '--server', env: 'CCA_SERVER', config: 'the config file\'s "server"', default: '' }[serverFrom];
+    throw new ExitError([makeDiagnostic('CCA-E0703', { command: 'cca', reason: `${where} must be an http:// or https:// URL, not "${server}"`, usage: 'cca COMMAND --server http://HOST:PORT' })]);
+  }
   return {
     server: server || DEFAULT_SERVER,
-    serverFrom: flagServer ? 'flag' : io.env.CCA_SERVER ? 'env' : file.server ? 'config' : 'default',
+    serverFrom,
     ...(token ? { token } : {}),
     verbose: values.verbose === true,
     output: output as OutputMode,
