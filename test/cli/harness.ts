@@ -30,6 +30,8 @@ export interface RunOptions {
   /** Answers to confirmation questions, in order. */
   answers?: string[];
   signal?: AbortSignal;
+  /** Runs while a confirmation question waits for its answer (someone else acting meanwhile). */
+  onPrompt?(): Promise<void>;
   /** Called with the output so far after every write (to stop a watch once enough was seen). */
   onWrite?(out: { stdout: string; stderr: string }): void;
 }
@@ -47,6 +49,7 @@ export async function cca(argv: string[], opts: RunOptions = {}): Promise<Run> {
     stdinIsTTY: opts.stdinIsTTY ?? false,
     prompt: async (q) => {
       out.stderr += q;
+      await opts.onPrompt?.();
       return answers.shift() ?? '';
     },
     env: { HOME: stateDir, CCA_STATE_DIR: stateDir, ...(opts.env ?? {}) },
