@@ -43,6 +43,7 @@ export const layout = {
   service: { prefix: '/services/', params: ['service'], schema: serviceSpecSchema, writer: 'api', doc: 'desired spec of a service, as applied (`cca apply`)' },
   replica: { prefix: '/replicas/', params: ['service', 'replica'], schema: f.replicaRecordSchema, writer: 'replica controller', doc: 'a replica that should exist (or is stopping), with a fresh id per replacement' },
   assigned: { prefix: '/assigned/', params: ['node', 'replica'], schema: f.assignmentSchema, writer: 'scheduler', doc: 'a placement of a replica on a node, carrying the spec; agents long-poll their own node' },
+  placement: { prefix: '/placements/', params: ['replica'], schema: f.replicaPlacementSchema, writer: 'scheduler', doc: 'which node a replica is placed on; the one key a placement compares to rule out a second assignment' },
   allocation: { prefix: '/allocations/', params: ['node'], schema: f.allocationSchema, writer: 'scheduler', doc: "sum of a node's assignments, updated in the same txn as every placement and release" },
   node: { prefix: '/nodes/', params: ['node'], schema: nodeRecordSchema, writer: 'agent of <node>', lease: "the agent's registration lease", doc: "a node's declared capacity, zone, labels, taints and images; its create revision is the tenure" },
   nodeStatus: { prefix: '/node-status/', params: ['node'], schema: f.nodeStatusSchema, writer: 'node controller', doc: 'ready, lost or cordoned, per tenure' },

@@ -26,4 +26,9 @@ export interface ServerDeps {
   newRequestId(): string;
   version: string;
   auth: AuthPolicy;
+  /**
+   * `why`: follow a subject's decisions back to a terminal. Injected by the composition
+   * root (it lives with the controllers that write the decisions); absent = 404.
+   */
+  why?: (kind: 'replica' | 'node' | 'service', name: string) => Promise<unknown>;
 }

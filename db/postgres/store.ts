@@ -88,7 +88,8 @@ export class PostgresStore implements Store {
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
       });
       await store.hub.start();
-      store.startReaper();
+      // 0 = the server runs lease expiry as a scheduled job instead of a per-process timer.
+      if (store.opts.leaseReaperMs > 0) store.startReaper();
       return store;
     } catch (e) {
       await pool.end().catch(() => undefined);

@@ -67,6 +67,11 @@ describe('apply', () => {
     expect(JSON.parse(diff).plan).toMatchObject({ changed: [{ name: 'api', changes: [{ path: 'secrets.0.value', old: '(redacted)', new: '(redacted)' }] }], removed: ['web'] });
     const read = await (await call('GET', '/v1/services/api', { token: ADMIN })).text();
     expect(read).not.toContain('s3cr3t');
+    expect(await (await call('GET', '/v1/state?prefix=/services/', { token: ADMIN })).text()).not.toContain('s3cr3t');
+    const { readSse } = await import('./harness.js');
+    const events = await readSse(await call('GET', '/v1/watch?prefix=/services/&from=1', { token: ADMIN }), (es) => es.filter((e) => e.event === 'batch').length >= 2);
+    expect(events.filter((e) => e.event === 'batch').length).toBeGreaterThanOrEqual(2);
+    expect(JSON.stringify(events)).not.toContain('s3cr3t');
     expect(JSON.parse(read).service).toMatchObject({ name: 'api', desired: 1, replicas: 0 });
   });
 

@@ -27,6 +27,8 @@ export interface StartEtcdOptions {
    * 'default': etcd's own 100 ms / 1000 ms, minimum lease TTL 2 s.
    */
   raft?: 'fast' | 'default';
+  /** Where the data dir goes; benchmarks put it on disk, as Postgres's, so both pay for fsync. */
+  dataDirBase?: string;
 }
 
 function findBinary(name: string): string | undefined {
@@ -88,7 +90,7 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
   const name = process.env.ETCD_BINARY ?? 'etcd';
   const binary = findBinary(name);
   if (!binary) throw new CcaError('CCA-E0119', { binary: name });
-  const base = existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+  const base = opts.dataDirBase ?? (existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir());
   const dir = await mkdtemp(path.join(base, 'cca-etcd-'));
   const clientPort = await freePort();
   let peerPort = await freePort();

@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import type { Assignment, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
+
+/** A coded answer from the server (4xx/5xx with `{ error: Diagnostic }`). */
+export class ServerError extends Error {
+  constructor(
+    readonly status: number,
+    readonly diagnostic: Diagnostic,
+  ) {
+    super(`${status} ${diagnostic.code} ${diagnostic.message}`);
+  }
+
+  /** The server is up but says its store is not: leases cannot expire meanwhile. */
+  get storeUnavailable(): boolean {
+    return this.status === 503 && (this.diagnostic.code === 'CCA-E0610' || /^CCA-E01\d\d$/.test(this.diagnostic.code));
+  }
+}
+
+/** No answer at all (refused, reset, timed out): the server may be down or we are partitioned. */
+export class UnreachableError extends Error {
+  readonly diagnostic: Diagnostic;
+
+  constructor(url: string, reason: string) {
+    const d = makeDiagnostic('CCA-E0505', { url, reason });
+    super(d.message);
+    this.diagnostic = d;
+  }
+}
+
+export interface Registration {
+  lease: number;
+  ttl: number;
+  tenure: number;
+  revision: number;
+}
+
+export interface AssignmentsAnswer {
+  revision: number;
+  changed: boolean;
+  assignments: Assignment[];
+}
+
+/** The agent API client: exactly the routes of `/v1/agent/...`, nothing else. */
+export class AgentClient {
+  credential = '';
+  private readonly aborter = new AbortController();
+
+  constructor(
+    private readonly server: string,
+    private readonly node: string,
+    private readonly timeoutMs = 5_000,
+  ) {}
+
+  async enroll(joinToken: string): Promise<string> {
+    const r = await this.call<{ credential: string }>('POST', '/v1/agent/enroll', { node: this.node }, { token: joinToken });
+    this.credential = r.credential;
+    return r.credential;
+  }
+
+  register(record: NodeRecordInput, leaseTtlSeconds: number, resumeLease?: number): Promise<Registration> {
+    return this.call('POST', this.path('register'), { ...record, leaseTtlSeconds, ...(resumeLease === undefined ? {} : { resumeLease }) });
+  }
+
+  keepalive(lease: number): Promise<{ ttl: number }> {
+    return this.call('POST', this.path('keepalive'), { lease });
+  }
+
+  assignments(after: number, waitMs: number): Promise<AssignmentsAnswer> {
+    return this.call('GET', `${this.path('assignments')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
+  }
+
+  observations(tenure: number, observations: Observation[]): Promise<{ revision: number }> {
+    return this.call('POST', this.path('observations'), { tenure, observations });
+  }
+
+  events(tenure: number, events: NodeEvent[]): Promise<{ revision: number }> {
+    return this.call('POST', this.path('events'), { tenure, events });
+  }
+
+  /** Abandon every request in flight (the agent is shutting down). */
+  abort(): void {
+    this.aborter.abort();
+  }
+
+  private path(what: string): string {
+    return `/v1/agent/nodes/${encodeURIComponent(this.node)}/${what}`;
+  }
+
+  private async call<T>(method: string, path: string, body?: unknown, opts: { token?: string; timeoutMs?: number } = {}): Promise<T> {
+    const url = this.server.replace(/\/$/, '') + path;
+    let res: Response;
+    try {
+      res = await fetch(url, {
+        method,
+        headers: { authorization: `Bearer ${opts.token ?? this.credential}`, 'content-type': 'application/json', 'x-request-id': randomUUID() },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        signal: AbortSignal.any([AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs), this.aborter.signal]),
+      });
+    } catch (e) {
+      const cause = (e as { cause?: { code?: string } }).cause?.code;
+      throw new UnreachableError(url, cause ?? (e instanceof Error ? e.message : String(e)));
+    }
+    let parsed: unknown;
+    try {
+      parsed = await res.json();
+    } catch (e) {
+      if (res.ok) throw new UnreachableError(url, `unreadable answer: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    if (res.ok) return parsed as T;
+    const d = (parsed as { error?: Diagnostic } | undefined)?.error;
+    throw new ServerError(res.status, d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }));
+  }
+}

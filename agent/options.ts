@@ -1,0 +1,127 @@
+import { readFileSync } from 'node:fs';
+import { CcaError } from '../core/diagnostics/index.js';
+import { FENCE } from './fence.js';
+import type { RuntimeName } from './runtime.js';
+
+/** Everything `cca agent` takes, from flags, CCA_* environment variables and an optional JSON config file. */
+export interface AgentFlags {
+  server: string;
+  node: string;
+  token: string;
+  runtime: RuntimeName;
+  stateDir: string;
+  address: string;
+  zone: string;
+  labels: Record<string, string>;
+  taints: string[];
+  cpuMillis: number;
+  memoryBytes: number;
+  leaseTtlSeconds: number;
+  containerdAddress: string;
+  containerdStart: boolean;
+  namespace: string;
+  imagesDir: string;
+  tini: string;
+  help: boolean;
+}
+
+export const USAGE = `usage: cca agent --server URL --node NAME [--token TOKEN] [options]
+
+  --server URL             the ccattler server (CCA_SERVER)
+  --node NAME              this node's name
+  --token TOKEN            join token, used to enroll (CCA_TOKEN); not needed once enrolled
+  --runtime R              fake | process | containerd (default process)
+  --state-dir DIR          agent state (default /var/lib/ccattler/agent/<node>)
+  --address ADDR           where replicas on this node are reached (default 127.0.0.1)
+  --zone Z                 zone (default "default")
+  --label K=V              node label, repeatable
+  --taint T                node taint ("key" or "key=value"), repeatable
+  --cpu N                  declared CPU: cores ("4") or millicores ("3500m") (default 2)
+  --memory Q               declared memory: bytes or 512Mi / 8Gi (default 2Gi)
+  --lease-ttl S            lease TTL in seconds (default 10, at least ${FENCE.minTtlSeconds})
+  --config FILE            JSON file with any of these settings (flags win)
+  --containerd-address P   containerd socket (default /run/containerd/containerd.sock)
+  --containerd-start       start a private containerd under the state directory
+  --namespace NS           containerd namespace (default cca-<node>)
+  --images DIR             image catalogue directory (default fixtures/images/out)
+  --tini PATH              static tini mounted as PID 1 (default /usr/bin/tini-static)
+`;
+
+const UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+
+function bad(reason: string): never {
+  throw new CcaError('CCA-E0508', { reason });
+}
+
+export function parseBytes(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(k|M|G|T|Ki|Mi|Gi|Ti)?$/.exec(text.trim());
+  if (!m) bad(`--memory ${JSON.stringify(text)} is not a size like 8Gi or 512Mi`);
+  return Math.round(Number(m[1]) * UNITS[m[2] ?? '']!);
+}
+
+export function parseCpu(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(m)?$/.exec(text.trim());
+  if (!m) bad(`--cpu ${JSON.stringify(text)} is not cores ("4") or millicores ("3500m")`);
+  return Math.round(m[2] ? Number(m[1]) : Number(m[1]) * 1000);
+}
+
+const MULTI = new Set(['label', 'taint']);
+const BOOL = new Set(['containerd-start', 'help']);
+
+/** Flags into `--name value` pairs; repeatable ones collect. */
+function scan(argv: string[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (!arg.startsWith('--')) bad(`unexpected argument ${JSON.stringify(arg)}`);
+    const [name, inline] = arg.slice(2).split(/=(.*)/s, 2) as [string, string | undefined];
+    const value = BOOL.has(name) ? (inline ?? 'true') : (inline ?? argv[++i]);
+    if (value === undefined) bad(`--${name} needs a value`);
+    out.set(name, [...(MULTI.has(name) ? (out.get(name) ?? []) : []), value]);
+  }
+  return out;
+}
+
+export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentFlags {
+  const flags = scan(argv);
+  const configFile = flags.get('config')?.[0];
+  const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
+  const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
+  const known = new Set(['server', 'node', 'token', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'help']);
+  for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
+  const help = get('help') === 'true';
+  const node = get('node');
+  const server = get('server', env.CCA_SERVER ?? '');
+  if (!help && node === '') bad('--node is required');
+  if (!help && server === '') bad('--server is required (or CCA_SERVER)');
+  const runtime = get('runtime', 'process');
+  if (!['fake', 'process', 'containerd'].includes(runtime)) bad(`--runtime must be fake, process or containerd, not ${JSON.stringify(runtime)}`);
+  const ttl = Number(get('lease-ttl', '10'));
+  if (!Number.isInteger(ttl) || ttl < FENCE.minTtlSeconds) bad(`--lease-ttl must be a whole number of seconds, at least ${FENCE.minTtlSeconds}`);
+  const labels: Record<string, string> = { ...((config.labels as Record<string, string> | undefined) ?? {}) };
+  for (const l of flags.get('label') ?? []) {
+    const [k, v] = l.split(/=(.*)/s, 2);
+    if (!k || v === undefined) bad(`--label ${JSON.stringify(l)} must be key=value`);
+    labels[k] = v;
+  }
+  return {
+    server,
+    node,
+    token: get('token', env.CCA_TOKEN ?? ''),
+    runtime: runtime as RuntimeName,
+    stateDir: get('state-dir', `/var/lib/ccattler/agent/${node}`),
+    address: get('address', '127.0.0.1'),
+    zone: get('zone', 'default'),
+    labels,
+    taints: [...((config.taints as string[] | undefined) ?? []), ...(flags.get('taint') ?? [])],
+    cpuMillis: parseCpu(get('cpu', '2')),
+    memoryBytes: parseBytes(get('memory', '2Gi')),
+    leaseTtlSeconds: ttl,
+    containerdAddress: get('containerd-address', '/run/containerd/containerd.sock'),
+    containerdStart: get('containerd-start') === 'true',
+    namespace: get('namespace', `cca-${node}`),
+    imagesDir: get('images', 'fixtures/images/out'),
+    tini: get('tini', '/usr/bin/tini-static'),
+    help,
+  };
+}

@@ -1,0 +1,297 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { createInterface } from 'node:readline';
+import { makeDiagnostic } from '../core/diagnostics/index.js';
+
+import { Ctr, parseEventLine } from './containerd/ctr.js';
+import { readCatalogue, type Catalogue } from './images.js';
+import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
+import { argvOf, Listeners, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+
+export interface ContainerdRuntimeOptions {
+  address: string;
+  /** One namespace per node. */
+  namespace: string;
+  /** Replica directories (handle, exit record, logs, files). */
+  root: string;
+  /** Directory holding catalogue.json and the OCI archives it names. */
+  imagesDir: string;
+  /** A static tini bind-mounted as PID 1 (busybox sh/httpd as PID 1 ignore SIGTERM). */
+  tini?: string;
+  ctr?: string;
+  cgroupRoot?: string;
+  /** The node's fence deadline file: a detached fencer stops the containers when it passes. */
+  fence?: { file: string; killMs: number; pidFile: string };
+}
+
+const fencerPath = join(dirname(fileURLToPath(import.meta.url)), 'containerd', 'fencer.ts');
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+const PREFIX = 'cca-';
+
+/**
+ * Real containers through the `ctr` CLI (docs/agent.md says why not gRPC). Host networking,
+ * memory and CPU limits from the spec, tini as PID 1, logs to a file, exits and OOMs from
+ * `ctr events`, usage from the container's cgroup. The containerd shim is each container's
+ * supervisor: it outlives the agent, and a new runtime re-adopts from `ctr task ls` plus the
+ * replica directories.
+ */
+export class ContainerdRuntime implements Runtime {
+  readonly name = 'containerd' as const;
+  readonly ctr: Ctr;
+  private readonly listeners = new Listeners();
+  private readonly cpu = new CpuRate();
+  private readonly oom = new Set<string>();
+  private readonly recentExits = new Map<string, { exitCode: number; at: number }>();
+  private readonly killTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  private events: ChildProcess | undefined;
+  private closed = false;
+  private execSeq = 0;
+  private readonly imports = new Map<string, Promise<void>>();
+
+  constructor(private readonly opts: ContainerdRuntimeOptions) {
+    this.ctr = new Ctr(opts.address, opts.namespace, opts.ctr);
+    mkdirSync(opts.root, { recursive: true });
+    this.watchEvents();
+    this.ensureFencer();
+  }
+
+  /** Start the node's fencer unless one (from an earlier agent) is still running. */
+  private ensureFencer(): void {
+    const f = this.opts.fence;
+    if (!f || this.fencerPid() !== undefined) return;
+    const args = ['--import', tsxLoader, fencerPath, this.opts.ctr ?? 'ctr', this.opts.address, this.opts.namespace, f.file, String(f.killMs), f.pidFile];
+    spawn(process.execPath, args, { detached: true, stdio: 'ignore' }).unref();
+  }
+
+  fencerPid(): number | undefined {
+    if (!this.opts.fence) return undefined;
+    try {
+      const p = parsePidFile(readFileSync(this.opts.fence.pidFile, 'utf8'));
+      return p && sameProcessAlive(p) ? p.pid : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Stop the fencer (tests, and decommissioning a node); an agent restart leaves it running. */
+  stopFencer(): void {
+    const pid = this.fencerPid();
+    if (pid !== undefined) process.kill(pid, 'SIGTERM');
+  }
+
+  async catalogue(): Promise<Record<string, string>> {
+    return Object.fromEntries(Object.entries(this.readCatalogue()).map(([ref, e]) => [ref, e.digest]));
+  }
+
+  async start(req: StartRequest): Promise<WorkloadHandle> {
+    const entry = this.readCatalogue()[req.spec.image];
+    if (!entry) throw new Error(`image ${req.spec.image} is not in the catalogue`);
+    await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
+    const id = PREFIX + req.replica;
+    const dir = join(this.opts.root, req.replica);
+    mkdirSync(dir, { recursive: true });
+    rmSync(join(dir, 'exit.json'), { force: true });
+    const handle: WorkloadHandle = { runtime: 'containerd', replica: req.replica, service: req.service, id, image: req.image, startedAt: Date.now() };
+    writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
+    const envFile = join(dir, '.env');
+    const env = { ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service };
+    writeFileSync(envFile, Object.entries(env).map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`).join('\n') + '\n', { mode: 0o600 });
+    const tini = this.opts.tini ?? '/usr/bin/tini-static';
+    const args = [
+      'run', '-d', '--net-host',
+      '--memory-limit', String(req.spec.resources.memoryBytes),
+      '--cpus', String(req.spec.resources.cpuMillis / 1000),
+      '--label', `cca.replica=${req.replica}`, '--label', `cca.service=${req.service}`,
+      '--log-uri', `file://${join(dir, 'stdout.log')}`,
+      '--env-file', envFile,
+      '--mount', `type=bind,src=${tini},dst=/.cca-tini,options=rbind:ro`,
+      ...req.files.flatMap((f) => ['--mount', `type=bind,src=${f.hostPath},dst=${f.path},options=rbind:ro`]),
+      ...(req.spec.workdir === undefined ? [] : ['--cwd', req.spec.workdir]),
+      entry.name, id, '/.cca-tini', '-g', '-s', '--', ...argvOf(req.spec),
+    ];
+    try {
+      await this.ctr.run(args).catch(async (e: Error) => {
+        if (!/already exists/.test(e.message)) throw e;
+        await this.forget(id); // a leftover of an earlier attempt at this replica
+        await this.ctr.run(args);
+      });
+    } finally {
+      rmSync(envFile, { force: true });
+    }
+    return handle;
+  }
+
+  async stop(handle: WorkloadHandle, graceMs: number): Promise<void> {
+    await this.ctr.run(['task', 'kill', '-s', 'SIGTERM', handle.id], { allowFail: true });
+    const t = setTimeout(() => {
+      this.killTimers.delete(handle.id);
+      void this.ctr.run(['task', 'kill', '-a', '-s', 'SIGKILL', handle.id], { allowFail: true });
+    }, graceMs);
+    t.unref();
+    this.killTimers.set(handle.id, t);
+  }
+
+  async remove(handle: WorkloadHandle): Promise<void> {
+    await this.forget(handle.id);
+    this.cpu.forget(handle.id);
+    rmSync(join(this.opts.root, handle.replica), { recursive: true, force: true });
+  }
+
+  async inspect(handle: WorkloadHandle): Promise<WorkloadStatus> {
+    const [tasks, containers] = await Promise.all([this.ctr.tasks(), this.ctr.containers()]);
+    return this.statusOf(handle, tasks, containers, true);
+  }
+
+  async list(opts: { usage?: boolean } = {}): Promise<WorkloadStatus[]> {
+    const [tasks, containers] = await Promise.all([this.ctr.tasks(), this.ctr.containers()]);
+    const out: WorkloadStatus[] = [];
+    for (const replica of readdirSync(this.opts.root)) {
+      const handle = this.readJson<WorkloadHandle>(replica, 'handle.json');
+      if (handle) out.push(await this.statusOf(handle, tasks, containers, opts.usage ?? true));
+    }
+    return out;
+  }
+
+  async exec(handle: WorkloadHandle, command: string[], timeoutMs: number): Promise<number> {
+    const r = await this.ctr.run(['task', 'exec', '--exec-id', `probe-${process.pid}-${++this.execSeq}`, handle.id, ...command], { timeoutMs, allowFail: true });
+    return r.code;
+  }
+
+  subscribe(listener: (e: RuntimeEvent) => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const t of this.killTimers.values()) clearTimeout(t);
+    this.events?.kill('SIGTERM');
+  }
+
+  /** The cgroup (v1 or v2) files of a container, for usage and for tests checking limits. */
+  cgroupFile(handle: WorkloadHandle, controller: 'memory' | 'cpuacct', file: string): string {
+    const root = this.opts.cgroupRoot ?? '/sys/fs/cgroup';
+    const v1 = join(root, controller, this.opts.namespace, handle.id, file);
+    return existsSync(join(root, controller)) ? v1 : join(root, this.opts.namespace, handle.id, file);
+  }
+
+  private readCatalogue(): Catalogue {
+    return readCatalogue(this.opts.imagesDir);
+  }
+
+  /** Import the image's archive once (concurrent starts share the import). */
+  private ensureImage(name: string, archive: string): Promise<void> {
+    let p = this.imports.get(name);
+    if (!p) {
+      p = (async () => {
+        if ((await this.ctr.images()).has(name)) return;
+        const base = name.replace(/:[^:/]+$/, '');
+        await this.ctr.run(['images', 'import', '--base-name', base, archive], { timeoutMs: 120_000 });
+        if (!(await this.ctr.images()).has(name)) throw new Error(`importing ${archive} did not produce ${name}`);
+      })();
+      p.catch(() => this.imports.delete(name));
+      this.imports.set(name, p);
+    }
+    return p;
+  }
+
+  private async forget(id: string): Promise<void> {
+    const t = this.killTimers.get(id);
+    if (t) clearTimeout(t);
+    this.killTimers.delete(id);
+    await this.ctr.run(['task', 'delete', '-f', id], { allowFail: true });
+    await this.ctr.run(['containers', 'delete', id], { allowFail: true });
+  }
+
+  private readJson<T>(replica: string, name: string): T | undefined {
+    try {
+      return JSON.parse(readFileSync(join(this.opts.root, replica, name), 'utf8')) as T;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async statusOf(handle: WorkloadHandle, tasks: Map<string, { pid: number; status: string }>, containers: Set<string>, withUsage: boolean): Promise<WorkloadStatus> {
+    const exit = this.readJson<{ exitCode: number; oom: boolean }>(handle.replica, 'exit.json');
+    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, oom: exit.oom };
+    const task = tasks.get(handle.id);
+    if (task?.status === 'STOPPED') {
+      // It exited while nobody listened (agent down): containerd kept the code.
+      const exitCode = (await this.ctr.deleteTask(handle.id)) ?? 255;
+      this.recordExit(handle.replica, exitCode, false);
+      return { handle, state: 'exited', exitCode };
+    }
+    if (!task) {
+      if (!containers.has(handle.id) && Date.now() - handle.startedAt > 30_000) {
+        const d = makeDiagnostic('CCA-E0503', { replica: handle.replica, runtime: 'containerd' });
+        return { handle, state: 'lost', lost: { code: d.code, message: d.message } };
+      }
+      return { handle, state: 'starting' };
+    }
+    const state = this.killTimers.has(handle.id) ? 'stopping' : task.status === 'CREATED' ? 'starting' : 'running';
+    return { handle, state, pid: task.pid, ...(withUsage ? { usage: this.usage(handle) } : {}) };
+  }
+
+  private usage(handle: WorkloadHandle): Usage | undefined {
+    try {
+      const v1 = existsSync(join(this.opts.cgroupRoot ?? '/sys/fs/cgroup', 'memory'));
+      const memoryBytes = Number(readFileSync(this.cgroupFile(handle, 'memory', v1 ? 'memory.usage_in_bytes' : 'memory.current'), 'utf8'));
+      const cpuSeconds = v1
+        ? Number(readFileSync(this.cgroupFile(handle, 'cpuacct', 'cpuacct.usage'), 'utf8')) / 1e9
+        : Number(/usage_usec (\d+)/.exec(readFileSync(this.cgroupFile(handle, 'cpuacct', 'cpu.stat'), 'utf8'))?.[1] ?? 0) / 1e6;
+      return { cpuMillis: this.cpu.millis(handle.id, cpuSeconds, Date.now()), memoryBytes };
+    } catch {
+      return undefined;
+    }
+  }
+
+  private recordExit(replica: string, exitCode: number, oom: boolean): void {
+    const dir = join(this.opts.root, replica);
+    if (existsSync(dir)) writeFileSync(join(dir, 'exit.json'), JSON.stringify({ exitCode, oom, at: Date.now() }));
+  }
+
+  /** Follow `ctr events` for exits and OOMs; restarted if it dies. */
+  private watchEvents(): void {
+    if (this.closed) return;
+    const child = spawn(this.opts.ctr ?? 'ctr', ['-a', this.opts.address, 'events'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    this.events = child;
+    createInterface({ input: child.stdout! }).on('line', (line) => this.onEventLine(line));
+    child.on('exit', () => {
+      if (!this.closed) setTimeout(() => this.watchEvents(), 500).unref();
+    });
+    child.on('error', () => undefined);
+  }
+
+  private onEventLine(line: string): void {
+    const e = parseEventLine(line);
+    if (!e || e.namespace !== this.opts.namespace) return;
+    const id = String(e.event.container_id ?? '');
+    if (!id.startsWith(PREFIX)) return;
+    const replica = id.slice(PREFIX.length);
+    if (e.topic === '/tasks/oom') {
+      // The OOM event may come just after the exit it caused: correct that exit.
+      const recent = this.recentExits.get(id);
+      if (recent && Date.now() - recent.at < 5_000) {
+        this.recentExits.delete(id);
+        this.recordExit(replica, recent.exitCode, true);
+        this.listeners.emit({ kind: 'exited', replica, exitCode: recent.exitCode, oom: true, at: Date.now() });
+      } else {
+        this.oom.add(id);
+      }
+    }
+    if (e.topic !== '/tasks/exit' || e.event.id !== id) return;
+    const exitCode = Number(e.event.exit_status ?? 0);
+    const oom = this.oom.delete(id);
+    const t = this.killTimers.get(id);
+    if (t) clearTimeout(t);
+    this.killTimers.delete(id);
+    this.recordExit(replica, exitCode, oom);
+    for (const [k, v] of this.recentExits) if (Date.now() - v.at > 5_000) this.recentExits.delete(k);
+    if (!oom) this.recentExits.set(id, { exitCode, at: Date.now() });
+    void this.ctr.deleteTask(id);
+    this.listeners.emit({ kind: 'exited', replica, exitCode, oom, at: Date.now() });
+  }
+}

@@ -1,0 +1,208 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { makeDiagnostic } from '../core/diagnostics/index.js';
+import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
+import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+
+export interface ProcessRuntimeOptions {
+  /** Where each replica's directory lives: `<root>/<replica>/`. */
+  root: string;
+  /** The node's fence deadline file, read by every supervisor ('' for none). */
+  fenceFile: string;
+  fenceKillMs: number;
+  /** How often exits and vanished supervisors are noticed. */
+  pollMs?: number;
+}
+
+const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+
+interface ExitRecord {
+  exitCode: number;
+  reason: string;
+  at: number;
+}
+
+/**
+ * Linux processes, each under its own supervisor (agent/supervisor.ts). All state lives in
+ * the replica's directory, so a new ProcessRuntime over the same root re-adopts everything.
+ */
+export class ProcessRuntime implements Runtime {
+  readonly name = 'process' as const;
+  private readonly listeners = new Listeners();
+  private readonly cpu = new CpuRate();
+  /** Replicas whose terminal state was already announced. */
+  private readonly announced = new Set<string>();
+  private readonly timer: ReturnType<typeof setInterval>;
+
+  constructor(private readonly opts: ProcessRuntimeOptions) {
+    mkdirSync(opts.root, { recursive: true });
+    this.timer = setInterval(() => this.poll(), opts.pollMs ?? 250);
+    this.timer.unref();
+  }
+
+  async catalogue(): Promise<Record<string, string> | undefined> {
+    return undefined;
+  }
+
+  async start(req: StartRequest): Promise<WorkloadHandle> {
+    const dir = join(this.opts.root, req.replica);
+    mkdirSync(dir, { recursive: true });
+    for (const stale of ['exit.json', 'lost.json', 'workload.pid', 'supervisor.pid', 'stop-grace', 'init.json']) rmSync(join(dir, stale), { force: true });
+    const handle: WorkloadHandle = { runtime: 'process', replica: req.replica, service: req.service, id: req.replica, image: req.image, startedAt: Date.now() };
+    const files = join(req.dir, 'files');
+    mkdirSync(files, { recursive: true, mode: 0o700 });
+    const cwd = req.spec.workdir !== undefined && existsSync(req.spec.workdir) ? req.spec.workdir : req.spec.workdir !== undefined ? join(files, req.spec.workdir) : req.dir;
+    mkdirSync(cwd, { recursive: true });
+    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files };
+    const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
+    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init };
+    writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });
+    writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
+    const sup = spawn(process.execPath, ['--import', tsxLoader, supervisorPath, dir], { detached: true, stdio: 'ignore', cwd: dir });
+    sup.unref();
+    this.announced.delete(req.replica);
+    return handle;
+  }
+
+  async stop(handle: WorkloadHandle, graceMs: number): Promise<void> {
+    const dir = join(this.opts.root, handle.replica);
+    writeFileSync(join(dir, 'stop-grace'), String(Math.max(1, graceMs)));
+    const sup = this.pidFile(dir, 'supervisor.pid');
+    if (sup && sameProcessAlive(sup)) process.kill(sup.pid, 'SIGTERM');
+  }
+
+  async remove(handle: WorkloadHandle): Promise<void> {
+    this.cpu.forget(handle.replica);
+    this.announced.delete(handle.replica);
+    rmSync(join(this.opts.root, handle.replica), { recursive: true, force: true });
+  }
+
+  async inspect(handle: WorkloadHandle): Promise<WorkloadStatus> {
+    return this.statusOf(handle.replica, handle);
+  }
+
+  async list(opts: { usage?: boolean } = {}): Promise<WorkloadStatus[]> {
+    const out: WorkloadStatus[] = [];
+    for (const replica of readdirSync(this.opts.root)) {
+      const handle = this.handleOf(replica);
+      if (handle) out.push(this.statusOf(replica, handle, opts.usage ?? true));
+    }
+    return out;
+  }
+
+  async exec(handle: WorkloadHandle, command: string[], timeoutMs: number): Promise<number> {
+    const dir = join(this.opts.root, handle.replica);
+    const cfg = JSON.parse(readFileSync(join(dir, 'supervisor.json'), 'utf8')) as { env: Record<string, string>; cwd: string };
+    const [file, ...args] = command;
+    return new Promise((resolve) => {
+      const p = spawn(file ?? 'true', args, { env: cfg.env, cwd: cfg.cwd, stdio: 'ignore', timeout: timeoutMs, killSignal: 'SIGKILL' });
+      p.on('error', () => resolve(127));
+      p.on('exit', (code) => resolve(code ?? 137));
+    });
+  }
+
+  subscribe(listener: (e: RuntimeEvent) => void): () => void {
+    return this.listeners.add(listener);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+  }
+
+  private handleOf(replica: string): WorkloadHandle | undefined {
+    try {
+      return JSON.parse(readFileSync(join(this.opts.root, replica, 'handle.json'), 'utf8')) as WorkloadHandle;
+    } catch {
+      return undefined;
+    }
+  }
+
+  private pidFile(dir: string, name: string): { pid: number; startTime: string } | undefined {
+    try {
+      return parsePidFile(readFileSync(join(dir, name), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  }
+
+  private readJson<T>(dir: string, name: string): T | undefined {
+    try {
+      return JSON.parse(readFileSync(join(dir, name), 'utf8')) as T;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Exit recorded, supervisor gone (lost: kill the group once), or running with usage. */
+  private statusOf(replica: string, handle: WorkloadHandle, withUsage = true): WorkloadStatus {
+    const dir = join(this.opts.root, replica);
+    if (!existsSync(dir)) return { handle, state: 'lost', lost: diag('CCA-E0503', { replica, runtime: 'process' }) };
+    const init = this.readJson<InitProgress>(dir, 'init.json');
+    const withInit = init ? { init } : {};
+    const exit = this.readJson<ExitRecord>(dir, 'exit.json');
+    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, ...withInit };
+    const lost = this.readJson<{ code: string; message: string }>(dir, 'lost.json');
+    if (lost) return { handle, state: 'lost', lost };
+    const sup = this.pidFile(dir, 'supervisor.pid');
+    const work = this.pidFile(dir, 'workload.pid');
+    if (!sup) {
+      // Not yet written: the supervisor is starting (or never started: give it 10 s).
+      if (Date.now() - handle.startedAt < 10_000) return { handle, state: 'starting' };
+      return this.markLost(dir, handle, work, 0);
+    }
+    if (!sameProcessAlive(sup)) {
+      if (this.readJson<ExitRecord>(dir, 'exit.json')) return this.statusOf(replica, handle);
+      return this.markLost(dir, handle, work, sup.pid);
+    }
+    if (!work) return { handle, state: init?.state === 'running' ? 'init' : 'starting', ...withInit };
+    const stopping = existsSync(join(dir, 'stop-grace'));
+    if (!withUsage) return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, ...withInit };
+    const u = groupUsage(work.pid);
+    const usage = { cpuMillis: this.cpu.millis(replica, u.cpuSeconds, Date.now()), memoryBytes: u.memoryBytes };
+    return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, usage, ...withInit };
+  }
+
+  private markLost(dir: string, handle: WorkloadHandle, work: { pid: number; startTime: string } | undefined, supPid: number): WorkloadStatus {
+    if (work && sameProcessAlive(work)) {
+      try {
+        process.kill(-work.pid, 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    const lost = diag('CCA-E0502', { replica: handle.replica, pid: supPid });
+    writeFileSync(join(dir, 'lost.json'), JSON.stringify(lost));
+    return { handle, state: 'lost', lost };
+  }
+
+  private poll(): void {
+    let names: string[];
+    try {
+      names = readdirSync(this.opts.root);
+    } catch {
+      return;
+    }
+    for (const replica of names) {
+      if (this.announced.has(replica)) continue;
+      const handle = this.handleOf(replica);
+      if (!handle) continue;
+      const s = this.statusOf(replica, handle, false);
+      if (s.state === 'exited') {
+        this.announced.add(replica);
+        this.listeners.emit({ kind: 'exited', replica, exitCode: s.exitCode ?? 0, oom: false, at: Date.now() });
+      } else if (s.state === 'lost' && s.lost) {
+        this.announced.add(replica);
+        this.listeners.emit({ kind: 'lost', replica, code: s.lost.code, message: s.lost.message, at: Date.now() });
+      }
+    }
+  }
+}
+
+function diag(code: string, params: Record<string, string | number>): { code: string; message: string } {
+  const d = makeDiagnostic(code, params);
+  return { code: d.code, message: d.message };
+}

@@ -1,0 +1,97 @@
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CcaError } from '../core/diagnostics/index.js';
+import { assignmentSchema, type Assignment } from '../core/model/index.js';
+
+/**
+ * The agent's state directory. Everything an agent restart needs is here: its credential,
+ * its lease and tenure, the last desired state it saw (with secrets: 0600), the fence
+ * deadline the supervisors read, and one directory per replica.
+ *
+ *   credential       node credential from enrollment (0600)
+ *   lease.json       { lease, tenure, ttl }
+ *   desired.json     { revision, assignments } (0600: specs carry secrets)
+ *   fence-at         epoch ms at which workloads must start stopping
+ *   replicas/<id>/   supervisor state, logs, materialized files
+ */
+export interface LeaseState {
+  lease: number;
+  tenure: number;
+  ttl: number;
+}
+
+export class StateDir {
+  readonly replicas: string;
+  readonly fenceFile: string;
+
+  constructor(readonly dir: string) {
+    try {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      this.replicas = join(dir, 'replicas');
+      mkdirSync(this.replicas, { recursive: true, mode: 0o700 });
+    } catch (e) {
+      throw new CcaError('CCA-E0512', { dir, reason: e instanceof Error ? e.message : String(e) });
+    }
+    this.fenceFile = join(dir, 'fence-at');
+  }
+
+  replicaDir(replica: string): string {
+    return join(this.replicas, replica);
+  }
+
+  credential(): string | undefined {
+    return this.read('credential')?.trim() || undefined;
+  }
+
+  saveCredential(credential: string): void {
+    this.write('credential', credential, 0o600);
+  }
+
+  lease(): LeaseState | undefined {
+    const text = this.read('lease.json');
+    return text ? (JSON.parse(text) as LeaseState) : undefined;
+  }
+
+  saveLease(lease: LeaseState | undefined): void {
+    this.write('lease.json', JSON.stringify(lease ?? null), 0o600);
+  }
+
+  desired(): { revision: number; assignments: Assignment[] } {
+    const text = this.read('desired.json');
+    if (!text) return { revision: 0, assignments: [] };
+    try {
+      const raw = JSON.parse(text) as { revision: number; assignments: unknown[] };
+      return { revision: raw.revision, assignments: raw.assignments.map((a) => assignmentSchema.parse(a)) };
+    } catch {
+      return { revision: 0, assignments: [] };
+    }
+  }
+
+  saveDesired(revision: number, assignments: Assignment[]): void {
+    this.write('desired.json', JSON.stringify({ revision, assignments }), 0o600);
+  }
+
+  fenceAt(): number | undefined {
+    const n = Number(this.read('fence-at'));
+    return this.read('fence-at') !== undefined && Number.isFinite(n) ? n : undefined;
+  }
+
+  saveFenceAt(at: number): void {
+    this.write('fence-at', String(Math.floor(at)), 0o644);
+  }
+
+  private read(name: string): string | undefined {
+    try {
+      return readFileSync(join(this.dir, name), 'utf8');
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Write-then-rename, so a crash never leaves half a file. */
+  private write(name: string, text: string, mode: number): void {
+    const tmp = join(this.dir, `.${name}.tmp`);
+    writeFileSync(tmp, text, { mode });
+    renameSync(tmp, join(this.dir, name));
+  }
+}

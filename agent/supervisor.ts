@@ -1,0 +1,161 @@
+/**
+ * The per-workload supervisor: a small process in its own session that is the workload's
+ * parent. It starts the workload in its own process group, records its pid and its exit in
+ * the replica's directory, turns SIGTERM into "SIGTERM the group, SIGKILL it after the grace",
+ * and stops the workload by itself when the node's fence deadline passes (so a frozen or dead
+ * agent still fences). Self-contained (node: imports only) so it starts fast and outlives the
+ * agent. Usage: node supervisor.ts <replica dir>
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+
+interface SupervisorConfig {
+  argv: string[];
+  env: Record<string, string>;
+  cwd: string;
+  graceMs: number;
+  /** File holding the node's fence deadline (epoch ms); '' when there is none. */
+  fenceFile: string;
+  fenceKillMs: number;
+  /** One-shot steps run in order before the main process. */
+  init: InitStep[];
+}
+
+const dir = process.argv[2] ?? '';
+const config = JSON.parse(readFileSync(join(dir, 'supervisor.json'), 'utf8')) as SupervisorConfig;
+
+function writeAtomic(name: string, text: string): void {
+  const tmp = join(dir, `.${name}.tmp`);
+  writeFileSync(tmp, text);
+  renameSync(tmp, join(dir, name));
+}
+
+function startTime(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+interface InitStep {
+  name: string;
+  argv: string[];
+  env: Record<string, string>;
+  timeoutMs: number;
+}
+
+writeAtomic('supervisor.pid', `${process.pid} ${startTime(process.pid)}\n`);
+const out = openSync(join(dir, 'stdout.log'), 'a');
+const err = openSync(join(dir, 'stderr.log'), 'a');
+let current: ChildProcess | undefined;
+let reason = 'exited';
+let stopping = false;
+
+function signalGroup(signal: NodeJS.Signals): void {
+  if (current?.pid === undefined) return;
+  try {
+    process.kill(-current.pid, signal);
+  } catch {
+    // the group is already gone
+  }
+}
+
+function stop(graceMs: number, why: string): void {
+  if (stopping) return;
+  stopping = true;
+  reason = why;
+  signalGroup('SIGTERM');
+  setTimeout(() => signalGroup('SIGKILL'), graceMs).unref();
+}
+
+function finish(exitCode: number, why: string, message = ''): never {
+  writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), at: Date.now() }));
+  process.exit(0);
+}
+
+const codeOf = (code: number | null, signal: NodeJS.Signals | null) => code ?? 128 + (signal ? (constants.signals[signal] ?? 9) : 0);
+
+/** One init step in its own process group, killed at its timeout; resolves with its code and output tail. */
+function runStep(step: InitStep): Promise<{ exitCode: number; tail: string }> {
+  return new Promise((resolve) => {
+    let tail = '';
+    const keep = (b: Buffer) => {
+      tail = (tail + b.toString('utf8')).slice(-2_000);
+      writeSync(err, b);
+    };
+    const [file, ...args] = step.argv;
+    const child = spawn(file ?? 'true', args, { cwd: config.cwd, env: { ...config.env, ...step.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    current = child;
+    child.stdout?.on('data', keep);
+    child.stderr?.on('data', keep);
+    const timer = setTimeout(() => {
+      tail += `\n(init step ${step.name} timed out after ${step.timeoutMs} ms)`;
+      signalGroup('SIGKILL');
+    }, step.timeoutMs);
+    child.on('error', (e) => resolve({ exitCode: 127, tail: e.message }));
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ exitCode: codeOf(code, signal), tail });
+    });
+  });
+}
+
+async function runInit(): Promise<void> {
+  for (const step of config.init) {
+    if (stopping) finish(143, reason);
+    writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'running' }));
+    const r = await runStep(step);
+    if (stopping) finish(r.exitCode, reason);
+    if (r.exitCode !== 0) {
+      writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'failed', exitCode: r.exitCode, tail: r.tail }));
+      finish(r.exitCode, 'init-failed');
+    }
+    writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'succeeded', exitCode: 0, tail: '' }));
+  }
+}
+
+function runMain(): void {
+  const [file, ...args] = config.argv;
+  const child = spawn(file ?? 'sh', args, { cwd: config.cwd, env: config.env, detached: true, stdio: ['ignore', out, err] });
+  current = child;
+  child.on('spawn', () => {
+    if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTime(child.pid)}\n`);
+  });
+  child.on('error', (e) => finish(127, 'spawn-failed', e.message));
+  child.on('exit', (code, signal) => {
+    signalGroup('SIGKILL');
+    finish(codeOf(code, signal), reason);
+  });
+}
+
+process.on('SIGTERM', () => {
+  let grace = config.graceMs;
+  try {
+    grace = Number(readFileSync(join(dir, 'stop-grace'), 'utf8')) || grace;
+  } catch {
+    // no override: the spec's grace
+  }
+  stop(grace, 'stopped');
+});
+process.on('SIGINT', () => undefined);
+process.on('SIGHUP', () => undefined);
+
+if (config.fenceFile !== '') {
+  setInterval(() => {
+    let deadline = Number.POSITIVE_INFINITY;
+    try {
+      deadline = Number(readFileSync(config.fenceFile, 'utf8'));
+    } catch {
+      return;
+    }
+    if (Number.isFinite(deadline) && Date.now() >= deadline) stop(Math.min(config.graceMs, config.fenceKillMs), 'fenced');
+  }, 200);
+}
+
+await runInit();
+if (stopping) finish(143, reason);
+runMain();

@@ -1,0 +1,80 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Agent } from '../agent/agent.js';
+import { Ctr } from '../agent/containerd/ctr.js';
+import { startContainerd } from '../agent/containerd/daemon.js';
+import { readCatalogue } from '../agent/images.js';
+import { parseAgentFlags, USAGE, type AgentFlags } from '../agent/options.js';
+import type { Runtime } from '../agent/runtime.js';
+import { ContainerdRuntime } from '../agent/runtime-containerd.js';
+import { FakeRuntime } from '../agent/runtime-fake.js';
+import { ProcessRuntime } from '../agent/runtime-process.js';
+import { StateDir } from '../agent/state.js';
+import { FENCE } from '../agent/fence.js';
+import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';
+
+async function containerdAddress(flags: AgentFlags): Promise<string> {
+  if (!flags.containerdStart) return flags.containerdAddress;
+  const dir = join(resolve(flags.stateDir), 'containerd');
+  const sock = join(dir, 'containerd.sock');
+  // A containerd this agent started before (it outlives the agent, as the shims do): reuse it.
+  if (existsSync(sock) && (await new Ctr(sock, 'default').run(['version'], { allowFail: true, timeoutMs: 3_000 })).code === 0) return sock;
+  return (await startContainerd(dir)).address;
+}
+
+async function makeRuntime(flags: AgentFlags, state: StateDir): Promise<Runtime> {
+  if (flags.runtime === 'fake') {
+    const catalogue = readCatalogue(resolve(flags.imagesDir));
+    return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
+  }
+  if (flags.runtime === 'process') return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs });
+  return new ContainerdRuntime({
+    address: await containerdAddress(flags),
+    namespace: flags.namespace,
+    root: state.replicas,
+    imagesDir: resolve(flags.imagesDir),
+    tini: flags.tini,
+    fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
+  });
+}
+
+/**
+ * `cca agent`: run the node agent until SIGTERM/SIGINT. Stopping the agent never stops the
+ * workloads (they keep running under their supervisors; a restarted agent re-adopts them).
+ */
+export async function runAgent(argv: string[]): Promise<number> {
+  let agent: Agent | undefined;
+  try {
+    const flags = parseAgentFlags(argv);
+    if (flags.help) {
+      process.stdout.write(USAGE);
+      return 0;
+    }
+    const state = new StateDir(resolve(flags.stateDir));
+    const runtime = await makeRuntime(flags, state);
+    agent = new Agent({
+      server: flags.server,
+      node: flags.node,
+      token: flags.token,
+      state,
+      runtime,
+      record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes } },
+      leaseTtlSeconds: flags.leaseTtlSeconds,
+    });
+    await agent.start();
+    process.stderr.write(`agent ${flags.node}: running (${flags.runtime} runtime, state ${state.dir})\n`);
+    const signal = await new Promise<NodeJS.Signals>((done) => {
+      process.once('SIGTERM', () => done('SIGTERM'));
+      process.once('SIGINT', () => done('SIGINT'));
+    });
+    process.stderr.write(`agent ${flags.node}: ${signal}, leaving workloads running\n`);
+    await agent.close();
+    await runtime.close();
+    return 0;
+  } catch (e) {
+    const d = toDiagnostic(e, 'the agent');
+    process.stderr.write(`${d.code} ${d.message}\n  fix: ${d.fix}\n`);
+    await agent?.close();
+    return exitCodeForBlame[d.blame];
+  }
+}

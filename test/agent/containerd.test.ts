@@ -1,0 +1,149 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
+import { FENCE } from '../../agent/fence.js';
+import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
+import { buildImages } from '../../fixtures/images/build.js';
+import { FakeAgentServer } from './fake-server.js';
+import { startAgent, tempDir, waitFor, type TestAgent } from './support.js';
+
+const available = ['containerd', 'ctr', 'runc', 'umoci'].every((b) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}) && existsSync('/usr/bin/tini-static') && existsSync('/usr/bin/busybox') && process.getuid?.() === 0;
+
+describe.skipIf(!available)('containerd runtime (private containerd)', () => {
+  const tmp = tempDir('ctd');
+  const namespace = `cca-test-${process.pid}`;
+  let daemon: ContainerdDaemon;
+  let runtime: ContainerdRuntime;
+  let server: FakeAgentServer;
+  let agent: TestAgent;
+  const port = 20_000 + (process.pid % 20_000);
+
+  beforeAll(async () => {
+    buildImages(join(tmp.dir, 'images'));
+    daemon = await startContainerd(join(tmp.dir, 'containerd'));
+    runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images') });
+    server = new FakeAgentServer();
+    await server.listen();
+    agent = await startAgent(server, runtime, join(tmp.dir, 'state'), { node: 'n1', pollWaitMs: 1_000 });
+    await waitFor('registration', () => server.tenureOf('n1'));
+  }, 60_000);
+
+  afterAll(async () => {
+    await agent?.agent.close();
+    await server?.close();
+    if (runtime) {
+      for (const s of await runtime.list({ usage: false })) await runtime.remove(s.handle);
+      await runtime.ctr.run(['images', 'rm', 'docker.io/library/busybox:1.35'], { allowFail: true });
+      await runtime.close();
+    }
+    await daemon?.stop();
+    tmp.cleanup();
+  }, 60_000);
+
+  it('declares the catalogue, serves HTTP from busybox httpd, limits memory in the cgroup, and stops within the grace', async () => {
+    expect(Object.keys(server.nodes.get('n1')!.record.images)).toContain('busybox:1.35');
+    server.assign('n1', 'web-1', {
+      name: 'web',
+      image: 'busybox:1.35',
+      command: ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', '/www'],
+      resources: { cpuMillis: 500, memoryBytes: 64 * 1024 * 1024 },
+      ports: [{ name: 'http', container: port }],
+      health: { readiness: { probe: { type: 'http', path: '/' }, intervalMs: 300, timeoutMs: 200 } },
+      configs: [{ name: 'motd', path: '/etc/motd', content: 'hi\n' }],
+      stopGraceMs: 5_000,
+    });
+    const obs = await waitFor('ready', () => (server.observation('n1', 'web-1')?.health.readiness === 'passing' ? server.observation('n1', 'web-1') : undefined), 30_000);
+    expect(obs.state).toBe('running');
+    expect(obs.image).toMatch(/^sha256:/);
+    const page = await (await fetch(`http://127.0.0.1:${port}/`)).text();
+    expect(page).toContain('hello from ccattler busybox');
+    const handle = (await runtime.list()).find((s) => s.handle.replica === 'web-1')!.handle;
+    const limitFile = runtime.cgroupFile(handle, 'memory', existsSync('/sys/fs/cgroup/memory') ? 'memory.limit_in_bytes' : 'memory.max');
+    expect(Number(readFileSync(limitFile, 'utf8'))).toBe(64 * 1024 * 1024);
+    expect(await runtime.exec(handle, ['cat', '/etc/motd'], 5_000)).toBe(0);
+    const usage = await waitFor('usage reported', () => server.observation('n1', 'web-1')?.usage, 10_000);
+    expect(usage.memoryBytes).toBeGreaterThan(0);
+    const stopAt = Date.now();
+    server.unassign('n1', 'web-1');
+    await waitFor('stopped and removed', async () => !(await runtime.ctr.containers()).has('cca-web-1'), 15_000);
+    expect(Date.now() - stopAt).toBeLessThan(5_000);
+    await expect(fetch(`http://127.0.0.1:${port}/`)).rejects.toThrow();
+  }, 60_000);
+
+  it('kills a workload that ignores SIGTERM once its grace is over, and reports the exit from the event stream', async () => {
+    server.assign('n1', 'stubborn-1', { name: 'stubborn', image: 'busybox:1.35', command: ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'], stopGraceMs: 1_000 });
+    await waitFor('running', () => server.observation('n1', 'stubborn-1')?.state === 'running', 30_000);
+    const handle = (await runtime.list()).find((s) => s.handle.replica === 'stubborn-1')!.handle;
+    const exited = new Promise<number>((resolve) => runtime.subscribe((e) => e.kind === 'exited' && e.replica === 'stubborn-1' && resolve(Date.now())));
+    const stopAt = Date.now();
+    await runtime.stop(handle, 1_000);
+    const at = await exited;
+    expect(at - stopAt).toBeGreaterThanOrEqual(900);
+    expect(at - stopAt).toBeLessThan(4_000);
+    server.unassign('n1', 'stubborn-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-stubborn-1'), 15_000);
+  }, 60_000);
+
+  it('re-adopts running containers after an agent restart, without starting a duplicate', async () => {
+    server.assign('n1', 'keep-1', { name: 'keep', image: 'busybox:1.35', command: ['sh', '-c', 'while true; do sleep 1; done'] });
+    await waitFor('running', () => server.observation('n1', 'keep-1')?.state === 'running', 30_000);
+    const before = (await runtime.ctr.tasks()).get('cca-keep-1');
+    await agent.agent.close();
+    await runtime.close();
+    runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images') });
+    agent = await startAgent(server, runtime, join(tmp.dir, 'state'), { node: 'n1', pollWaitMs: 1_000 });
+    await waitFor('re-adopted', () => agent.logs.some((l) => l.includes('adopted keep-1 (running)')), 10_000);
+    await waitFor('registered', () => agent.agent.status().registered, 10_000);
+    await new Promise((r) => setTimeout(r, 1_500));
+    const after = (await runtime.ctr.tasks()).get('cca-keep-1');
+    expect(after?.pid).toBe(before?.pid);
+    expect([...(await runtime.ctr.tasks()).keys()].filter((id) => id.startsWith('cca-keep'))).toEqual(['cca-keep-1']);
+    server.unassign('n1', 'keep-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-keep-1'), 15_000);
+  }, 60_000);
+
+  it('reports an out-of-memory kill with CCA-E0511', async () => {
+    server.assign('n1', 'oom-1', { name: 'oom', image: 'busybox:1.35', command: ['sh', '-c', 'sleep 0.5; tail /dev/zero'], resources: { cpuMillis: 500, memoryBytes: 16 * 1024 * 1024 } });
+    const obs = await waitFor('oom', () => (server.observation('n1', 'oom-1')?.diagnostic?.code === 'CCA-E0511' ? server.observation('n1', 'oom-1') : undefined), 30_000);
+    expect(obs.state).toBe('failed');
+    expect(obs.exitCode).toBe(137);
+    server.unassign('n1', 'oom-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-oom-1'), 15_000);
+  }, 60_000);
+
+  it('reports a crash with its exit code', async () => {
+    server.assign('n1', 'crash-1', { name: 'crash', image: 'busybox:1.35', command: ['sh', '-c', 'sleep 0.3; exit 3'] });
+    const obs = await waitFor('failed', () => (server.observation('n1', 'crash-1')?.state === 'failed' ? server.observation('n1', 'crash-1') : undefined), 30_000);
+    expect(obs.exitCode).toBe(3);
+    server.unassign('n1', 'crash-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-crash-1'), 15_000);
+  }, 60_000);
+
+  it('a detached fencer stops the node\'s containers at the fence deadline even with no agent alive', async () => {
+    server.assign('n1', 'fence-1', { name: 'fence', image: 'busybox:1.35', command: ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'], stopGraceMs: 60_000 });
+    await waitFor('running', () => server.observation('n1', 'fence-1')?.state === 'running', 30_000);
+    await agent.agent.close(); // the agent is gone: only the fencer can stop it now
+    const fenceFile = join(tmp.dir, 'fence-at-test');
+    const deadline = Date.now() + 1_500;
+    writeFileSync(fenceFile, String(deadline));
+    const fenced = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images'), fence: { file: fenceFile, killMs: FENCE.killMs, pidFile: join(tmp.dir, 'fencer.pid') } });
+    try {
+      await waitFor('fencer up', () => fenced.fencerPid(), 10_000);
+      const stoppedAt = await waitFor('stopped by the fencer', async () => ((await runtime.ctr.tasks()).get('cca-fence-1')?.status === 'RUNNING' ? undefined : Date.now()), 15_000, 50);
+      expect(stoppedAt).toBeGreaterThanOrEqual(deadline);
+      expect(stoppedAt - deadline).toBeLessThan(FENCE.killMs + 1_500);
+    } finally {
+      fenced.stopFencer();
+      await fenced.close();
+    }
+  }, 60_000);
+});

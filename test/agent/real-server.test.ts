@@ -1,0 +1,56 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Agent } from '../../agent/agent.js';
+import { FakeRuntime } from '../../agent/runtime-fake.js';
+import { StateDir } from '../../agent/state.js';
+import { tempDir, waitFor } from './support.js';
+
+/**
+ * The agent against the real server (handlers + controllers on a MemoryStore), once that is in
+ * the checkout: the same agent code the fake-server tests drive, now end to end. Modules are
+ * loaded by path so this file type-checks before the server lands.
+ */
+const root = join(import.meta.dirname, '..', '..');
+const haveServer = existsSync(join(root, 'server', 'start.ts')) && existsSync(join(root, 'handlers', 'routes', 'agent.ts'));
+
+type Json = Record<string, any>;
+
+describe.skipIf(!haveServer)('agent against the real server', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('apply → placed → running through the agent; a crash is replaced with a new id', async () => {
+    const startMod = join(root, 'server', 'start.ts');
+    const harnessMod = join(root, 'test', 'handlers', 'harness.ts');
+    const { startServer } = (await import(startMod)) as { startServer: (cfg: Json) => Promise<{ url: string; stop: () => Promise<void> }> };
+    const { ADMIN, JOIN } = (await import(harnessMod)) as { ADMIN: string; JOIN: string };
+    const server = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
+    cleanups.push(() => server.stop());
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } });
+    const tmp = tempDir('real');
+    cleanups.push(tmp.cleanup);
+    const agent = new Agent({
+      server: server.url, node: 'n1', token: JOIN, state: new StateDir(tmp.dir), runtime,
+      record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: 4000, memoryBytes: 4 * 2 ** 30 } },
+      pollWaitMs: 2_000, reportEveryMs: 1_000, log: () => undefined,
+    });
+    await agent.start();
+    cleanups.push(() => agent.close());
+    const api = async (method: string, path: string, body?: string): Promise<Json> => {
+      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
+      return (await r.json()) as Json;
+    };
+    await waitFor('registered', () => agent.status().registered, 10_000);
+    await api('POST', '/v1/apply', 'service web {\n  image    = "busybox:1.35"\n  command  = ["httpd", "-f"]\n  replicas = 2\n  cpu      = 0.25\n  memory   = 64Mi\n}\n');
+    await waitFor('two running', async () => (await api('GET', '/v1/services/web')).service?.running === 2, 20_000, 200);
+    expect(runtime.running()).toHaveLength(2);
+    const victim = runtime.running()[0]!;
+    runtime.crash(victim, 137);
+    await waitFor('replaced with a new id', () => runtime.running().length === 2 && !runtime.running().includes(victim), 20_000, 100);
+    await api('DELETE', '/v1/services/web');
+    await waitFor('everything stopped', () => runtime.running().length === 0, 20_000, 100);
+  }, 60_000);
+});
