@@ -130,6 +130,7 @@ was then). The chain ends at a **terminal** (a desired key or an observed fact),
 first line says **complete**, or **truncated** with the reason (a cause evicted by
 retention, a loop, a chain too long). For a pending replica it shows why not: the
 shortfall per constraint. Repetitions are counted separately and are never a cause.
+Evidence shows a fact's scalar fields on one line; \`-v\` prints each value whole.
 
 ${show('why-replica-pending', 'why-node-truncated', 'why-service')}
 

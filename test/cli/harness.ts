@@ -1,15 +1,13 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CcaError } from '../../core/diagnostics/index.js';
-import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import type { Decision } from '../../core/model/facts.js';
+import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import { MemoryStore } from '../../db/memory.js';
 import { main } from '../../cli/main.js';
 import type { Io } from '../../cli/io.js';
-import type { WhyAnswer } from '../../cli/render/why.js';
 import { createApp } from '../../handlers/app.js';
-import { ensureTokens, requireReader } from '../../handlers/auth.js';
+import { ensureTokens } from '../../handlers/auth.js';
+import { why } from '../../jobs/decisions/why.js';
 import { listen } from '../../handlers/serve.js';
 import { ADMIN, testDeps } from '../handlers/harness.js';
 
@@ -61,44 +59,6 @@ export async function cca(argv: string[], opts: RunOptions = {}): Promise<Run> {
   return { code, ...out };
 }
 
-/**
- * The test-local stand-in for `GET /v1/why/{kind}/{name}` (the real route calls
- * jobs/decisions/why.ts, on another branch): the same answer shape, computed the same way
- * from the store's decision records.
- */
-async function whyFromStore(store: MemoryStore, kind: 'replica' | 'node' | 'service', name: string): Promise<WhyAnswer> {
-  const r = await store.range({ prefix: prefixOf('decision', kind, name), reverse: true, limit: 20 });
-  if (r.kvs.length === 0) throw new CcaError('CCA-E0609', { kind, name });
-  const history = r.kvs.map((kv) => ({ key: kv.key, decision: decodeFact('decision', kv.key, kv.value) }));
-  const answer: WhyAnswer = { kind, name, history, chain: [], complete: false, repeats: [] };
-  let link: WhyAnswer['chain'][number] | undefined = history[0];
-  while (link) {
-    answer.chain.push(link);
-    const cause: Decision['cause'] = link.decision.cause;
-    if (!cause) {
-      answer.truncated = `${link.key} names no cause`;
-      break;
-    }
-    if ('fact' in cause) {
-      const current = await store.get(cause.fact);
-      answer.terminal = { fact: cause.fact, modRevision: cause.modRevision, ...(current ? { current: current.value } : {}) };
-      answer.complete = true;
-      break;
-    }
-    const kv = await store.get(cause.decision);
-    if (!kv) {
-      answer.truncated = `${cause.decision} is no longer kept (evicted by retention)`;
-      break;
-    }
-    link = { key: kv.key, decision: decodeFact('decision', kv.key, kv.value) };
-  }
-  for (const controller of ['scheduler', 'replica', 'node', 'auditor']) {
-    const kv = await store.get(buildKey('repeat', controller, kind, name));
-    if (kv) answer.repeats.push({ controller, repeat: decodeFact('repeat', kv.key, kv.value) });
-  }
-  return answer;
-}
-
 export interface Live {
   url: string;
   store: MemoryStore;
@@ -109,17 +69,14 @@ export interface Live {
   run(argv: string[], opts?: RunOptions): Promise<Run>;
 }
 
-/** A real HTTP server on a free port: the API app with known tokens, closed reads, and the why route. */
+/** A real HTTP server on a free port: the API app with known tokens, closed reads, and `why`. */
 export async function liveServer(): Promise<Live> {
   const store = new MemoryStore();
   await ensureTokens(store, { admin: ADMIN });
-  const deps = testDeps(store, { auth: { openReads: false } });
+  // The real `why` (jobs/decisions/why.ts), injected as the server's composition root does.
+  const deps = testDeps(store, { auth: { openReads: false }, why: (kind, name) => why(store, kind, name) });
   const app = createApp(deps);
   const requestIds: string[] = [];
-  app.get('/v1/why/:kind/:name', requireReader(deps.auth), async (c) => {
-    const kind = c.req.param('kind') as 'replica' | 'node' | 'service';
-    return c.json(await whyFromStore(store, kind, c.req.param('name')));
-  });
   const wrapped = { fetch: (req: Request) => (requestIds.push(req.headers.get('x-request-id') ?? ''), app.fetch(req)) };
   const http = await listen(wrapped as unknown as typeof app, { port: 0 });
   return {

@@ -36,7 +36,7 @@ async function seedPending(live: Live) {
     controller: 'replica',
     action: 'created',
     at: at(2),
-    evidence: [{ key: svc.key, modRevision: svc.modRevision, value: '{"name":"web","replicas":2}' }],
+    evidence: [{ key: svc.key, modRevision: svc.modRevision, value: svc.value }],
     cause: { fact: svc.key, modRevision: svc.modRevision },
     reasons: ['service web wants 2 replicas and has 1'],
   });
@@ -48,8 +48,8 @@ async function seedPending(live: Live) {
     action: 'pending',
     at: at(3),
     evidence: [
-      { key: '/replicas/web/web-7f3a', modRevision: 7, value: '{"id":"web-7f3a","service":"web","desired":"run"}' },
-      { key: svc.key, modRevision: svc.modRevision, value: '{"name":"web","cpuMillis":250}' },
+      { key: '/replicas/web/web-7f3a', modRevision: 7, value: encodeFact('replica', { id: 'web-7f3a', service: 'web', specRevision: svc.modRevision, desired: 'run', createdAt: at(2) }) },
+      { key: svc.key, modRevision: svc.modRevision, value: svc.value },
     ],
     cause: { decision: created },
     reasons: [
@@ -70,6 +70,8 @@ describe('why', () => {
     expectGolden('why-replica-pending', argv, r);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('complete');
+    const verbose = await live.run([...argv, '-v']);
+    expectGolden('why-replica-verbose', [...argv, '-v'], verbose);
     const json = await live.run([...argv, '-o', 'json']);
     expectGolden('why-replica-json', [...argv, '-o', 'json'], json);
     expect(JSON.parse(json.stdout)).toMatchObject({ complete: true, chain: [{ decision: { action: 'pending' } }, { decision: { action: 'created' } }] });
