@@ -12,6 +12,7 @@ const EVIDENCE_WIDTH = 100;
  * for), else the text; clipped unless `full` (--verbose).
  */
 export function evidenceText(value: string, full: boolean): string {
+  if (value === '') return '(absent when read)';
   let text = value;
   try {
     const v: unknown = JSON.parse(value);
