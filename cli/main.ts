@@ -60,7 +60,8 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     }
     const mod = await entry.load();
     if (RAW.has(name)) {
-      const r = await mod.run(undefined as unknown as Context, { positionals: rest, values: {} });
+      // Its flags are its own: only what follows the command name.
+      const r = await mod.run(undefined as unknown as Context, { positionals: argv.slice(index + 1), values: {} });
       return typeof r === 'number' ? r : 0;
     }
     const { values, positionals } = parse(name, mod, rest);
