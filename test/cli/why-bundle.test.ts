@@ -190,7 +190,23 @@ describe('bundle', () => {
     expectGolden('bundle', ['bundle', '-o', 'evidence.tar.gz'], { ...r, stdout: r.stdout.replace(cwd, 'CWD') });
 
     const last = await live.run(['bundle', '--last', '-o', 'last.tar.gz', '--output', 'json'], { cwd, env });
-    expect(JSON.parse(last.stdout)).toMatchObject({ requests: 1, errors: [] });
+    expect(JSON.parse(last.stdout)).toMatchObject({ file: join(cwd, 'last.tar.gz'), requests: 1, errors: [] });
+  });
+
+  test('the newest 500 decisions are kept, found across pages of the store', async () => {
+    const live = await setup();
+    const cwd = mkdtempSync(join(tmpdir(), 'cca-bundle-'));
+    for (let i = 0; i < 1100; i++) {
+      const subject = `r${String(i).padStart(4, '0')}`;
+      await decide(live, { id: 'd', kind: 'replica', subject, controller: 'replica', action: 'created', at: at(i), evidence: [], reasons: [] });
+    }
+    const r = await live.run(['bundle', '-o', 'many.tar.gz', '--output', 'json'], { cwd, env: { CCA_STATE_DIR: cwd } });
+    expect(JSON.parse(r.stdout)).toMatchObject({ decisions: 500 });
+    const decisions = JSON.parse([...untar(readFileSync(join(cwd, 'many.tar.gz'))).entries()].find(([k]) => k.endsWith('decisions.json'))![1]) as { key: string }[];
+    const keys = decisions.map((d) => d.key);
+    expect(keys).toContain('/decisions/replica/r1099/d');
+    expect(keys).toContain('/decisions/replica/r0600/d');
+    expect(keys).not.toContain('/decisions/replica/r0599/d');
   });
 
   test('with the server down the bundle is still written, saying what could not be collected', async () => {
