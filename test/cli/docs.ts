@@ -42,7 +42,8 @@ ${show('help')}
 
 The config file is JSON, \`{"server": "http://host:7070", "token": "cca_admin_…"}\`. Because it
 may hold a token it must be readable by its owner only (\`chmod 600\`); any other mode is
-refused with \`CCA-E0706\` rather than used. Offline commands never read it.
+refused with \`CCA-E0706\` rather than used. Offline commands never read it. Prefer it (or
+\`CCA_TOKEN\`) to \`--token\`, which other users of the machine can see in the process list.
 
 Every request carries an \`X-Request-Id\` that \`cca\` makes (\`c-<time>-<random>-<n>\`), and
 every error from a server prints it, so a report can be matched with the server's log.
