@@ -52,9 +52,10 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   if (!json) ctx.io.stdout.write(`${renderPlan(dry.plan, ctx.color)}\n`);
   const changes = hasChanges(dry.plan);
   if (values['dry-run'] || !changes) {
-    if (json) printJson(ctx.io, { ...dry, applied: false });
-    else if (!changes) ctx.io.stdout.write('nothing to apply\n');
+    if (!json && !changes) ctx.io.stdout.write('nothing to apply\n');
+    // Nothing changed, but the services may still be converging: --wait waits for them.
     if (!changes && values.wait && !values['dry-run']) return await waitFor(ctx, dry, timeoutMs, json);
+    if (json) printJson(ctx.io, { ...dry, applied: false });
     return;
   }
   await confirm(ctx, `applying these changes (${summary(dry.plan)})`, values.yes === true);

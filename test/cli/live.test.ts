@@ -175,6 +175,12 @@ describe('apply --wait', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('CCA-E0709');
     expect(r.stderr).toContain('web-1: waiting for a node that fits');
+    // JSON: one document, printed once.
+    await seedReplica(live.store, { service: 'web', id: 'web-1', node: 'n9', state: 'running', ready: true });
+    await seedReplica(live.store, { service: 'web', id: 'web-2', node: 'n9', state: 'running', ready: true });
+    const json = await run(undefined, ['apply', 'web.cca', '--yes', '--wait', '--timeout', '5s', '-o', 'json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ applied: false, converged: [{ name: 'web', ready: 2 }] });
   });
 });
 
