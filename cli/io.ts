@@ -2,7 +2,7 @@ import { createInterface } from 'node:readline/promises';
 
 /** Everything a command touches outside itself, so tests run commands in-process with fakes. */
 export interface Io {
-  stdout: { write(s: string): void; isTTY: boolean; columns?: number };
+  stdout: { write(s: string): void; isTTY: boolean };
   stderr: { write(s: string): void; isTTY: boolean };
   stdinIsTTY: boolean;
   /** Ask one question on the terminal; resolves to the answer line. */
@@ -20,13 +20,7 @@ export function processIo(): Io {
   // code from the command); a second one gets Node's default and kills the process.
   process.once('SIGINT', () => ac.abort());
   return {
-    stdout: {
-      write: (s) => void process.stdout.write(s),
-      isTTY: process.stdout.isTTY === true,
-      get columns() {
-        return process.stdout.columns;
-      },
-    },
+    stdout: { write: (s) => void process.stdout.write(s), isTTY: process.stdout.isTTY === true },
     stderr: { write: (s) => void process.stderr.write(s), isTTY: process.stderr.isTTY === true },
     stdinIsTTY: process.stdin.isTTY === true,
     prompt: async (question) => {

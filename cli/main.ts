@@ -60,15 +60,12 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
     }
     const mod = await entry.load();
     if (RAW.has(name)) {
-      const r = await mod.run(undefined as unknown as Context, { positionals: rest, values: {} });
+      // Its flags are its own: only what follows the command name.
+      const r = await mod.run(undefined as unknown as Context, { positionals: argv.slice(index + 1), values: {} });
       return typeof r === 'number' ? r : 0;
     }
     const { values, positionals } = parse(name, mod, rest);
-    // `cca bundle -o FILE`: for the one command that writes a file, -o names it unless it names a mode.
-    if (mod.fileFlag && typeof values.output === 'string' && !MODES.includes(values.output)) {
-      values[mod.fileFlag] = values.output;
-      delete values.output;
-    }
+    if (mod.fileFlag) splitOutput(values, mod.fileFlag);
     globals = await resolveGlobals(io, values, !OFFLINE.has(name));
     if (values.help) {
       io.stdout.write(`usage: ${mod.usage}\n`);
@@ -102,9 +99,23 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
   return code;
 }
 
+/**
+ * `cca bundle -o FILE --output json`: for a command that writes a file, each -o/--output
+ * value is an output mode when it names one, else the file.
+ */
+function splitOutput(values: Values, fileFlag: string): void {
+  const all = (values.output as string[] | undefined) ?? [];
+  const modes = all.filter((v) => MODES.includes(v));
+  const files = all.filter((v) => !MODES.includes(v));
+  if (modes.length > 0) values.output = modes[modes.length - 1];
+  else delete values.output;
+  if (files.length > 0 && values[fileFlag] === undefined) values[fileFlag] = files[files.length - 1];
+}
+
 function parse(name: string, mod: CommandModule, args: string[]): { values: Values; positionals: string[] } {
+  const output = mod.fileFlag ? { output: { ...globalOptions.output, multiple: true } } : {};
   try {
-    const r = parseArgs({ args, options: { ...globalOptions, ...(mod.options ?? {}) }, allowPositionals: true, strict: true });
+    const r = parseArgs({ args, options: { ...globalOptions, ...output, ...(mod.options ?? {}) }, allowPositionals: true, strict: true });
     return { values: r.values as Values, positionals: r.positionals };
   } catch (e) {
     const reason = (e instanceof Error ? e.message : String(e)).replace(/\. To specify a positional argument.*$/s, '');
@@ -126,9 +137,14 @@ async function resolveGlobals(io: Io, values: Values, online: boolean): Promise<
   const flagServer = values.server as string | undefined;
   const server = flagServer ?? io.env.CCA_SERVER ?? file.server;
   const token = (values.token as string | undefined) ?? io.env.CCA_TOKEN ?? file.token;
+  const serverFrom = flagServer ? 'flag' : io.env.CCA_SERVER ? 'env' : file.server ? 'config' : 'default';
+  if (server && !/^https?:\/\/[^/\s]+/.test(server)) {
+    const where = { flag: '--server', env: 'CCA_SERVER', config: 'the config file\'s "server"', default: '' }[serverFrom];
+    throw new ExitError([makeDiagnostic('CCA-E0703', { command: 'cca', reason: `${where} must be an http:// or https:// URL, not "${server}"`, usage: 'cca COMMAND --server http://HOST:PORT' })]);
+  }
   return {
     server: server || DEFAULT_SERVER,
-    serverFrom: flagServer ? 'flag' : io.env.CCA_SERVER ? 'env' : file.server ? 'config' : 'default',
+    serverFrom,
     ...(token ? { token } : {}),
     verbose: values.verbose === true,
     output: output as OutputMode,

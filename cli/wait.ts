@@ -1,6 +1,7 @@
 import { formatDuration } from '../core/model/quantity.js';
 import type { Context } from './context.js';
-import { fail } from './exit.js';
+import { whyAnswer } from './api.js';
+import { ExitError, fail } from './exit.js';
 import { follow } from './follow.js';
 import { list, type ServiceItem } from './views.js';
 
@@ -46,6 +47,29 @@ function progressOf(names: string[], removed: string[], items: ServiceItem[]): {
   return { done: pending.length === 0, line: parts.join(' · '), pending };
 }
 
+/** How many pending replicas per refresh get their scheduler's reason looked up. */
+const EXPLAIN = 3;
+
+/**
+ * The service status says only that a replica is unplaced; the scheduler's newest
+ * decision about it says why (the shortfall per constraint). Looked up for a few
+ * pending replicas; a replica with no decision yet keeps the status's words.
+ */
+async function explainPending(ctx: Context, items: ServiceItem[]): Promise<void> {
+  const pending = items.flatMap((s) => s.pending).slice(0, EXPLAIN);
+  await Promise.all(
+    pending.map(async (p) => {
+      try {
+        const a = await ctx.client().json('GET', `/v1/why/replica/${encodeURIComponent(p.replica)}`, whyAnswer);
+        const newest = a.history[0]?.decision;
+        if (newest?.action === 'pending' && newest.reasons[0]) p.reason = newest.reasons[0];
+      } catch (e) {
+        if (!(e instanceof ExitError)) throw e;
+      }
+    }),
+  );
+}
+
 /**
  * Follow the watch until every applied service has all its replicas running and ready
  * (and every pruned one is gone): a live progress line on a terminal, one line per
@@ -60,6 +84,7 @@ export async function waitConverged(ctx: Context, req: WaitRequest): Promise<Wai
   let items: ServiceItem[] = [];
   const refresh = async () => {
     items = (await list(ctx.client(), 'services')).items as ServiceItem[];
+    await explainPending(ctx, items.filter((i) => req.names.includes(i.name)));
     state = progressOf(req.names, req.removed, items);
     if (state.line !== lastLine) {
       lastLine = state.line;

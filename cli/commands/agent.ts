@@ -1,20 +1,16 @@
 import type { CommandArgs } from '../context.js';
 import { fail } from '../exit.js';
 
-export const usage = 'cca agent [FLAGS…]';
+export const usage = 'cca agent [FLAGS…] (cca agent --help)';
 
-/**
- * `cca agent` lives in cli/agent.ts (runAgent(argv) → exit code), owned by the agent's own issue.
- * The specifier is not a literal so this build typechecks before that module lands.
- */
+/** `cca agent`: cli/agent.ts (owned by the agent's issue) parses its own flags and returns the exit code. */
 export async function run(_ctx: unknown, { positionals }: CommandArgs): Promise<number> {
-  const specifier = '../agent.js';
-  let mod: { runAgent?: (argv: string[]) => Promise<number> };
+  let mod: typeof import('../agent.js');
   try {
-    mod = (await import(specifier)) as typeof mod;
+    mod = await import('../agent.js');
   } catch (e) {
+    // A module (or one of its dependencies) missing from this installation.
     fail('CCA-E0715', { command: 'agent', reason: e instanceof Error ? e.message.split('\n')[0]! : String(e) });
   }
-  if (typeof mod.runAgent !== 'function') fail('CCA-E0715', { command: 'agent', reason: 'cli/agent.ts exports no runAgent' });
   return await mod.runAgent(positionals);
 }

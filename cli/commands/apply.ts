@@ -52,13 +52,18 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   if (!json) ctx.io.stdout.write(`${renderPlan(dry.plan, ctx.color)}\n`);
   const changes = hasChanges(dry.plan);
   if (values['dry-run'] || !changes) {
-    if (json) printJson(ctx.io, { ...dry, applied: false });
-    else if (!changes) ctx.io.stdout.write('nothing to apply\n');
+    if (!json && !changes) ctx.io.stdout.write('nothing to apply\n');
+    // Nothing changed, but the services may still be converging: --wait waits for them.
     if (!changes && values.wait && !values['dry-run']) return await waitFor(ctx, dry, timeoutMs, json);
+    if (json) printJson(ctx.io, { ...dry, applied: false });
     return;
   }
   await confirm(ctx, `applying these changes (${summary(dry.plan)})`, values.yes === true);
   const done = await send(false);
+  // The server may have changed between the diff and the apply: never let a confirmation stand for a different change.
+  if (JSON.stringify(done.plan) !== JSON.stringify(dry.plan)) {
+    ctx.io.stderr.write(`warning: the services changed on the server after the diff was shown; what was applied:\n${renderPlan(done.plan, false)}\n`);
+  }
   if (json && !values.wait) printJson(ctx.io, { ...done, applied: true });
   else if (!json) ctx.io.stdout.write(`applied at revision ${done.revision}\n`);
   if (values.wait) return await waitFor(ctx, done, timeoutMs, json);

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { resolve } from 'node:path';
 import { toJson, type Diagnostic } from '../../core/diagnostics/index.js';
 import { healthAnswer } from '../api.js';
+import type { Client } from '../client.js';
 import type { CommandArgs, Context } from '../context.js';
 import { ExitError, fail } from '../exit.js';
 import { reason } from '../files.js';
@@ -16,8 +17,36 @@ export const usage = 'cca bundle [--last] [-o FILE]';
 export const fileFlag = 'file';
 export const options = { last: { type: 'boolean' }, file: { type: 'string', short: 'f' } } as const;
 
+/** The newest decisions kept in a bundle, chosen from at most PAGES pages of the store. */
 const DECISIONS = 500;
-const stateAnswer = z.looseObject({ kvs: z.array(z.looseObject({ key: z.string(), value: z.string(), modRevision: z.number() })) });
+const PAGE = 1000;
+const PAGES = 10;
+const stateAnswer = z.looseObject({
+  revision: z.number(),
+  more: z.boolean(),
+  kvs: z.array(z.looseObject({ key: z.string(), value: z.string(), modRevision: z.number() })),
+});
+type Kv = z.output<typeof stateAnswer>['kvs'][number];
+
+/**
+ * Decision keys sort by subject, not time, so the newest ones are found by reading the
+ * prefix page by page at one revision and keeping the highest mod revisions.
+ */
+async function recentDecisions(client: Client): Promise<Kv[]> {
+  const prefix = encodeURIComponent('/decisions/');
+  let kvs: Kv[] = [];
+  let revision = 0;
+  let after: string | undefined;
+  for (let page = 0; page < PAGES; page++) {
+    const q = `prefix=${prefix}&limit=${PAGE}&revision=${revision}${after ? `&after=${encodeURIComponent(after)}` : ''}`;
+    const r = await client.json('GET', `/v1/state?${q}`, stateAnswer);
+    revision = r.revision;
+    kvs = kvs.concat(r.kvs).sort((a, b) => b.modRevision - a.modRevision).slice(0, DECISIONS);
+    if (!r.more || r.kvs.length === 0) break;
+    after = r.kvs[r.kvs.length - 1]!.key;
+  }
+  return kvs;
+}
 
 function stamp(ms: number): string {
   return new Date(ms).toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
@@ -53,7 +82,7 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
   const health = await collect('server version (/healthz)', () => client.json('GET', '/healthz', healthAnswer));
   const reachable = health !== undefined;
   const get = <S extends z.ZodType>(what: string, path: string, schema: S) => (reachable ? collect(what, () => client.json('GET', path, schema)) : Promise.resolve(undefined));
-  const decisions = await get('recent decisions', `/v1/state?prefix=${encodeURIComponent('/decisions/')}&limit=${DECISIONS}`, stateAnswer);
+  const decisions = reachable ? await collect('recent decisions', () => recentDecisions(client)) : undefined;
   const nodes = await get('nodes', '/v1/nodes', z.unknown());
   const replicas = await get('replicas', '/v1/replicas?all=1', z.unknown());
   const services = await get('services', '/v1/services', z.unknown());
@@ -66,7 +95,7 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
       data: json({ cli: await cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}`, server: { url: client.server, version: health?.version ?? null } }),
     },
     { name: 'requests.json', data: json(requests) },
-    { name: 'decisions.json', data: json(decisions?.kvs.map((kv) => ({ key: kv.key, modRevision: kv.modRevision, decision: parseOr(kv.value) })) ?? null) },
+    { name: 'decisions.json', data: json(decisions?.map((kv) => ({ key: kv.key, modRevision: kv.modRevision, decision: parseOr(kv.value) })) ?? null) },
     { name: 'nodes.json', data: json(nodes ?? null) },
     { name: 'replicas.json', data: json(replicas ?? null) },
     { name: 'services.json', data: json(services ?? null) },
@@ -87,7 +116,7 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
   } catch (e) {
     fail('CCA-E0714', { file: target, reason: reason(e) });
   }
-  const summary = { file: target, entries: files.map((f) => f.name), requests: requests.length, decisions: decisions?.kvs.length ?? 0, errors };
+  const summary = { file: target, entries: files.map((f) => f.name), requests: requests.length, decisions: decisions?.length ?? 0, errors };
   if (mode === 'json') printJson(ctx.io, summary);
   else {
     ctx.io.stdout.write(`wrote ${target}\n${files.map((f) => `  ${f.name}`).join('\n')}\n`);

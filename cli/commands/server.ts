@@ -1,20 +1,16 @@
 import type { CommandArgs } from '../context.js';
 import { fail } from '../exit.js';
 
-export const usage = 'cca server [FLAGS…]';
+export const usage = 'cca server [FLAGS…] (cca server --help)';
 
-/**
- * `cca server` lives in cli/server.ts (runServer(argv) → exit code), owned by the server's own issue.
- * The specifier is not a literal so this build typechecks before that module lands.
- */
+/** `cca server`: cli/server.ts (owned by the server's issue) parses its own flags and returns the exit code. */
 export async function run(_ctx: unknown, { positionals }: CommandArgs): Promise<number> {
-  const specifier = '../server.js';
-  let mod: { runServer?: (argv: string[]) => Promise<number> };
+  let mod: typeof import('../server.js');
   try {
-    mod = (await import(specifier)) as typeof mod;
+    mod = await import('../server.js');
   } catch (e) {
+    // A module (or one of its dependencies) missing from this installation.
     fail('CCA-E0715', { command: 'server', reason: e instanceof Error ? e.message.split('\n')[0]! : String(e) });
   }
-  if (typeof mod.runServer !== 'function') fail('CCA-E0715', { command: 'server', reason: 'cli/server.ts exports no runServer' });
   return await mod.runServer(positionals);
 }

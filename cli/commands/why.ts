@@ -17,5 +17,5 @@ export async function run(ctx: Context, { positionals }: CommandArgs): Promise<v
   const answer = await ctx.client().json('GET', `/v1/why/${kind}/${encodeURIComponent(name)}`, whyAnswer);
   // The terminal's current value is the stored fact as it is now: a spec's secrets must not ride along.
   if (ctx.globals.output === 'json') printJson(ctx.io, redactValue(answer));
-  else ctx.io.stdout.write(`${renderWhy(answer, ctx.color)}\n`);
+  else ctx.io.stdout.write(`${renderWhy(answer, ctx.color, ctx.globals.verbose)}\n`);
 }

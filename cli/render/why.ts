@@ -7,6 +7,25 @@ type ChainLink = WhyAnswer['chain'][number];
 const iso = (ms: number) => new Date(ms).toISOString();
 const EVIDENCE_WIDTH = 100;
 
+/**
+ * Evidence in one line: a JSON object's scalar fields as `key=value` (what a reader scans
+ * for), else the text; clipped unless `full` (--verbose).
+ */
+export function evidenceText(value: string, full: boolean): string {
+  if (value === '') return '(absent when read)';
+  let text = value;
+  try {
+    const v: unknown = JSON.parse(value);
+    if (typeof v === 'object' && v !== null && !Array.isArray(v)) {
+      const scalars = Object.entries(v).filter(([, x]) => x === null || ['string', 'number', 'boolean'].includes(typeof x));
+      if (scalars.length > 0 && !full) text = scalars.map(([k, x]) => `${k}=${typeof x === 'string' ? x : JSON.stringify(x)}`).join(' ');
+    }
+  } catch {
+    // Not JSON: shown as it is.
+  }
+  return full ? text : clip(text, EVIDENCE_WIDTH);
+}
+
 function clip(s: string, width: number): string {
   const one = s.replace(/\s+/g, ' ');
   return one.length <= width ? one : `${one.slice(0, width - 1)}…`;
@@ -22,7 +41,7 @@ export function shortfallLines(reason: string): string[] | undefined {
   return [`${m[1]}; no node fits:`, ...m[2]!.split('; ').map((p) => `  - ${p}`)];
 }
 
-function linkLines(link: ChainLink, depth: number, color: boolean): string[] {
+function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean): string[] {
   const d = link.decision;
   const pad = '   '.repeat(depth);
   const head = `${pad}${depth === 0 ? '' : '└─ '}${paint(color, 'bold', `${d.kind} ${d.subject} ${d.action}`)}  ${paint(color, 'dim', `by ${d.controller} at ${iso(d.at)}`)}`;
@@ -40,7 +59,7 @@ function linkLines(link: ChainLink, depth: number, color: boolean): string[] {
   }
   if (d.evidence.length > 0) {
     lines.push(`${inner}evidence:`);
-    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', clip(e.value, EVIDENCE_WIDTH))}`);
+    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', evidenceText(e.value, full))}`);
   }
   return lines;
 }
@@ -49,10 +68,10 @@ function linkLines(link: ChainLink, depth: number, color: boolean): string[] {
  * The decision chain as an indented tree, newest first, each step caused by the one
  * below it, ending at the terminal fact or saying where and why it was truncated.
  */
-export function renderWhy(a: WhyAnswer, color: boolean): string {
+export function renderWhy(a: WhyAnswer, color: boolean, full = false): string {
   const status = a.complete ? paint(color, 'green', 'complete') : paint(color, 'red', 'truncated');
   const lines = [`why ${a.kind} ${a.name}: ${status} (${a.chain.length} decision${a.chain.length === 1 ? '' : 's'})`, ''];
-  a.chain.forEach((link, i) => lines.push(...linkLines(link, i, color)));
+  a.chain.forEach((link, i) => lines.push(...linkLines(link, i, color, full)));
   const pad = '   '.repeat(a.chain.length);
   if (a.terminal) {
     const now = a.terminal.current === undefined ? 'since deleted' : 'still present';

@@ -20,4 +20,9 @@ describe('bin/cca.mjs', () => {
     expect(down.stderr).not.toMatch(/\n\s+at /);
     expect(bin(['frobnicate']).code).toBe(1);
   });
+
+  test('cca server and cca agent get their own flags (global ones before the command stay with cca)', () => {
+    expect(bin(['server', '--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: cca server') });
+    expect(bin(['--verbose', 'agent', '--help'])).toMatchObject({ code: 0, stdout: expect.stringContaining('usage: cca agent') });
+  });
 });

@@ -42,7 +42,8 @@ ${show('help')}
 
 The config file is JSON, \`{"server": "http://host:7070", "token": "cca_admin_…"}\`. Because it
 may hold a token it must be readable by its owner only (\`chmod 600\`); any other mode is
-refused with \`CCA-E0706\` rather than used. Offline commands never read it.
+refused with \`CCA-E0706\` rather than used. Offline commands never read it. Prefer it (or
+\`CCA_TOKEN\`) to \`--token\`, which other users of the machine can see in the process list.
 
 Every request carries an \`X-Request-Id\` that \`cca\` makes (\`c-<time>-<random>-<n>\`), and
 every error from a server prints it, so a report can be matched with the server's log.
@@ -130,6 +131,7 @@ was then). The chain ends at a **terminal** (a desired key or an observed fact),
 first line says **complete**, or **truncated** with the reason (a cause evicted by
 retention, a loop, a chain too long). For a pending replica it shows why not: the
 shortfall per constraint. Repetitions are counted separately and are never a cause.
+Evidence shows a fact's scalar fields on one line; \`-v\` prints each value whole.
 
 ${show('why-replica-pending', 'why-node-truncated', 'why-service')}
 

@@ -1,4 +1,3 @@
-import { why } from '../../jobs/decisions/why.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +7,7 @@ import { main } from '../../cli/main.js';
 import type { Io } from '../../cli/io.js';
 import { createApp } from '../../handlers/app.js';
 import { ensureTokens } from '../../handlers/auth.js';
+import { why } from '../../jobs/decisions/why.js';
 import { listen } from '../../handlers/serve.js';
 import { ADMIN, testDeps } from '../handlers/harness.js';
 
@@ -28,6 +28,8 @@ export interface RunOptions {
   /** Answers to confirmation questions, in order. */
   answers?: string[];
   signal?: AbortSignal;
+  /** Runs while a confirmation question waits for its answer (someone else acting meanwhile). */
+  onPrompt?(): Promise<void>;
   /** Called with the output so far after every write (to stop a watch once enough was seen). */
   onWrite?(out: { stdout: string; stderr: string }): void;
 }
@@ -45,6 +47,7 @@ export async function cca(argv: string[], opts: RunOptions = {}): Promise<Run> {
     stdinIsTTY: opts.stdinIsTTY ?? false,
     prompt: async (q) => {
       out.stderr += q;
+      await opts.onPrompt?.();
       return answers.shift() ?? '';
     },
     env: { HOME: stateDir, CCA_STATE_DIR: stateDir, ...(opts.env ?? {}) },
@@ -66,10 +69,11 @@ export interface Live {
   run(argv: string[], opts?: RunOptions): Promise<Run>;
 }
 
-/** A real HTTP server on a free port: the API app with known tokens, closed reads, and `why` over the test store. */
+/** A real HTTP server on a free port: the API app with known tokens, closed reads, and `why`. */
 export async function liveServer(): Promise<Live> {
   const store = new MemoryStore();
   await ensureTokens(store, { admin: ADMIN });
+  // The real `why` (jobs/decisions/why.ts), injected as the server's composition root does.
   const deps = testDeps(store, { auth: { openReads: false }, why: (kind, name) => why(store, kind, name) });
   const app = createApp(deps);
   const requestIds: string[] = [];

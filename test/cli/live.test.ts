@@ -57,14 +57,25 @@ describe('apply', () => {
   });
 
   test('confirmation: needed without --yes; refused without a terminal; a "no" changes nothing', async () => {
-    const { live, run } = await setup();
+    const { live, run, cwd } = await setup();
+    writeFileSync(join(cwd, 'web2.cca'), (await import('node:fs')).readFileSync(join(cwd, 'web.cca'), 'utf8').replace('replicas = 2', 'replicas = 3'));
     expect((await run('apply-no-tty', ['apply', 'web.cca'])).code).toBe(1);
     expect((await run('apply-declined', ['apply', 'web.cca'], { stdinIsTTY: true, answers: ['n'] })).code).toBe(1);
     expect(await live.store.get(buildKey('service', 'web'))).toBeNull();
     expect((await run('apply-confirmed', ['apply', 'web.cca'], { stdinIsTTY: true, answers: ['y'] })).code).toBe(0);
     expect(await live.store.get(buildKey('service', 'web'))).not.toBeNull();
+    // Someone changes web while the question waits: the confirmation does not cover that.
+    const changed = await run('apply-changed-meanwhile', ['apply', 'web2.cca'], {
+      stdinIsTTY: true,
+      answers: ['y'],
+      onPrompt: async () => {
+        const kv = (await live.store.get(buildKey('service', 'web')))!;
+        await live.store.put(kv.key, kv.value.replace('"replicas":2', '"replicas":5'));
+      },
+    });
+    expect(changed.stderr).toContain('warning: the services changed on the server after the diff was shown');
     const json = await run('apply-json', ['apply', 'web.cca', '--yes', '-o', 'json']);
-    expect(JSON.parse(json.stdout)).toMatchObject({ applied: false, plan: { unchanged: ['web'] } });
+    expect(JSON.parse(json.stdout)).toMatchObject({ applied: true, plan: { changed: [{ name: 'web' }] } });
   });
 
   test("the server's spec errors point into the files; the token and reads are checked", async () => {
@@ -164,6 +175,12 @@ describe('apply --wait', () => {
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('CCA-E0709');
     expect(r.stderr).toContain('web-1: waiting for a node that fits');
+    // JSON: one document, printed once.
+    await seedReplica(live.store, { service: 'web', id: 'web-1', node: 'n9', state: 'running', ready: true });
+    await seedReplica(live.store, { service: 'web', id: 'web-2', node: 'n9', state: 'running', ready: true });
+    const json = await run(undefined, ['apply', 'web.cca', '--yes', '--wait', '--timeout', '5s', '-o', 'json']);
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ applied: false, converged: [{ name: 'web', ready: 2 }] });
   });
 });
 

@@ -81,6 +81,10 @@ describe('errors and exit codes', () => {
     expect((await golden('bad-request-id', ['get', 'services', '--request-id', 'has spaces'])).code).toBe(1);
   });
 
+  test('a server that is not an http(s) URL is refused, naming where it came from', async () => {
+    expect((await cca(['get', 'nodes'], { env: { CCA_SERVER: 'localhost:7070' } })).stderr).toContain('error CCA-E0703: cca: CCA_SERVER must be an http:// or https:// URL, not "localhost:7070"');
+  });
+
   test('a directory without .cca files is a coded error', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cca-empty-'));
     const r = await cca(['fmt', '.'], { cwd: dir });

@@ -36,7 +36,7 @@ async function seedPending(live: Live) {
     controller: 'replica',
     action: 'created',
     at: at(2),
-    evidence: [{ key: svc.key, modRevision: svc.modRevision, value: '{"name":"web","replicas":2}' }],
+    evidence: [{ key: svc.key, modRevision: svc.modRevision, value: svc.value }],
     cause: { fact: svc.key, modRevision: svc.modRevision },
     reasons: ['service web wants 2 replicas and has 1'],
   });
@@ -48,8 +48,8 @@ async function seedPending(live: Live) {
     action: 'pending',
     at: at(3),
     evidence: [
-      { key: '/replicas/web/web-7f3a', modRevision: 7, value: '{"id":"web-7f3a","service":"web","desired":"run"}' },
-      { key: svc.key, modRevision: svc.modRevision, value: '{"name":"web","cpuMillis":250}' },
+      { key: '/replicas/web/web-7f3a', modRevision: 7, value: encodeFact('replica', { id: 'web-7f3a', service: 'web', specRevision: svc.modRevision, desired: 'run', createdAt: at(2) }) },
+      { key: svc.key, modRevision: svc.modRevision, value: svc.value },
     ],
     cause: { decision: created },
     reasons: [
@@ -70,6 +70,8 @@ describe('why', () => {
     expectGolden('why-replica-pending', argv, r);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain('complete');
+    const verbose = await live.run([...argv, '-v']);
+    expectGolden('why-replica-verbose', [...argv, '-v'], verbose);
     const json = await live.run([...argv, '-o', 'json']);
     expectGolden('why-replica-json', [...argv, '-o', 'json'], json);
     expect(JSON.parse(json.stdout)).toMatchObject({ complete: true, chain: [{ decision: { action: 'pending' } }, { decision: { action: 'created' } }] });
@@ -188,7 +190,23 @@ describe('bundle', () => {
     expectGolden('bundle', ['bundle', '-o', 'evidence.tar.gz'], { ...r, stdout: r.stdout.replace(cwd, 'CWD') });
 
     const last = await live.run(['bundle', '--last', '-o', 'last.tar.gz', '--output', 'json'], { cwd, env });
-    expect(JSON.parse(last.stdout)).toMatchObject({ requests: 1, errors: [] });
+    expect(JSON.parse(last.stdout)).toMatchObject({ file: join(cwd, 'last.tar.gz'), requests: 1, errors: [] });
+  });
+
+  test('the newest 500 decisions are kept, found across pages of the store', async () => {
+    const live = await setup();
+    const cwd = mkdtempSync(join(tmpdir(), 'cca-bundle-'));
+    for (let i = 0; i < 1100; i++) {
+      const subject = `r${String(i).padStart(4, '0')}`;
+      await decide(live, { id: 'd', kind: 'replica', subject, controller: 'replica', action: 'created', at: at(i), evidence: [], reasons: [] });
+    }
+    const r = await live.run(['bundle', '-o', 'many.tar.gz', '--output', 'json'], { cwd, env: { CCA_STATE_DIR: cwd } });
+    expect(JSON.parse(r.stdout)).toMatchObject({ decisions: 500 });
+    const decisions = JSON.parse([...untar(readFileSync(join(cwd, 'many.tar.gz'))).entries()].find(([k]) => k.endsWith('decisions.json'))![1]) as { key: string }[];
+    const keys = decisions.map((d) => d.key);
+    expect(keys).toContain('/decisions/replica/r1099/d');
+    expect(keys).toContain('/decisions/replica/r0600/d');
+    expect(keys).not.toContain('/decisions/replica/r0599/d');
   });
 
   test('with the server down the bundle is still written, saying what could not be collected', async () => {
