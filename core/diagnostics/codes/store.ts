@@ -156,4 +156,11 @@ export const storeCodes = [
     cause: '{operation} cannot run inside a controller step’s transaction',
     fix: 'report this with `cca bundle`; a controller step must only read and write',
   },
+  {
+    code: 'CCA-E0123',
+    blame: 'environment',
+    title: 'leases renewed after an outage',
+    cause: 'no lease was reaped for over {seconds} s, so nobody could keep leases alive; {renewed} lease(s) were renewed by their TTL before any could expire',
+    fix: 'nothing to do: node loss is detected one TTL later than usual this once; check why the store or every server was down',
+  },
 ] as const satisfies readonly DiagnosticDef[];
