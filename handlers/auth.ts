@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { CcaError } from '../core/diagnostics/index.js';
-import { buildKey, decodeFact, encodeFact } from '../core/keys.js';
+import { buildKey, decodeFact, encodeFact, segmentProblem } from '../core/keys.js';
 import type { Store } from '../db/store.js';
 import type { RequestIdEnv } from './request-id.js';
 
@@ -43,11 +43,10 @@ export async function principalOf(store: Store, authorization: string | undefine
   const node = /^cca_node_([\w-]+)_[\w-]{43}$/.exec(token)?.[1];
   if (node) {
     const name = Buffer.from(node, 'base64url').toString();
-    try {
-      if (await matches(store, buildKey('nodeCredential', name), token)) return { kind: 'node', node: name };
-    } catch {
-      // A name that cannot be a key segment was never issued a credential.
-    }
+    // A name that cannot be a key segment was never issued a credential. Any other failure
+    // (the store is down) must surface as such: an agent told "bad token" would re-enroll.
+    if (segmentProblem(name) !== undefined) return { kind: 'anonymous' };
+    if (await matches(store, buildKey('nodeCredential', name), token)) return { kind: 'node', node: name };
   }
   return { kind: 'anonymous' };
 }

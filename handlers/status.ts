@@ -1,6 +1,7 @@
 import { desiredReplicas, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
 import { listFacts } from './facts.js';
+import { decodeFact, prefixOf } from '../core/keys.js';
 
 export interface ReplicaView {
   id: string;
@@ -64,11 +65,38 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
   };
 }
 
+/** At most this many pending replicas per service get their scheduler reason looked up. */
+const PENDING_REASONS = 20;
+
+/** The newest decision about a replica, at one revision: for a pending one, the scheduler's shortfall. */
+async function latestReason(store: Store, replica: string, revision: number): Promise<string | undefined> {
+  const r = await store.range({ prefix: prefixOf('decision', 'replica', replica), reverse: true, limit: 1, revision });
+  const kv = r.kvs[0];
+  if (!kv) return undefined;
+  const d = decodeFact('decision', kv.key, kv.value);
+  return d.reasons.length > 0 ? d.reasons.join('; ') : d.action;
+}
+
 export async function serviceStatuses(store: Store, only?: string): Promise<{ revision: number; services: ServiceStatus[] }> {
   const services = await listFacts(store, 'service');
   const at = services.revision;
   const [{ replicas }, intents] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at)]);
   const intent = new Map(intents.facts.map((f) => [f.value.service, f.value]));
+  const unplaced = new Map<string, string>();
+  const byService = new Map<string, number>();
+  await Promise.all(
+    replicas
+      .filter((r) => !r.retired && r.desired === 'run' && r.node === undefined)
+      .filter((r) => {
+        const n = byService.get(r.service) ?? 0;
+        byService.set(r.service, n + 1);
+        return n < PENDING_REASONS;
+      })
+      .map(async (r) => {
+        const reason = await latestReason(store, r.id, at);
+        if (reason) unplaced.set(r.id, reason);
+      }),
+  );
   return {
     revision: at,
     services: services.facts
@@ -86,7 +114,10 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
           ready: mine.filter((r) => r.state === 'running' && (!readinessChecked || r.health?.readiness === 'passing')).length,
           pending: mine
             .filter((r) => r.node === undefined || r.diagnostic !== undefined)
-            .map((r) => ({ replica: r.id, reason: r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : r.reason || 'not placed yet' })),
+            .map((r) => ({
+              replica: r.id,
+              reason: r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : unplaced.get(r.id) ?? (r.reason || 'not placed yet'),
+            })),
         };
       }),
   };
