@@ -128,10 +128,23 @@ export const decisionSchema = z.object({
   /** The decision key or fact key (a terminal) that justified this one. */
   cause: z.object({ decision: z.string() }).or(z.object({ fact: z.string(), modRevision: z.int().min(0) })).optional(),
   reasons: z.array(z.string()),
+  /**
+   * A digest of everything the decision was made on, when that is more than its evidence
+   * embeds (e.g. every node a pending replica could not use): the same basis and the same
+   * outcome is not a new decision, so a converged system writes nothing.
+   */
+  basis: z.string().optional(),
 });
 
 /** `/repeats/<controller>/<kind>/<subject>`: how often the same outcome repeated; never a cause. */
-export const repeatSchema = z.object({ decision: z.string(), count: z.int().min(1), first: ms, last: ms });
+export const repeatSchema = z.object({
+  decision: z.string(),
+  count: z.int().min(1),
+  first: ms,
+  last: ms,
+  /** The basis of the latest repetition (see the decision's `basis`): the same one again is no repetition. */
+  basis: z.string().optional(),
+});
 
 /** `/audit/<node>`: the auditor's rebuild of a node's allocation at one revision. */
 export const auditFindingSchema = z.object({
