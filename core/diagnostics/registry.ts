@@ -1,4 +1,5 @@
 import type { DiagnosticDef } from './types.js';
+import { controllerCodes } from './codes/controllers.js';
 import { generalCodes } from './codes/general.js';
 import { langCodes } from './codes/lang.js';
 import { serverCodes } from './codes/server.js';
@@ -6,7 +7,7 @@ import { specCodes } from './codes/spec.js';
 import { storeCodes } from './codes/store.js';
 
 /** Every code ccattler can emit. A code, once shipped, keeps its meaning forever. */
-const all: readonly DiagnosticDef[] = [...generalCodes, ...storeCodes, ...langCodes, ...specCodes, ...serverCodes];
+const all: readonly DiagnosticDef[] = [...generalCodes, ...storeCodes, ...langCodes, ...specCodes, ...serverCodes, ...controllerCodes];
 
 export const registry: ReadonlyMap<string, DiagnosticDef> = new Map(all.map((d) => [d.code, d]));
 
@@ -15,7 +16,8 @@ export type DiagnosticCode =
   | (typeof storeCodes)[number]['code']
   | (typeof langCodes)[number]['code']
   | (typeof specCodes)[number]['code']
-  | (typeof serverCodes)[number]['code'];
+  | (typeof serverCodes)[number]['code']
+  | (typeof controllerCodes)[number]['code'];
 
 /** Every registered definition, in code order (for docs, goldens and `cca explain --all`). */
 export function allDiagnostics(): readonly DiagnosticDef[] {
