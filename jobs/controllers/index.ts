@@ -1,0 +1,23 @@
+import type { Controller } from '../controller.js';
+import { retention, type RetentionOptions } from '../decisions/retention.js';
+import { auditor } from './auditor.js';
+import { nodeController, type NodeControllerOptions } from './node.js';
+import { replicaController } from './replica.js';
+import { scheduler } from './scheduler/index.js';
+
+export { auditor, AUDITOR } from './auditor.js';
+export { nodeController, NODE_CONTROLLER } from './node.js';
+export { replicaController, REPLICA_CONTROLLER } from './replica.js';
+export { scheduler, SCHEDULER } from './scheduler/index.js';
+
+export interface ControllerOptions {
+  node?: NodeControllerOptions;
+  retention?: (RetentionOptions & { everyMs?: number }) | false;
+}
+
+/** Every controller a ccattler server runs, in one list for either driver. */
+export function controllers(opts: ControllerOptions = {}): Controller[] {
+  const list = [replicaController, scheduler, nodeController(opts.node), auditor];
+  if (opts.retention !== false) list.push(retention(opts.retention ?? {}));
+  return list;
+}

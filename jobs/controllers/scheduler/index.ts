@@ -1,0 +1,103 @@
+import { buildKey, prefixOf } from '../../../core/keys.js';
+import type { Store } from '../../../db/store.js';
+import type { Controller, StepContext, Wakeup } from '../../controller.js';
+import { decodeFact } from '../../../core/keys.js';
+import { getFact, listFacts, unchanged, type Fact } from '../../facts.js';
+import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
+import { indexBy, readClusterView } from '../view.js';
+import { commitAll, packTxns } from './batch.js';
+import { pendingReasons, planPlacements, SCHEDULER, type Pending, type PlacementPlan } from './plan-placements.js';
+import { planReleases, planRepairs } from './plan-releases.js';
+
+export { SCHEDULER } from './plan-placements.js';
+
+/** After a lost race (a failed compare), plan again this soon. */
+const RETRY_MS = 100;
+
+/**
+ * The scheduler: the only writer of `/assigned/`, `/placements/` and `/allocations/`.
+ * Each step first releases what retired replicas held and carries out repair requests,
+ * then places pending replicas (oldest first) with the pure `place` function.
+ */
+export const scheduler: Controller = {
+  name: SCHEDULER,
+  watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service')],
+  async reconcile(ctx: StepContext): Promise<Wakeup> {
+    const { store, now } = ctx;
+    const [view, recordList, placementList, repairs, services] = await Promise.all([
+      readClusterView(store),
+      listFacts(store, 'replica', prefixOf('replica')),
+      listFacts(store, 'placement', prefixOf('placement')),
+      listFacts(store, 'repair', prefixOf('repair')),
+      listFacts(store, 'service', prefixOf('service')),
+    ]);
+    const records = indexBy(recordList, (r) => r.value.id);
+    const placements = indexBy(placementList, (p) => p.value.replica);
+
+    const housekeeping = new Map([...planReleases(view, records, placements, now), ...planRepairs(view, repairs, now)]);
+    if (housekeeping.size > 0) {
+      await commitAll(store, packTxns(housekeeping));
+      return { at: now }; // plan placements on the view these writes left
+    }
+
+    const specs = indexBy(services, (s) => s.value.name);
+    const pending: Pending[] = recordList
+      .filter((r) => r.value.desired === 'run' && !r.value.retired && !placements.has(r.value.id) && specs.has(r.value.service))
+      .sort((a, b) => a.value.createdAt - b.value.createdAt || (a.value.id < b.value.id ? -1 : 1))
+      .map((record) => ({ record, spec: specs.get(record.value.service)! }));
+    if (pending.length === 0) return {};
+    const live = (id: string) => {
+      const r = records.get(id);
+      return !!r && r.value.desired === 'run' && !r.value.retired;
+    };
+    const plan = planPlacements(view, pending, live, now);
+    const failed = await commitAll(store, packTxns(plan.groups));
+    const pendingFailed = await recordPending(store, plan, now);
+    if (plan.more) return { at: now };
+    return failed + pendingFailed > 0 ? { at: now + RETRY_MS } : {};
+  },
+};
+
+/**
+ * A replica that fits nowhere gets a pending decision naming the shortfall. The same
+ * shortfall on the same basis writes nothing; the same shortfall on a new basis only counts
+ * a repetition in the summary (never a cause); a different shortfall is a new decision.
+ */
+async function recordPending(store: Store, plan: PlacementPlan, now: number): Promise<number> {
+  let failed = 0;
+  for (const u of plan.unplaced) {
+    const r = u.pending.record.value;
+    const repeat = await getFact(store, 'repeat', SCHEDULER, 'replica', r.id);
+    const lastKv = repeat ? await store.get(repeat.value.decision) : null;
+    const last = lastKv ? decodeFact('decision', lastKv.key, lastKv.value) : undefined;
+    const reasons = pendingReasons(u.pending, u.shortfall, u.excluded);
+    const same = last && last.action === 'pending' && JSON.stringify(last.reasons) === JSON.stringify(reasons);
+    if (same && last.basis === u.basis) continue;
+    if (same && repeat) {
+      const rep = repeatOnce(SCHEDULER, 'replica', r.id, repeat.value.decision, repeat, now);
+      const res = await store.txn({ compare: [...rep.compares, unchanged(u.pending.record)], success: rep.ops });
+      if (!res.succeeded) failed++;
+      continue;
+    }
+    const d = decide({
+      kind: 'replica',
+      subject: r.id,
+      controller: SCHEDULER,
+      action: 'pending',
+      tag: 'sched-pending',
+      at: now,
+      evidence: [evidenceOf(u.pending.record), evidenceOf(u.pending.spec)],
+      cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
+      reasons,
+      basis: u.basis,
+    });
+    const rep = repeatOnce(SCHEDULER, 'replica', r.id, d.key, repeat, now);
+    const res = await store.txn({
+      compare: [...d.compares, ...rep.compares, unchanged(u.pending.record), { key: buildKey('placement', r.id), target: 'createRevision', op: '=', value: 0 }],
+      success: [...d.ops, ...rep.ops],
+    });
+    if (!res.succeeded) failed++;
+  }
+  return failed;
+}
+
