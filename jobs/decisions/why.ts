@@ -88,6 +88,6 @@ export function whyText(a: WhyAnswer): string {
     for (const r of d.reasons) lines.push(`      ${r}`);
   }
   if (a.terminal) lines.push(`  ← ${a.terminal.fact} at revision ${a.terminal.modRevision}`);
-  for (const r of a.repeats) lines.push(`  (${r.controller} repeated its last decision ${r.repeat.count}×)`);
+  for (const r of a.repeats) lines.push(`  (${r.controller} reached its latest outcome ${r.repeat.count}× from ${r.repeat.first} to ${r.repeat.last} ms; a count, never a cause)`);
   return lines.join('\n');
 }
