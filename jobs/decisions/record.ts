@@ -99,9 +99,11 @@ export function repeatOnce(
   decision: string,
   current: Fact<'repeat'> | undefined,
   at: number,
+  basis?: string,
 ): { compares: Compare[]; ops: Op[] } {
   const key = buildKey('repeat', controller, kind, subject);
   const prev: Repeat | undefined = current?.value;
-  const next: Repeat = prev && prev.decision === decision ? { ...prev, count: prev.count + 1, last: at } : { decision, count: 1, first: at, last: at };
+  const base: Repeat = prev && prev.decision === decision ? { ...prev, count: prev.count + 1, last: at } : { decision, count: 1, first: at, last: at };
+  const next: Repeat = basis !== undefined ? { ...base, basis } : base;
   return { compares: [unchanged(current, key)], ops: [putFact('repeat', [controller, kind, subject], next)] };
 }

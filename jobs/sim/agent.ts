@@ -51,13 +51,14 @@ export class SimAgent {
 
   /** One pass of the agent's loop at local time `local` (the machine clock, maybe skewed). */
   async tick(local: number): Promise<void> {
+    if (this.alive && this.disk.lease !== undefined && local - this.lastKeepalive >= this.timing.keepaliveMs) await this.keepalive(local);
+    // The supervisor checks after the keepalive: a restarted agent renews first.
     for (const r of this.runtime.supervise(local)) this.emit({ kind: 'fenced', replica: r });
     if (!this.alive) return;
     if (this.disk.lease === undefined) {
       await this.guard(() => this.register(local));
       if (this.disk.lease === undefined) return;
     }
-    if (local - this.lastKeepalive >= this.timing.keepaliveMs) await this.keepalive(local);
     if (this.disk.tenure === undefined) return;
     const assignments = await this.guard(() => this.assignments());
     if (assignments) await this.guard(() => this.reconcile(assignments, local));

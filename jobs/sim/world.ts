@@ -83,6 +83,7 @@ export class SimWorld {
   readonly evicted = new Set<string>();
   private readonly replaces = new Map<string, string>();
   private stepsThisInstant = 0;
+  private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
 
   constructor(readonly opts: SimOptions) {
@@ -370,7 +371,7 @@ export class SimWorld {
       return;
     }
     await this.drain();
-    for (const d of await inv.checkOvercommit(this.store)) this.violate(inv.INVARIANTS.noOvercommit, d);
+    for (const d of inv.checkOvercommit(this.mirror)) this.violate(inv.INVARIANTS.noOvercommit, d);
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
@@ -388,6 +389,14 @@ export class SimWorld {
       for (const e of batch.events) {
         const p = parseKey(e.kv.key);
         if (e.type === 'delete' && p?.kind === 'decision') this.evicted.add(e.kv.key);
+        if (p?.kind === 'assigned') {
+          if (e.type === 'delete') this.mirror.assigned.delete(e.kv.key);
+          else {
+            const a = decodeFact('assigned', e.kv.key, e.kv.value);
+            this.mirror.assigned.set(e.kv.key, { node: a.node, ...a.resources });
+          }
+        }
+        if (p?.kind === 'node' && e.type === 'put') this.mirror.capacity.set(p.params.node!, decodeFact('node', e.kv.key, e.kv.value).capacity);
         if (e.type === 'put' && e.kv.version === 1 && p?.kind === 'replica') {
           const rec = decodeFact('replica', e.kv.key, e.kv.value);
           const m = /^replaces (\S+) \(lost/.exec(rec.reason);

@@ -72,9 +72,9 @@ async function recordPending(store: Store, plan: PlacementPlan, now: number): Pr
     const last = lastKv ? decodeFact('decision', lastKv.key, lastKv.value) : undefined;
     const reasons = pendingReasons(u.pending, u.shortfall, u.excluded);
     const same = last && last.action === 'pending' && JSON.stringify(last.reasons) === JSON.stringify(reasons);
-    if (same && last.basis === u.basis) continue;
+    if (same && (repeat?.value.basis ?? last.basis) === u.basis) continue;
     if (same && repeat) {
-      const rep = repeatOnce(SCHEDULER, 'replica', r.id, repeat.value.decision, repeat, now);
+      const rep = repeatOnce(SCHEDULER, 'replica', r.id, repeat.value.decision, repeat, now, u.basis);
       const res = await store.txn({ compare: [...rep.compares, unchanged(u.pending.record)], success: rep.ops });
       if (!res.succeeded) failed++;
       continue;
@@ -91,7 +91,7 @@ async function recordPending(store: Store, plan: PlacementPlan, now: number): Pr
       reasons,
       basis: u.basis,
     });
-    const rep = repeatOnce(SCHEDULER, 'replica', r.id, d.key, repeat, now);
+    const rep = repeatOnce(SCHEDULER, 'replica', r.id, d.key, repeat, now, u.basis);
     const res = await store.txn({
       compare: [...d.compares, ...rep.compares, unchanged(u.pending.record), { key: buildKey('placement', r.id), target: 'createRevision', op: '=', value: 0 }],
       success: [...d.ops, ...rep.ops],
