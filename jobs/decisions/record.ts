@@ -66,7 +66,11 @@ export interface DecisionWrite {
   ops: Op[];
 }
 
-export function decide(d: DecisionInput): DecisionWrite {
+/**
+ * `trusted`: serialise without re-validating (the scheduler's placement path writes
+ * thousands per step; every field there is built from typed, already validated values).
+ */
+export function decide(d: DecisionInput, trusted = false): DecisionWrite {
   const key = decisionKey(d.kind, d.subject, d.at, d.tag);
   const decision: Decision = {
     id: key.slice(key.lastIndexOf('/') + 1),
@@ -84,7 +88,7 @@ export function decide(d: DecisionInput): DecisionWrite {
     key,
     decision,
     compares: [absent(key)],
-    ops: [putFact('decision', [d.kind, d.subject, decision.id], decision)],
+    ops: [trusted ? { put: { key, value: JSON.stringify(decision) } } : putFact('decision', [d.kind, d.subject, decision.id], decision)],
   };
 }
 
