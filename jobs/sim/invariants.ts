@@ -108,7 +108,9 @@ export async function checkEventuallyRunning(store: Store, agents: ReadonlyMap<s
   for (const s of services) {
     const mine = records.filter((r) => r.value.service === s.value.name && r.value.desired === 'run' && !r.value.retired);
     const completed = records.filter((r) => r.value.service === s.value.name && r.value.retired && r.value.reason.startsWith('completed')).length;
-    if (mine.length + completed !== s.value.replicas) out.push(`${s.value.name} wants ${s.value.replicas} replicas, has ${mine.length} live`);
+    // Replicas that ran to completion (no-restart policies) count toward the desired number.
+    const want = Math.max(0, s.value.replicas - completed);
+    if (mine.length !== want) out.push(`${s.value.name} wants ${s.value.replicas} replicas (${completed} completed), has ${mine.length} live`);
     for (const r of mine) {
       const a = view.assignments.get(r.value.id);
       if (!a) {

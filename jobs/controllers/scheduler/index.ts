@@ -52,8 +52,11 @@ export const scheduler: Controller = {
     };
     const plan = planPlacements(view, pending, live, now);
     const failed = await commitAll(store, packTxns(plan.groups));
+    // Pending decisions are recorded on a view without this step's own placements in
+    // flight, so their basis is the one the next step will see (else a converged system
+    // would keep bumping repetition counts).
+    if (plan.more || (plan.placed > 0 && plan.unplaced.length > 0)) return { at: failed > 0 ? now + RETRY_MS : now };
     const pendingFailed = await recordPending(store, plan, now);
-    if (plan.more) return { at: now };
     return failed + pendingFailed > 0 ? { at: now + RETRY_MS } : {};
   },
 };
