@@ -21,7 +21,7 @@ import { candidatesOf, demandOf } from '../jobs/controllers/scheduler/plan-place
 import { place, type Candidate, type Demand, type Spread } from '../jobs/placement/place.js';
 import { createPlacer } from '../jobs/placement/placer.js';
 import { addResources } from '../jobs/placement/quantities.js';
-import { scheduler } from '../jobs/controllers/scheduler/index.js';
+import { schedulerWith } from '../jobs/controllers/scheduler/index.js';
 import { readClusterView } from '../jobs/controllers/view.js';
 import { listFacts } from '../jobs/facts.js';
 import { Rng } from '../jobs/sim/rng.js';
@@ -37,6 +37,7 @@ function arg(name: string, fallback: number): number {
 const REPLICAS = arg('replicas', 10_000);
 const NODES = arg('nodes', 1_000);
 const PER_SERVICE = 20;
+const CONCURRENCY = arg('concurrency', 16);
 
 function services(rng: Rng): ServiceSpec[] {
   return Array.from({ length: Math.ceil(REPLICAS / PER_SERVICE) }, (_, i) => {
@@ -110,6 +111,7 @@ async function committed(store: Store): Promise<{ placements: number; seconds: n
   const started = performance.now();
   let steps = 0;
   let now = 1_000;
+  const scheduler = schedulerWith({ txnConcurrency: CONCURRENCY });
   for (;;) {
     steps++;
     const wake = await scheduler.reconcile({ store, now, random: Math.random });
