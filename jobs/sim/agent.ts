@@ -31,7 +31,11 @@ export class SimAgent {
   readonly runtime = new FakeRuntime();
   alive = true;
   private disk: Disk = {};
-  private lastContact = -Infinity;
+  /** Local time of the last successful keepalive (or registration). */
+  private lastOk = -Infinity;
+  /** First and latest "store down" answers since then: the span the store's lease clock stood still. */
+  private downFirst: number | undefined;
+  private downLast: number | undefined;
   private lastKeepalive = -Infinity;
   /** The last observation written per replica, to write only changes. */
   private written = new Map<string, string>();
@@ -51,7 +55,9 @@ export class SimAgent {
 
   /** One pass of the agent's loop at local time `local` (the machine clock, maybe skewed). */
   async tick(local: number): Promise<void> {
-    if (this.alive && this.disk.lease !== undefined && local - this.lastKeepalive >= this.timing.keepaliveMs) await this.keepalive(local);
+    // After a failed keepalive the agent retries on every loop, not every keepalive period.
+    const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined;
+    if (this.alive && this.disk.lease !== undefined && due) await this.keepalive(local);
     // The supervisor checks after the keepalive: a restarted agent renews first.
     for (const r of this.runtime.supervise(local)) this.emit({ kind: 'fenced', replica: r });
     if (!this.alive) return;
@@ -100,9 +106,8 @@ export class SimAgent {
     const r = await this.store.txn({ compare: [], success: [{ put: { key, value: encodeFact('node', this.record), lease: id } }, { range: { key } }] });
     const kv = (r.responses[1] as { range: { kvs: { createRevision: number }[] } }).range.kvs[0]!;
     this.disk = { lease: id, tenure: kv.createRevision };
-    this.lastContact = local;
     this.lastKeepalive = local;
-    this.runtime.fenceDeadline = local + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
+    this.renewed(local);
     this.written.clear();
     this.started.clear();
     this.emit({ kind: 'registered', tenure: kv.createRevision });
@@ -112,7 +117,7 @@ export class SimAgent {
     this.lastKeepalive = local;
     try {
       await this.store.keepAlive(this.disk.lease!);
-      this.contact(local);
+      this.renewed(local);
     } catch (e) {
       if (isCcaError(e, 'CCA-E0107')) {
         // The lease is gone: our tenure ended. Stop everything it ran, register anew.
@@ -121,15 +126,27 @@ export class SimAgent {
         this.disk = {};
         return;
       }
-      // The server answered that its store is down: nobody can expire the lease meanwhile
-      // (the store refreshes leases when it returns), so this counts as contact.
-      if (isCcaError(e, 'CCA-E0111')) this.contact(local);
+      // The server answered that its store is down: the store's lease clock stands still
+      // while it is down (leases are refreshed by the time they had left), so the fencing
+      // deadline moves by the span we *saw* it down — never by more, since the lease may
+      // have had little time left when the outage began.
+      if (isCcaError(e, 'CCA-E0111')) {
+        this.downFirst ??= local;
+        this.downLast = local;
+        this.runtime.fenceDeadline = this.deadlineFrom(this.lastOk) + (this.downLast - this.downFirst);
+      }
     }
   }
 
-  private contact(local: number): void {
-    this.lastContact = local;
-    this.runtime.fenceDeadline = local + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
+  private renewed(local: number): void {
+    this.lastOk = local;
+    this.downFirst = undefined;
+    this.downLast = undefined;
+    this.runtime.fenceDeadline = this.deadlineFrom(local);
+  }
+
+  private deadlineFrom(ok: number): number {
+    return ok + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
   }
 
   private async assignments(): Promise<Map<string, Assignment>> {

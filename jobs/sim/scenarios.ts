@@ -282,7 +282,7 @@ export async function simRandom(opts: SimOptions, only?: readonly number[]): Pro
       const a = w.agents.get(n.name)!;
       if (!a.alive) w.restartAgent(n.name);
     }
-    w.setStoreDown(false);
+    w.healStore();
   });
   // A repair request left from an earlier finding that reopened: the operator asks again.
   w.at(HEAL_BY + 20_000, 'operator', async () => {

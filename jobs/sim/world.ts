@@ -75,6 +75,7 @@ export class SimWorld {
   private seq = 0;
   private storeDownSince: number | undefined;
   private storeDownTotal = 0;
+  private outageDepth = 0;
   private storeWasDown = false;
   readonly partitions = new Set<string>();
   private readonly skews = new Map<string, number>();
@@ -227,15 +228,29 @@ export class SimWorld {
     this.log(`fault: ${node} ${cut ? 'partitioned from' : 'reconnected to'} the control plane`);
   }
 
+  /** Outages nest: overlapping ones keep the store down until the last one ends. */
   setStoreDown(down: boolean): void {
+    this.outageDepth = Math.max(0, this.outageDepth + (down ? 1 : -1));
+    this.applyOutage();
+  }
+
+  /** Every outage over at once (the end of a random schedule). */
+  healStore(): void {
+    this.outageDepth = 0;
+    this.applyOutage();
+  }
+
+  private applyOutage(): void {
+    const down = this.outageDepth > 0;
     if (down && this.storeDownSince === undefined) {
       this.storeDownSince = this.t;
       this.stats.outages++;
+      this.log('fault: store down');
     } else if (!down && this.storeDownSince !== undefined) {
       this.storeDownTotal += this.t - this.storeDownSince;
       this.storeDownSince = undefined;
+      this.log('store back');
     }
-    this.log(`fault: store ${down ? 'down' : 'back'}`);
   }
 
   skew(node: string, ms: number): void {
