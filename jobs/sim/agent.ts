@@ -37,6 +37,8 @@ export class SimAgent {
   private downFirst: number | undefined;
   private downLast: number | undefined;
   private lastKeepalive = -Infinity;
+  /** The wall clock of the current loop, for timestamps. */
+  private wall = 0;
   /** The last observation written per replica, to write only changes. */
   private written = new Map<string, string>();
   /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
@@ -53,13 +55,20 @@ export class SimAgent {
     return this.disk.tenure;
   }
 
-  /** One pass of the agent's loop at local time `local` (the machine clock, maybe skewed). */
-  async tick(local: number): Promise<void> {
+  /**
+   * One pass of the agent's loop. `wall` is the machine's clock (maybe skewed, maybe
+   * stepped by NTP): only timestamps come from it. Every duration — keepalive period,
+   * fencing deadline — is timed on `mono`, a monotonic clock, because a clock that jumps
+   * back would otherwise stretch the fencing window past the lease.
+   */
+  async tick(wall: number, mono: number = wall): Promise<void> {
+    this.wall = wall;
+    const local = mono;
     // After a failed keepalive the agent retries on every loop, not every keepalive period.
     const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined;
     if (this.alive && this.disk.lease !== undefined && due) await this.keepalive(local);
     // The supervisor checks after the keepalive: a restarted agent renews first.
-    for (const r of this.runtime.supervise(local)) this.emit({ kind: 'fenced', replica: r });
+    for (const r of this.runtime.supervise(local, wall)) this.emit({ kind: 'fenced', replica: r });
     if (!this.alive) return;
     if (this.disk.lease === undefined) {
       await this.guard(() => this.register(local));
@@ -122,7 +131,7 @@ export class SimAgent {
       if (isCcaError(e, 'CCA-E0107')) {
         // The lease is gone: our tenure ended. Stop everything it ran, register anew.
         this.emit({ kind: 'lease-lost', tenure: this.disk.tenure! });
-        for (const w of this.runtime.running()) this.runtime.kill(w.replica, local);
+        for (const w of this.runtime.running()) this.runtime.kill(w.replica, this.wall);
         this.disk = {};
         return;
       }
@@ -164,16 +173,16 @@ export class SimAgent {
       if (a.tenure !== tenure) continue;
       const w = this.runtime.workloads.get(a.replica);
       if (a.desired === 'run' && !w && !this.started.has(a.replica) && !fenced) {
-        this.runtime.start(a.replica, a.service, tenure, local);
+        this.runtime.start(a.replica, a.service, tenure, this.wall);
         this.started.add(a.replica);
         this.emit({ kind: 'started', replica: a.replica });
-      } else if (a.desired === 'stop' && w?.state === 'running' && this.runtime.kill(a.replica, local)) {
+      } else if (a.desired === 'stop' && w?.state === 'running' && this.runtime.kill(a.replica, this.wall)) {
         this.emit({ kind: 'stopped', replica: a.replica });
       }
     }
     for (const w of this.runtime.running()) {
       const a = assigned.get(w.replica);
-      if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, local)) this.emit({ kind: 'stopped', replica: w.replica });
+      if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
     }
     await this.report(assigned, tenure);
   }

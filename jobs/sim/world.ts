@@ -161,7 +161,7 @@ export class SimWorld {
     this.at(at, `tick ${name}`, async () => {
       const agent = this.agents.get(name)!;
       this.stats.agentTicks++;
-      await agent.tick(this.t + (this.skews.get(name) ?? 0));
+      await agent.tick(this.t + (this.skews.get(name) ?? 0), this.t);
       this.scheduleTick(name, this.t + this.timing.tickMs + this.agentRng.int(-50, 50));
     });
   }
@@ -450,7 +450,7 @@ export class SimWorld {
       const subjects = c.subjectOf ? ((await c.subjects?.(this.store)) ?? []) : [undefined];
       for (const s of subjects) await c.reconcile({ store: this.store, now: this.t, random: () => this.ctrlRng.next(), ...(s !== undefined ? { subject: s } : {}) });
     }
-    for (const [name, a] of this.agents) await a.tick(this.t + (this.skews.get(name) ?? 0));
+    for (const [name, a] of this.agents) await a.tick(this.t + (this.skews.get(name) ?? 0), this.t);
     const after = await this.store.revision();
     if (after === before) return [];
     const keys: string[] = [];
