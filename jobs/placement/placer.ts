@@ -37,12 +37,15 @@ const byFullThenName = (a: Entry, b: Entry) => a.full < b.full || (a.full === b.
  * demand that fits nowhere is answered by the exhaustive `place`, for its exact shortfall.
  */
 export function createPlacer(nodes: readonly Candidate[]): (d: Demand, spread: Spread) => Placement {
-  const shapes = new Map<string, Shape>();
+  // Keyed by the placement rules' object first (one per service spec), then the rest.
+  const shapes = new Map<Demand['placement'], Map<string, Shape>>();
   const byName = new Map(nodes.map((n) => [n.name, n]));
 
   const shapeOf = (d: Demand): Shape => {
-    const key = JSON.stringify([d.service, d.image, d.resources, d.placement]);
-    let shape = shapes.get(key);
+    let byRest = shapes.get(d.placement);
+    if (!byRest) shapes.set(d.placement, (byRest = new Map()));
+    const key = `${d.service}\0${d.image}\0${d.resources.cpuMillis}\0${d.resources.memoryBytes}`;
+    let shape = byRest.get(key);
     if (shape) return shape;
     const texts = textsOf(d);
     const groups = new Map<string, Group>();
@@ -58,7 +61,7 @@ export function createPlacer(nodes: readonly Candidate[]): (d: Demand, spread: S
       g.heap.push({ node: n, used: n.used, full: fullness(d, n) });
     }
     shape.groups = [...groups.values()];
-    shapes.set(key, shape);
+    byRest.set(key, shape);
     return shape;
   };
 
