@@ -29,7 +29,7 @@ export async function listFacts<K extends KeyKind>(store: Store, kind: K, prefix
       out.push({ key: kv.key, kv, value: decodeFact(kind, kv.key, kv.value) });
     }
     if (!r.more || r.kvs.length === 0) return out;
-    start = r.kvs[r.kvs.length - 1]!.key + '\0';
+    start = r.kvs[r.kvs.length - 1]!.key + '\u0001'; // keys hold no NUL: the next possible key
   }
 }
 

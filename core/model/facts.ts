@@ -137,7 +137,14 @@ export const decisionSchema = z.object({
 });
 
 /** `/repeats/<controller>/<kind>/<subject>`: how often the same outcome repeated; never a cause. */
-export const repeatSchema = z.object({ decision: z.string(), count: z.int().min(1), first: ms, last: ms });
+export const repeatSchema = z.object({
+  decision: z.string(),
+  count: z.int().min(1),
+  first: ms,
+  last: ms,
+  /** The basis of the latest repetition (see the decision's `basis`): the same one again is no repetition. */
+  basis: z.string().optional(),
+});
 
 /** `/audit/<node>`: the auditor's rebuild of a node's allocation at one revision. */
 export const auditFindingSchema = z.object({

@@ -89,7 +89,11 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
     }
   }
   const scale = planScale(ctx, service, spec, states.filter((s) => !retiredNow.has(s.record.value.id)), desired - live - completed);
-  if (scale) txns.push(scale.txn);
+  if (scale) {
+    txns.push(scale.txn);
+    // Replicas stopped now retire when their grace runs out: wake then without waiting to be woken.
+    if (scale.stopping) timer = Math.min(timer ?? Infinity, now + (spec?.value.stopGraceMs ?? DEFAULTS.stopGraceMs));
+  }
 
   let failed = 0;
   for (const t of txns) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
@@ -207,7 +211,7 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
 }
 
 /** Scale up (new ids) or down (the stated order), or stop everything of a deleted service. */
-function planScale(ctx: StepContext, service: string, spec: Fact<'service'> | undefined, states: ReplicaState[], diff: number): { txn: Txn; more: boolean } | undefined {
+function planScale(ctx: StepContext, service: string, spec: Fact<'service'> | undefined, states: ReplicaState[], diff: number): { txn: Txn; more: boolean; stopping?: boolean } | undefined {
   const { now } = ctx;
   const liveStates = states.filter(isLive).filter((s) => !s.lost);
   if (diff === 0 || (diff < 0 && liveStates.length === 0)) return undefined;
@@ -217,7 +221,7 @@ function planScale(ctx: StepContext, service: string, spec: Fact<'service'> | un
     subject: service,
     controller: REPLICA_CONTROLLER,
     action: !spec ? 'deleted: stopping every replica' : diff > 0 ? `scaled up by ${diff}` : `scaled down by ${-diff}`,
-    tag: !spec ? 'rc-delete' : 'rc-scale',
+    tag: !spec ? 'rc-delete' : diff > 0 ? 'rc-scale-up' : 'rc-scale-down',
     at: now,
     evidence: spec ? [evidenceOf(spec)] : [],
     cause: spec ? causedByFact(spec) : causedByFact({ key: serviceKey, modRevision: 0 }),
@@ -240,7 +244,7 @@ function planScale(ctx: StepContext, service: string, spec: Fact<'service'> | un
     compares.push(unchanged(s.record), ...d.compares);
     ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now }), ...d.ops);
   }
-  return { txn: { compares, ops }, more: -diff > victims.length };
+  return { txn: { compares, ops }, more: -diff > victims.length, stopping: victims.length > 0 };
 }
 
 function scaleDownOrder(a: ReplicaState, b: ReplicaState): number {

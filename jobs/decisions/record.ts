@@ -66,7 +66,11 @@ export interface DecisionWrite {
   ops: Op[];
 }
 
-export function decide(d: DecisionInput): DecisionWrite {
+/**
+ * `trusted`: serialise without re-validating (the scheduler's placement path writes
+ * thousands per step; every field there is built from typed, already validated values).
+ */
+export function decide(d: DecisionInput, trusted = false): DecisionWrite {
   const key = decisionKey(d.kind, d.subject, d.at, d.tag);
   const decision: Decision = {
     id: key.slice(key.lastIndexOf('/') + 1),
@@ -84,7 +88,7 @@ export function decide(d: DecisionInput): DecisionWrite {
     key,
     decision,
     compares: [absent(key)],
-    ops: [putFact('decision', [d.kind, d.subject, decision.id], decision)],
+    ops: [trusted ? { put: { key, value: JSON.stringify(decision) } } : putFact('decision', [d.kind, d.subject, decision.id], decision)],
   };
 }
 
@@ -99,9 +103,11 @@ export function repeatOnce(
   decision: string,
   current: Fact<'repeat'> | undefined,
   at: number,
+  basis?: string,
 ): { compares: Compare[]; ops: Op[] } {
   const key = buildKey('repeat', controller, kind, subject);
   const prev: Repeat | undefined = current?.value;
-  const next: Repeat = prev && prev.decision === decision ? { ...prev, count: prev.count + 1, last: at } : { decision, count: 1, first: at, last: at };
+  const base: Repeat = prev && prev.decision === decision ? { ...prev, count: prev.count + 1, last: at } : { decision, count: 1, first: at, last: at };
+  const next: Repeat = basis !== undefined ? { ...base, basis } : base;
   return { compares: [unchanged(current, key)], ops: [putFact('repeat', [controller, kind, subject], next)] };
 }

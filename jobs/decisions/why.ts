@@ -38,9 +38,14 @@ const REPEATERS = ['scheduler', 'replica', 'node', 'auditor'];
  * changing or being compacted.
  */
 export async function why(store: Store, kind: DecisionKind, name: string): Promise<WhyAnswer> {
-  const r = await store.range({ prefix: prefixOf('decision', kind, name), reverse: true, limit: HISTORY });
+  // Ids sort by time; decisions made in the same millisecond are ordered by the revision
+  // that committed them, which is the order they happened in.
+  const r = await store.range({ prefix: prefixOf('decision', kind, name), reverse: true, limit: HISTORY * 2 });
   if (r.kvs.length === 0) throw new CcaError('CCA-E0406', { kind, name });
-  const history = r.kvs.map((kv) => ({ key: kv.key, decision: decodeFact('decision', kv.key, kv.value) }));
+  const history = [...r.kvs]
+    .sort((a, b) => b.modRevision - a.modRevision)
+    .slice(0, HISTORY)
+    .map((kv) => ({ key: kv.key, decision: decodeFact('decision', kv.key, kv.value) }));
   const answer: WhyAnswer = { kind, name, history, chain: [], complete: false, repeats: [] };
   const seen = new Set<string>();
   let link: ChainLink | undefined = history[0];

@@ -44,32 +44,59 @@ export type Placement =
   | { ok: true; node: string; reasons: string[] }
   | { ok: false; shortfall: string; excluded: Record<string, number> };
 
+/** Reason texts of one demand, built once rather than once per excluded node. */
+export interface Texts {
+  image: string;
+  require: string[];
+  restrict: string[];
+}
+
+export function textsOf(d: Demand): Texts {
+  return {
+    image: `image ${d.image} not in its catalogue`,
+    require: d.placement.require.map((c) => `require ${constraintText(c)}`),
+    restrict: d.placement.restrict.map((c) => `restrict ${constraintText(c)}`),
+  };
+}
+
 /** Why one node cannot take the demand, or undefined when it can. Checked in this order. */
 export function exclusion(d: Demand, n: Candidate): string | undefined {
-  if (!n.ready) return 'not ready';
-  if (n.audited) return 'an open audit finding';
-  if (!Object.hasOwn(n.images, d.image)) return `image ${d.image} not in its catalogue`;
-  const taints = untoleratedTaints(d.placement.accept, n.taints);
-  if (taints.length > 0) return `taint ${taints.join(', ')} not accepted`;
-  for (const c of d.placement.require) if (!matchesConstraint(c, n)) return `require ${constraintText(c)}`;
-  for (const c of d.placement.restrict) if (matchesConstraint(c, n)) return `restrict ${constraintText(c)}`;
-  if (n.capacity.cpuMillis - n.used.cpuMillis < d.resources.cpuMillis) return `cpu`;
-  if (n.capacity.memoryBytes - n.used.memoryBytes < d.resources.memoryBytes) return `memory`;
+  const why = staticExclusion(d, n, textsOf(d));
+  if (why !== undefined) return why;
+  if (n.capacity.cpuMillis - n.used.cpuMillis < d.resources.cpuMillis) return 'cpu';
+  if (n.capacity.memoryBytes - n.used.memoryBytes < d.resources.memoryBytes) return 'memory';
   return undefined;
 }
 
+/** The checks that do not depend on the node's free capacity. */
+export function staticExclusion(d: Demand, n: Candidate, texts: Texts): string | undefined {
+  if (!n.ready) return 'not ready';
+  if (n.audited) return 'an open audit finding';
+  if (!Object.hasOwn(n.images, d.image)) return texts.image;
+  if (n.taints.length > 0) {
+    const taints = untoleratedTaints(d.placement.accept, n.taints);
+    if (taints.length > 0) return `taint ${taints.join(', ')} not accepted`;
+  }
+  const { require, restrict } = d.placement;
+  for (let i = 0; i < require.length; i++) if (!matchesConstraint(require[i]!, n)) return texts.require[i];
+  for (let i = 0; i < restrict.length; i++) if (matchesConstraint(restrict[i]!, n)) return texts.restrict[i];
+  return undefined;
+}
+
+/**
+ * The reference: every node filtered, every survivor scored. `createPlacer` (placer.ts)
+ * gives the same answers faster for many demands; tests hold them to each other.
+ */
 export function place(d: Demand, nodes: readonly Candidate[], spread: Spread): Placement {
   const excluded: Record<string, number> = {};
   let best: Candidate | undefined;
   let bestScore: number[] = [];
-  let fits = 0;
   for (const n of nodes) {
     const why = exclusion(d, n);
     if (why !== undefined) {
       excluded[why] = (excluded[why] ?? 0) + 1;
       continue;
     }
-    fits++;
     const s = score(d, n, spread);
     if (!best || better(s, n.name, bestScore, best.name)) {
       best = n;
@@ -77,33 +104,40 @@ export function place(d: Demand, nodes: readonly Candidate[], spread: Spread): P
     }
   }
   if (!best) return { ok: false, shortfall: shortfallText(d, nodes.length, excluded), excluded };
-  return { ok: true, node: best.name, reasons: placedReasons(d, best, spread, fits, nodes.length) };
+  return { ok: true, node: best.name, reasons: placedReasons(d, best, spread) };
 }
 
 /**
  * Lower is better, compared in order: spread (the service's replicas in the node's zone,
- * then on the node, in the spec's spread order), then preference weight, then how full
- * the node would be (least allocated first, the fuller of cpu and memory counts).
+ * then on the node, in the spec's spread order), then preference weight (higher first),
+ * then how full the node would be (least allocated first; the fuller of cpu and memory),
+ * then the name, so equal scores still decide deterministically.
  */
-function score(d: Demand, n: Candidate, spread: Spread): number[] {
-  const s: number[] = [];
-  for (const attr of d.placement.spread) s.push(attr === 'zone' ? spread.zone.get(n.zone) ?? 0 : spread.node.get(n.name) ?? 0);
+export function score(d: Demand, n: Candidate, spread: Spread): number[] {
+  const s: number[] = d.placement.spread.map((attr) => spreadOf(attr, n, spread));
   let weight = 0;
   for (const p of d.placement.prefer) if (matchesConstraint(p.constraint, n)) weight += p.weight;
-  s.push(-weight);
-  const cpu = (n.used.cpuMillis + d.resources.cpuMillis) / n.capacity.cpuMillis;
-  const mem = (n.used.memoryBytes + d.resources.memoryBytes) / n.capacity.memoryBytes;
-  s.push(Math.max(cpu, mem));
+  s.push(-weight, fullness(d, n));
   return s;
 }
 
-function better(a: number[], aName: string, b: number[], bName: string): boolean {
+export function fullness(d: Demand, n: Candidate): number {
+  const fc = (n.used.cpuMillis + d.resources.cpuMillis) / n.capacity.cpuMillis;
+  const fm = (n.used.memoryBytes + d.resources.memoryBytes) / n.capacity.memoryBytes;
+  return fc > fm ? fc : fm;
+}
+
+export function better(a: readonly number[], aName: string, b: readonly number[], bName: string): boolean {
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
   return aName < bName;
 }
 
-function placedReasons(d: Demand, n: Candidate, spread: Spread, fits: number, total: number): string[] {
-  const reasons = [`${fits} of ${total} nodes fit ${cpuText(d.resources.cpuMillis)} and ${memoryText(d.resources.memoryBytes)}`];
+export function spreadOf(attr: 'zone' | 'node', n: Candidate, spread: Spread): number {
+  return attr === 'zone' ? spread.zone.get(n.zone) ?? 0 : spread.node.get(n.name) ?? 0;
+}
+
+export function placedReasons(d: Demand, n: Candidate, spread: Spread): string[] {
+  const reasons = [`fits ${cpuText(d.resources.cpuMillis)} and ${memoryText(d.resources.memoryBytes)} memory`];
   for (const attr of d.placement.spread) {
     const count = attr === 'zone' ? spread.zone.get(n.zone) ?? 0 : spread.node.get(n.name) ?? 0;
     reasons.push(`spread by ${attr}: ${attr === 'zone' ? `zone ${n.zone}` : `node ${n.name}`} had ${count} replica(s) of ${d.service}, the fewest`);

@@ -31,8 +31,14 @@ export class SimAgent {
   readonly runtime = new FakeRuntime();
   alive = true;
   private disk: Disk = {};
-  private lastContact = -Infinity;
+  /** Local time of the last successful keepalive (or registration). */
+  private lastOk = -Infinity;
+  /** First and latest "store down" answers since then: the span the store's lease clock stood still. */
+  private downFirst: number | undefined;
+  private downLast: number | undefined;
   private lastKeepalive = -Infinity;
+  /** The wall clock of the current loop, for timestamps. */
+  private wall = 0;
   /** The last observation written per replica, to write only changes. */
   private written = new Map<string, string>();
   /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
@@ -49,15 +55,25 @@ export class SimAgent {
     return this.disk.tenure;
   }
 
-  /** One pass of the agent's loop at local time `local` (the machine clock, maybe skewed). */
-  async tick(local: number): Promise<void> {
-    for (const r of this.runtime.supervise(local)) this.emit({ kind: 'fenced', replica: r });
+  /**
+   * One pass of the agent's loop. `wall` is the machine's clock (maybe skewed, maybe
+   * stepped by NTP): only timestamps come from it. Every duration — keepalive period,
+   * fencing deadline — is timed on `mono`, a monotonic clock, because a clock that jumps
+   * back would otherwise stretch the fencing window past the lease.
+   */
+  async tick(wall: number, mono: number = wall): Promise<void> {
+    this.wall = wall;
+    const local = mono;
+    // After a failed keepalive the agent retries on every loop, not every keepalive period.
+    const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined;
+    if (this.alive && this.disk.lease !== undefined && due) await this.keepalive(local);
+    // The supervisor checks after the keepalive: a restarted agent renews first.
+    for (const r of this.runtime.supervise(local, wall)) this.emit({ kind: 'fenced', replica: r });
     if (!this.alive) return;
     if (this.disk.lease === undefined) {
       await this.guard(() => this.register(local));
       if (this.disk.lease === undefined) return;
     }
-    if (local - this.lastKeepalive >= this.timing.keepaliveMs) await this.keepalive(local);
     if (this.disk.tenure === undefined) return;
     const assignments = await this.guard(() => this.assignments());
     if (assignments) await this.guard(() => this.reconcile(assignments, local));
@@ -99,9 +115,8 @@ export class SimAgent {
     const r = await this.store.txn({ compare: [], success: [{ put: { key, value: encodeFact('node', this.record), lease: id } }, { range: { key } }] });
     const kv = (r.responses[1] as { range: { kvs: { createRevision: number }[] } }).range.kvs[0]!;
     this.disk = { lease: id, tenure: kv.createRevision };
-    this.lastContact = local;
     this.lastKeepalive = local;
-    this.runtime.fenceDeadline = local + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
+    this.renewed(local);
     this.written.clear();
     this.started.clear();
     this.emit({ kind: 'registered', tenure: kv.createRevision });
@@ -111,24 +126,36 @@ export class SimAgent {
     this.lastKeepalive = local;
     try {
       await this.store.keepAlive(this.disk.lease!);
-      this.contact(local);
+      this.renewed(local);
     } catch (e) {
       if (isCcaError(e, 'CCA-E0107')) {
         // The lease is gone: our tenure ended. Stop everything it ran, register anew.
         this.emit({ kind: 'lease-lost', tenure: this.disk.tenure! });
-        for (const w of this.runtime.running()) this.runtime.kill(w.replica, local);
+        for (const w of this.runtime.running()) this.runtime.kill(w.replica, this.wall);
         this.disk = {};
         return;
       }
-      // The server answered that its store is down: nobody can expire the lease meanwhile
-      // (the store refreshes leases when it returns), so this counts as contact.
-      if (isCcaError(e, 'CCA-E0111')) this.contact(local);
+      // The server answered that its store is down: the store's lease clock stands still
+      // while it is down (leases are refreshed by the time they had left), so the fencing
+      // deadline moves by the span we *saw* it down — never by more, since the lease may
+      // have had little time left when the outage began.
+      if (isCcaError(e, 'CCA-E0111')) {
+        this.downFirst ??= local;
+        this.downLast = local;
+        this.runtime.fenceDeadline = this.deadlineFrom(this.lastOk) + (this.downLast - this.downFirst);
+      }
     }
   }
 
-  private contact(local: number): void {
-    this.lastContact = local;
-    this.runtime.fenceDeadline = local + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
+  private renewed(local: number): void {
+    this.lastOk = local;
+    this.downFirst = undefined;
+    this.downLast = undefined;
+    this.runtime.fenceDeadline = this.deadlineFrom(local);
+  }
+
+  private deadlineFrom(ok: number): number {
+    return ok + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
   }
 
   private async assignments(): Promise<Map<string, Assignment>> {
@@ -146,16 +173,16 @@ export class SimAgent {
       if (a.tenure !== tenure) continue;
       const w = this.runtime.workloads.get(a.replica);
       if (a.desired === 'run' && !w && !this.started.has(a.replica) && !fenced) {
-        this.runtime.start(a.replica, a.service, tenure, local);
+        this.runtime.start(a.replica, a.service, tenure, this.wall);
         this.started.add(a.replica);
         this.emit({ kind: 'started', replica: a.replica });
-      } else if (a.desired === 'stop' && w?.state === 'running' && this.runtime.kill(a.replica, local)) {
+      } else if (a.desired === 'stop' && w?.state === 'running' && this.runtime.kill(a.replica, this.wall)) {
         this.emit({ kind: 'stopped', replica: a.replica });
       }
     }
     for (const w of this.runtime.running()) {
       const a = assigned.get(w.replica);
-      if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, local)) this.emit({ kind: 'stopped', replica: w.replica });
+      if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
     }
     await this.report(assigned, tenure);
   }

@@ -26,18 +26,25 @@ export const INVARIANTS = {
   storeReportedOnce: 'store-failure-reported-once',
 } as const;
 
+/** What the world mirrors from the watch: assignments and node capacities, decoded once per change. */
+export interface Mirror {
+  assigned: Map<string, { node: string; cpuMillis: number; memoryBytes: number }>;
+  capacity: Map<string, { cpuMillis: number; memoryBytes: number }>;
+}
+
 /** No node's assignments add up to more than its declared capacity. */
-export async function checkOvercommit(store: Store): Promise<string[]> {
-  const view = await readClusterView(store);
+export function checkOvercommit(m: Mirror): string[] {
+  const sums = new Map<string, { cpu: number; mem: number }>();
+  for (const a of m.assigned.values()) {
+    const s = sums.get(a.node) ?? { cpu: 0, mem: 0 };
+    s.cpu += a.cpuMillis;
+    s.mem += a.memoryBytes;
+    sums.set(a.node, s);
+  }
   const out: string[] = [];
-  for (const [name, list] of view.byNode) {
-    const node = view.nodes.get(name);
-    if (!node) continue;
-    const cpu = list.reduce((s, a) => s + a.value.resources.cpuMillis, 0);
-    const mem = list.reduce((s, a) => s + a.value.resources.memoryBytes, 0);
-    if (cpu > node.value.capacity.cpuMillis || mem > node.value.capacity.memoryBytes) {
-      out.push(`${name} holds ${cpu}m cpu / ${mem} bytes, capacity ${node.value.capacity.cpuMillis}m / ${node.value.capacity.memoryBytes}`);
-    }
+  for (const [node, s] of sums) {
+    const cap = m.capacity.get(node);
+    if (cap && (s.cpu > cap.cpuMillis || s.mem > cap.memoryBytes)) out.push(`${node} holds ${s.cpu}m cpu / ${s.mem} bytes, capacity ${cap.cpuMillis}m / ${cap.memoryBytes}`);
   }
   return out;
 }
@@ -101,7 +108,9 @@ export async function checkEventuallyRunning(store: Store, agents: ReadonlyMap<s
   for (const s of services) {
     const mine = records.filter((r) => r.value.service === s.value.name && r.value.desired === 'run' && !r.value.retired);
     const completed = records.filter((r) => r.value.service === s.value.name && r.value.retired && r.value.reason.startsWith('completed')).length;
-    if (mine.length + completed !== s.value.replicas) out.push(`${s.value.name} wants ${s.value.replicas} replicas, has ${mine.length} live`);
+    // Replicas that ran to completion (no-restart policies) count toward the desired number.
+    const want = Math.max(0, s.value.replicas - completed);
+    if (mine.length !== want) out.push(`${s.value.name} wants ${s.value.replicas} replicas (${completed} completed), has ${mine.length} live`);
     for (const r of mine) {
       const a = view.assignments.get(r.value.id);
       if (!a) {

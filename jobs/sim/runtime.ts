@@ -16,7 +16,7 @@ export interface Workload {
 
 export class FakeRuntime {
   readonly workloads = new Map<string, Workload>();
-  /** Local time after which the supervisor stops everything (set from the agent's last contact). */
+  /** Monotonic time after which the supervisor stops everything (set by the agent, see SimAgent). */
   fenceDeadline = Infinity;
   /** The next this-many kills fail (a stuck process); each is retried. */
   failingKills = 0;
@@ -48,10 +48,10 @@ export class FakeRuntime {
     return [...this.workloads.values()].filter((w) => w.state === 'running');
   }
 
-  /** The supervisor's check, on the machine's clock. */
-  supervise(localNow: number): string[] {
-    if (localNow < this.fenceDeadline) return [];
-    return this.running().filter((w) => this.kill(w.replica, localNow)).map((w) => w.replica);
+  /** The supervisor's check, on the machine's monotonic clock (`at` only stamps the exits). */
+  supervise(mono: number, at = mono): string[] {
+    if (mono < this.fenceDeadline) return [];
+    return this.running().filter((w) => this.kill(w.replica, at)).map((w) => w.replica);
   }
 
   /** Power loss: every workload dies with the machine. */

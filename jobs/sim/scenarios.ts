@@ -199,7 +199,7 @@ export function randomFaults(rng: Rng, cluster: RandomCluster): Fault[] {
   const node = () => rng.pick(cluster.nodes).name;
   const service = () => rng.pick(cluster.services).name;
   const faults: Fault[] = [];
-  for (let i = rng.int(0, 6); i > 0; i--) {
+  for (let i = rng.int(0, 10); i > 0; i--) {
     const at = rng.int(15, 80) * 1_000;
     const kind = rng.pick(['crash', 'agent-restart', 'power-cycle', 'partition', 'store-outage', 'skew', 'failing-kills', 'scale', 'corrupt-allocation'] as const);
     switch (kind) {
@@ -282,7 +282,7 @@ export async function simRandom(opts: SimOptions, only?: readonly number[]): Pro
       const a = w.agents.get(n.name)!;
       if (!a.alive) w.restartAgent(n.name);
     }
-    w.setStoreDown(false);
+    w.healStore();
   });
   // A repair request left from an earlier finding that reopened: the operator asks again.
   w.at(HEAL_BY + 20_000, 'operator', async () => {

@@ -75,6 +75,7 @@ export class SimWorld {
   private seq = 0;
   private storeDownSince: number | undefined;
   private storeDownTotal = 0;
+  private outageDepth = 0;
   private storeWasDown = false;
   readonly partitions = new Set<string>();
   private readonly skews = new Map<string, number>();
@@ -83,6 +84,7 @@ export class SimWorld {
   readonly evicted = new Set<string>();
   private readonly replaces = new Map<string, string>();
   private stepsThisInstant = 0;
+  private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
 
   constructor(readonly opts: SimOptions) {
@@ -159,7 +161,7 @@ export class SimWorld {
     this.at(at, `tick ${name}`, async () => {
       const agent = this.agents.get(name)!;
       this.stats.agentTicks++;
-      await agent.tick(this.t + (this.skews.get(name) ?? 0));
+      await agent.tick(this.t + (this.skews.get(name) ?? 0), this.t);
       this.scheduleTick(name, this.t + this.timing.tickMs + this.agentRng.int(-50, 50));
     });
   }
@@ -226,15 +228,29 @@ export class SimWorld {
     this.log(`fault: ${node} ${cut ? 'partitioned from' : 'reconnected to'} the control plane`);
   }
 
+  /** Outages nest: overlapping ones keep the store down until the last one ends. */
   setStoreDown(down: boolean): void {
+    this.outageDepth = Math.max(0, this.outageDepth + (down ? 1 : -1));
+    this.applyOutage();
+  }
+
+  /** Every outage over at once (the end of a random schedule). */
+  healStore(): void {
+    this.outageDepth = 0;
+    this.applyOutage();
+  }
+
+  private applyOutage(): void {
+    const down = this.outageDepth > 0;
     if (down && this.storeDownSince === undefined) {
       this.storeDownSince = this.t;
       this.stats.outages++;
+      this.log('fault: store down');
     } else if (!down && this.storeDownSince !== undefined) {
       this.storeDownTotal += this.t - this.storeDownSince;
       this.storeDownSince = undefined;
+      this.log('store back');
     }
-    this.log(`fault: store ${down ? 'down' : 'back'}`);
   }
 
   skew(node: string, ms: number): void {
@@ -370,7 +386,7 @@ export class SimWorld {
       return;
     }
     await this.drain();
-    for (const d of await inv.checkOvercommit(this.store)) this.violate(inv.INVARIANTS.noOvercommit, d);
+    for (const d of inv.checkOvercommit(this.mirror)) this.violate(inv.INVARIANTS.noOvercommit, d);
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
@@ -388,6 +404,14 @@ export class SimWorld {
       for (const e of batch.events) {
         const p = parseKey(e.kv.key);
         if (e.type === 'delete' && p?.kind === 'decision') this.evicted.add(e.kv.key);
+        if (p?.kind === 'assigned') {
+          if (e.type === 'delete') this.mirror.assigned.delete(e.kv.key);
+          else {
+            const a = decodeFact('assigned', e.kv.key, e.kv.value);
+            this.mirror.assigned.set(e.kv.key, { node: a.node, ...a.resources });
+          }
+        }
+        if (p?.kind === 'node' && e.type === 'put') this.mirror.capacity.set(p.params.node!, decodeFact('node', e.kv.key, e.kv.value).capacity);
         if (e.type === 'put' && e.kv.version === 1 && p?.kind === 'replica') {
           const rec = decodeFact('replica', e.kv.key, e.kv.value);
           const m = /^replaces (\S+) \(lost/.exec(rec.reason);
@@ -426,7 +450,7 @@ export class SimWorld {
       const subjects = c.subjectOf ? ((await c.subjects?.(this.store)) ?? []) : [undefined];
       for (const s of subjects) await c.reconcile({ store: this.store, now: this.t, random: () => this.ctrlRng.next(), ...(s !== undefined ? { subject: s } : {}) });
     }
-    for (const [name, a] of this.agents) await a.tick(this.t + (this.skews.get(name) ?? 0));
+    for (const [name, a] of this.agents) await a.tick(this.t + (this.skews.get(name) ?? 0), this.t);
     const after = await this.store.revision();
     if (after === before) return [];
     const keys: string[] = [];

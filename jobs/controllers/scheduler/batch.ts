@@ -34,12 +34,20 @@ export function packTxns(groups: Map<string, { compares: Compare[]; ops: Op[] }>
   return txns;
 }
 
-/** Issue txns concurrently (the Postgres store batches concurrent txns); how many failed their compares. */
+/**
+ * Issue txns with up to `concurrency` in flight (a sliding window: PostgresStore commits
+ * whatever has queued while its previous batch committed, so a full window means fewer,
+ * larger Postgres transactions). Returns how many failed their compares.
+ */
 export async function commitAll(store: Store, txns: readonly TxnRequest[], concurrency = 16): Promise<number> {
   let failed = 0;
-  for (let i = 0; i < txns.length; i += concurrency) {
-    const rs = await Promise.all(txns.slice(i, i + concurrency).map((t) => store.txn(t)));
-    failed += rs.filter((r) => !r.succeeded).length;
-  }
+  let next = 0;
+  const worker = async () => {
+    while (next < txns.length) {
+      const t = txns[next++]!;
+      if (!(await store.txn(t)).succeeded) failed++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, txns.length)) }, worker));
   return failed;
 }

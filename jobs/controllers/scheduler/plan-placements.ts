@@ -1,11 +1,12 @@
-import { buildKey } from '../../../core/keys.js';
+import { buildKey, encodeFact } from '../../../core/keys.js';
 import { makeDiagnostic } from '../../../core/diagnostics/error.js';
-import type { Allocation, ReplicaRecord } from '../../../core/model/facts.js';
+import type { Allocation, Assignment, ReplicaPlacement, ReplicaRecord } from '../../../core/model/facts.js';
 import type { ServiceSpec } from '../../../core/model/service.js';
 import type { Compare, Op } from '../../../db/store.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
-import { place, type Candidate, type Demand } from '../../placement/place.js';
+import { type Candidate, type Demand } from '../../placement/place.js';
+import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isReady, type ClusterView } from '../view.js';
 
@@ -82,9 +83,11 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const spread = spreadCounts(view, live);
   const perNode = new Map<string, { replicas: string[]; compares: Compare[]; ops: Op[] }>();
   const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
+  const place = createPlacer(nodes);
+  const validated = new Set<Fact<'service'>>();
   for (const p of pending) {
     const d = demandOf(p.record.value, p.spec.value);
-    const result = place(d, nodes, { zone: spread.zone.get(d.service) ?? new Map(), node: spread.node.get(d.service) ?? new Map() });
+    const result = place(d, { zone: spread.zone.get(d.service) ?? new Map(), node: spread.node.get(d.service) ?? new Map() });
     if (!result.ok) {
       plan.unplaced.push({ pending: p, shortfall: result.shortfall, basis: basisOf(view, p.spec), excluded: result.excluded });
       continue;
@@ -105,7 +108,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     };
     inc(spread.zone, target.zone);
     inc(spread.node, target.name);
-    placementWrites(view, p, target.name, result.reasons, now, group);
+    placementWrites(view, p, target.name, result.reasons, now, { ...group, validated });
     plan.placed++;
   }
   for (const [name, g] of perNode) {
@@ -132,7 +135,19 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   return plan;
 }
 
-function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: { compares: Compare[]; ops: Op[] }) {
+/**
+ * An assignment embeds its spec; validating the whole of it per replica would dominate
+ * the step, so the first assignment of each spec in a step is validated and the rest of
+ * that spec's (same shape, other ids) are serialised directly.
+ */
+function encodeAssignment(a: Assignment, spec: Fact<'service'>, validated: Set<Fact<'service'>>): string {
+  if (validated.has(spec)) return JSON.stringify(a);
+  const value = encodeFact('assigned', a);
+  validated.add(spec);
+  return value;
+}
+
+function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: { compares: Compare[]; ops: Op[]; validated: Set<Fact<'service'>> }) {
   const r = p.record.value;
   const n = view.nodes.get(node)!;
   const tenure = n.kv.createRevision;
@@ -152,23 +167,24 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
     ],
     cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
     reasons,
-  });
+  }, true);
   const assignedKey = buildKey('assigned', node, r.id);
   const placementKey = buildKey('placement', r.id);
   g.compares.push(unchanged(p.record), absent(assignedKey), absent(placementKey), ...decision.compares);
+  const assignment: Assignment = {
+    replica: r.id,
+    service: r.service,
+    node,
+    tenure,
+    resources: p.spec.value.resources,
+    specRevision: r.specRevision,
+    spec: p.spec.value,
+    desired: 'run',
+    placedAt: now,
+  };
   g.ops.push(
-    putFact('assigned', [node, r.id], {
-      replica: r.id,
-      service: r.service,
-      node,
-      tenure,
-      resources: p.spec.value.resources,
-      specRevision: r.specRevision,
-      spec: p.spec.value,
-      desired: 'run',
-      placedAt: now,
-    }),
-    putFact('placement', [r.id], { replica: r.id, service: r.service, node, tenure, at: now }),
+    { put: { key: assignedKey, value: encodeAssignment(assignment, p.spec, g.validated) } },
+    { put: { key: placementKey, value: JSON.stringify({ replica: r.id, service: r.service, node, tenure, at: now } satisfies ReplicaPlacement) } },
     ...decision.ops,
   );
 }
