@@ -120,6 +120,21 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-oom-1'), 15_000);
   }, 60_000);
 
+  it('runs init steps as containers before the main one; a failed step is reported with its code and output', async () => {
+    server.assign('n1', 'init-ok-1', { name: 'initok', image: 'busybox:1.35', init: [{ name: 'prepare', command: ['sh', '-c', 'echo prepared'] }], command: ['sh', '-c', 'while true; do sleep 1; done'] });
+    server.assign('n1', 'init-bad-1', { name: 'initbad', image: 'busybox:1.35', init: [{ name: 'migrate', command: ['sh', '-c', 'echo "no database" >&2; exit 4'] }], command: ['sh', '-c', 'sleep 100'] });
+    const ok = await waitFor('init-ok running', () => (server.observation('n1', 'init-ok-1')?.state === 'running' ? server.observation('n1', 'init-ok-1') : undefined), 30_000);
+    expect(ok.init).toMatchObject({ step: 'prepare', state: 'succeeded' });
+    const bad = await waitFor('init-bad failed', () => (server.observation('n1', 'init-bad-1')?.state === 'failed' ? server.observation('n1', 'init-bad-1') : undefined), 30_000);
+    expect(bad.exitCode).toBe(4);
+    expect(bad.init).toMatchObject({ step: 'migrate', state: 'failed', exitCode: 4 });
+    expect(bad.init?.tail).toContain('no database');
+    expect((await runtime.ctr.containers()).has('cca-init-bad-1')).toBe(false);
+    server.unassign('n1', 'init-ok-1');
+    server.unassign('n1', 'init-bad-1');
+    await waitFor('removed', async () => ![...(await runtime.ctr.containers())].some((c) => c.startsWith('cca-init-')), 15_000);
+  }, 60_000);
+
   it('reports a crash with its exit code', async () => {
     server.assign('n1', 'crash-1', { name: 'crash', image: 'busybox:1.35', command: ['sh', '-c', 'sleep 0.3; exit 3'] });
     const obs = await waitFor('failed', () => (server.observation('n1', 'crash-1')?.state === 'failed' ? server.observation('n1', 'crash-1') : undefined), 30_000);
