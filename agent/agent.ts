@@ -121,7 +121,7 @@ export class Agent {
 
   private applyStatus(slot: Slot, s: WorkloadStatus): void {
     if (s.state === 'exited') {
-      slot.state = (s.exitCode ?? 0) === 0 ? 'exited' : 'failed';
+      slot.state = (s.exitCode ?? 0) === 0 || (slot.state === 'stopping' && !s.oom) ? 'exited' : 'failed';
       if (s.exitCode !== undefined) slot.exitCode = s.exitCode;
     } else if (s.state === 'lost') {
       slot.state = 'lost';
@@ -137,7 +137,9 @@ export class Agent {
     const slot = this.slots.get(e.replica);
     if (!slot) return;
     if (e.kind === 'exited') {
-      slot.state = e.exitCode === 0 ? 'exited' : 'failed';
+      // A stop we asked for ends `exited` whatever the signal's code; only a workload that
+      // died on its own (or never got going) is `failed`.
+      slot.state = e.exitCode === 0 || (slot.state === 'stopping' && !e.oom) ? 'exited' : 'failed';
       slot.exitCode = e.exitCode;
       if (e.oom) {
         const d = makeDiagnostic('CCA-E0511', { replica: e.replica, service: slot.handle?.service ?? '', memoryBytes: slot.assignment?.spec.resources.memoryBytes ?? 0 });
