@@ -105,6 +105,23 @@ describe('agent as a real process with the process runtime', () => {
     await waitFor('group killed', () => pidsWith(m).length === 0, 5_000);
   }, 60_000);
 
+  it('partitioned from the server (agent alive) longer than the lease: fenced before expiry, then a new tenure', async () => {
+    spawnAgent(6);
+    const tenure = await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    const m = marker('p');
+    server.assign('n1', 'p-1', looping(m));
+    await waitFor('running', () => server.observation('n1', 'p-1')?.state === 'running', 20_000);
+    server.cut(true);
+    const goneAt = await waitFor('fenced', () => (pidsWith(m).length === 0 ? Date.now() : undefined), 15_000, 20);
+    const expiry = await waitFor('lease expiry', () => server.expiries[0], 15_000, 20);
+    expect(goneAt).toBeLessThan(expiry.at);
+    server.unassign('n1', 'p-1');
+    server.cut(false);
+    await waitFor('new tenure', () => server.tenureOf('n1') !== undefined && server.tenureOf('n1') !== tenure, 20_000);
+    expect(stderr).toContain('CCA-E0506');
+    expect(pidsWith(m)).toEqual([]);
+  }, 60_000);
+
   it('fences through the supervisors when the agent itself is gone longer than the lease', async () => {
     const agent = spawnAgent(6);
     await waitFor('registration', () => server.tenureOf('n1'), 20_000);
