@@ -4,6 +4,7 @@ import { AgentClient, ServerError, UnreachableError } from './client.js';
 import { FENCE, FenceClock } from './fence.js';
 import { CheckState, probeFor } from './health.js';
 import { materialize } from './materialize.js';
+import { plan, type SlotView } from './plan.js';
 import type { Runtime, RuntimeEvent, WorkloadStatus } from './runtime.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
 import type { LeaseState, StateDir } from './state.js';
@@ -305,6 +306,7 @@ export class Agent {
     if (this.fence.due(now) !== this.fenced) this.kick();
     if (now - this.lastRefresh >= 1_000) {
       this.lastRefresh = now;
+      this.kick();
       void this.refresh(now - this.lastUsage >= (this.opts.reportEveryMs ?? 5_000));
     }
     this.runProbes(now);
@@ -391,23 +393,38 @@ export class Agent {
   }
 
   private async reconcile(): Promise<void> {
-    const now = this.now();
-    this.updateFenced(now);
-    const tenure = this.lease?.tenure;
-    const byReplica = new Map(this.desired.map((a) => [a.replica, a]));
-    const want = new Map([...byReplica].filter(([, a]) => a.desired === 'run' && a.tenure === tenure && !this.fenced));
-    for (const slot of [...this.slots.values()]) {
-      const a = byReplica.get(slot.replica);
-      if (a) slot.assignment = a;
-      if (!want.has(slot.replica)) await this.retire(slot, a !== undefined && a.tenure === tenure, a !== undefined && a.tenure !== tenure);
+    this.updateFenced(this.now());
+    const views: SlotView[] = [...this.slots.values()].map((s) => ({
+      replica: s.replica,
+      state: s.state,
+      hasHandle: s.handle !== undefined,
+      held: s.held,
+      fenced: s.fenced,
+      ...(s.assignment ? { stopGraceMs: s.assignment.spec.stopGraceMs } : {}),
+    }));
+    for (const a of this.desired) {
+      const slot = this.slots.get(a.replica);
+      if (slot) slot.assignment = a;
     }
-    if (this.fenced) return;
     const toStart: [Slot, Assignment][] = [];
-    for (const a of want.values()) {
-      const slot = this.slots.get(a.replica) ?? newSlot(a.replica);
-      this.slots.set(a.replica, slot);
-      slot.assignment = a;
-      if (!slot.handle && !slot.held && !TERMINAL.has(slot.state)) toStart.push([slot, a]);
+    for (const action of plan(views, this.desired, this.lease?.tenure, this.fenced)) {
+      if (action.kind === 'start') {
+        const slot = this.slots.get(action.assignment.replica) ?? newSlot(action.assignment.replica);
+        slot.assignment = action.assignment;
+        this.slots.set(slot.replica, slot);
+        toStart.push([slot, action.assignment]);
+        continue;
+      }
+      const slot = this.slots.get(action.replica)!;
+      if (action.kind === 'stop') {
+        slot.fenced = this.fenced;
+        slot.state = 'stopping';
+        await this.opts.runtime.stop(slot.handle!, action.graceMs);
+        this.log(`stopping ${slot.replica} (grace ${action.graceMs} ms${this.fenced ? ', fenced' : ''})`);
+      } else {
+        if (slot.handle) await this.opts.runtime.remove(slot.handle);
+        this.slots.delete(slot.replica);
+      }
     }
     if (toStart.length === 0) return;
     const catalogue = await this.opts.runtime.catalogue();
@@ -432,26 +449,6 @@ export class Agent {
       this.log('lease renewed: fence lifted');
       this.event('unfenced', 'lease renewed: workloads may run again');
     }
-  }
-
-  /** Stop (or forget) a workload that should not run: unassigned, desired stop, other tenure, or fenced. */
-  private async retire(slot: Slot, stillAssigned: boolean, otherTenure: boolean): Promise<void> {
-    const h = slot.handle;
-    if (h && (slot.state === 'starting' || slot.state === 'running' || slot.state === 'pending' || slot.state === 'init')) {
-      // Fenced, or placed under a tenure that is not ours (any more): it may already be
-      // replaced elsewhere, so it gets the fence's kill budget, not its full grace.
-      const urgent = this.fenced || otherTenure;
-      const grace = Math.min(slot.assignment?.spec.stopGraceMs ?? FENCE.killMs, urgent ? FENCE.killMs : Number.POSITIVE_INFINITY);
-      slot.fenced = this.fenced;
-      slot.state = 'stopping';
-      await this.opts.runtime.stop(h, grace);
-      this.log(`stopping ${slot.replica} (grace ${grace} ms${this.fenced ? ', fenced' : ''})`);
-      return;
-    }
-    if (slot.state === 'stopping') return;
-    if (stillAssigned && !slot.fenced) return; // keep reporting the terminal state while assigned
-    if (h) await this.opts.runtime.remove(h);
-    this.slots.delete(slot.replica);
   }
 
   private async startSlot(slot: Slot, a: Assignment, catalogue: Record<string, string> | undefined): Promise<void> {

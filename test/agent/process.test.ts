@@ -8,19 +8,25 @@ import { tempDir, waitFor } from './support.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
-/** Pids of processes whose command line carries the marker (each workload is `sh -c … <marker>`). */
+/**
+ * Pids of workloads whose command line carries the marker (each is `sh -c … <marker>`). A
+ * child sh forks for `sleep` has the same command line until it execs: only the ones whose
+ * parent is not itself a match count.
+ */
 function pidsWith(marker: string): number[] {
-  const out: number[] = [];
+  const found = new Map<number, number>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (argv[0] === 'sh' && argv.includes(marker)) out.push(Number(name));
+      if (argv[0] !== 'sh' || !argv.includes(marker)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      found.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
       // gone
     }
   }
-  return out;
+  return [...found].filter(([, ppid]) => !found.has(ppid)).map(([pid]) => pid);
 }
 
 const looping = (marker: string) => ({ name: 'loop', image: 'busybox:1.35', command: ['sh', '-c', 'while true; do sleep 0.2; done', marker], stopGraceMs: 1_000 });
