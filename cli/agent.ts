@@ -27,7 +27,12 @@ async function makeRuntime(flags: AgentFlags, state: StateDir): Promise<Runtime>
     const catalogue = readCatalogue(resolve(flags.imagesDir));
     return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
   }
-  if (flags.runtime === 'process') return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs });
+  if (flags.runtime === 'process') {
+    // The same catalogue as containerd when the images were built, so placements agree.
+    const built = readCatalogue(resolve(flags.imagesDir));
+    const catalogue = Object.keys(built).length > 0 ? Object.fromEntries(Object.entries(built).map(([k, v]) => [k, v.digest])) : undefined;
+    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, ...(catalogue ? { catalogue } : {}) });
+  }
   return new ContainerdRuntime({
     address: await containerdAddress(flags),
     namespace: flags.namespace,

@@ -98,6 +98,24 @@ describe('agent as a real process with the process runtime', () => {
     expect(server.observation('n1', 'b-1')?.state).toBe('running');
   }, 60_000);
 
+  it('declares busybox:1.35 and runs busybox applets (httpd) from it, with an http readiness probe; holds an unknown image', async () => {
+    spawnAgent();
+    await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    expect(Object.keys(server.nodes.get('n1')!.record.images)).toContain('busybox:1.35');
+    const port = 30_000 + (process.pid % 20_000);
+    server.assign('n1', 'http-1', {
+      name: 'web', image: 'busybox:1.35', command: ['sh', '-c', `mkdir -p www && echo hello-process > www/index.html && exec httpd -f -p 127.0.0.1:${port} -h www`],
+      ports: [{ name: 'http', container: port }],
+      health: { readiness: { probe: { type: 'http', path: '/' }, intervalMs: 300, timeoutMs: 200 } },
+    });
+    server.assign('n1', 'odd-1', { name: 'odd', image: 'nginx:1.27', command: ['true'] });
+    await waitFor('ready', () => server.observation('n1', 'http-1')?.health.readiness === 'passing', 20_000);
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toContain('hello-process');
+    expect(server.observation('n1', 'odd-1')).toMatchObject({ state: 'failed', diagnostic: { code: 'CCA-E0501' } });
+    server.unassign('n1', 'http-1');
+    await waitFor('stopped', async () => fetch(`http://127.0.0.1:${port}/`).then(() => false, () => true), 10_000);
+  }, 60_000);
+
   it('reports a workload whose supervisor vanished as lost (CCA-E0502) and kills its process group', async () => {
     spawnAgent();
     await waitFor('registration', () => server.tenureOf('n1'), 20_000);
