@@ -77,8 +77,13 @@ export class Agent {
     const cached = st.desired();
     this.desired = cached.assignments;
     const fenceAt = st.fenceAt();
-    if (this.lease && fenceAt !== undefined) this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
-    else this.fence.lost();
+    if (this.lease && fenceAt !== undefined) {
+      this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
+    } else {
+      // Never registered (or the lease is known lost): nothing runs until registration.
+      this.fence.lost();
+      this.fenced = true;
+    }
     this.unsubscribe = this.opts.runtime.subscribe((e) => this.onRuntimeEvent(e));
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
     this.timer = setInterval(() => this.tick(), FENCE.checkMs);
@@ -255,6 +260,7 @@ export class Agent {
   }
 
   private onCallError(e: unknown, what: string): void {
+    if (this.closed) return;
     if (e instanceof UnreachableError) {
       if (!this.unreachableLogged) this.log(`${e.diagnostic.code} ${e.message} (${what}; retrying)`);
       this.unreachableLogged = true;
@@ -267,7 +273,7 @@ export class Agent {
       } else {
         this.log(`${what}: ${e.message}`);
       }
-    } else if (!this.closed) {
+    } else {
       this.log(`${what}: unexpected ${e instanceof Error ? e.message : String(e)}`);
     }
   }
@@ -446,8 +452,8 @@ export class Agent {
       this.log(`${d.code} ${d.message}`);
       this.event('fenced', d.message);
     } else {
-      this.log('lease renewed: fence lifted');
-      this.event('unfenced', 'lease renewed: workloads may run again');
+      this.log('lease held: workloads may run');
+      this.event('unfenced', 'lease held: workloads may run');
     }
   }
 
