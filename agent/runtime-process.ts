@@ -53,7 +53,7 @@ export class ProcessRuntime implements Runtime {
 
   async catalogue(): Promise<Record<string, string> | undefined> {
     if (this.opts.catalogue) return { ...this.opts.catalogue };
-    return existsSync(this.busybox) ? { 'busybox:1.35': 'host:busybox' } : {};
+    return existsSync(this.busybox) ? { 'busybox:1.35': 'process:host' } : {};
   }
 
   private get busybox(): string {

@@ -22,16 +22,23 @@ async function containerdAddress(flags: AgentFlags): Promise<string> {
   return (await startContainerd(dir)).address;
 }
 
+/**
+ * What a process-runtime node offers: the built image catalogue when there is one (so the
+ * same specs run on both runtimes), else busybox, whose tools every Debian host here has.
+ */
+function processCatalogue(flags: AgentFlags): Record<string, string> {
+  const built = readCatalogue(resolve(flags.imagesDir));
+  if (Object.keys(built).length > 0) return Object.fromEntries(Object.entries(built).map(([k, v]) => [k, v.digest]));
+  return { 'busybox:1.35': 'process:host' };
+}
+
 async function makeRuntime(flags: AgentFlags, state: StateDir): Promise<Runtime> {
   if (flags.runtime === 'fake') {
     const catalogue = readCatalogue(resolve(flags.imagesDir));
     return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
   }
   if (flags.runtime === 'process') {
-    // The same catalogue as containerd when the images were built, so placements agree.
-    const built = readCatalogue(resolve(flags.imagesDir));
-    const catalogue = Object.keys(built).length > 0 ? Object.fromEntries(Object.entries(built).map(([k, v]) => [k, v.digest])) : undefined;
-    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, ...(catalogue ? { catalogue } : {}) });
+    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags) });
   }
   return new ContainerdRuntime({
     address: await containerdAddress(flags),

@@ -10,6 +10,7 @@
 import type { z } from 'zod';
 import { CcaError } from './diagnostics/error.js';
 import * as f from './model/facts.js';
+import { tokenHashSchema } from './model/auth.js';
 import { nodeRecordSchema } from './model/node.js';
 import { redactSpec } from './model/redact.js';
 import { serviceSpecSchema } from './model/service.js';
@@ -42,6 +43,7 @@ export const layout = {
   service: { prefix: '/services/', params: ['service'], schema: serviceSpecSchema, writer: 'api', doc: 'desired spec of a service, as applied (`cca apply`)' },
   replica: { prefix: '/replicas/', params: ['service', 'replica'], schema: f.replicaRecordSchema, writer: 'replica controller', doc: 'a replica that should exist (or is stopping), with a fresh id per replacement' },
   assigned: { prefix: '/assigned/', params: ['node', 'replica'], schema: f.assignmentSchema, writer: 'scheduler', doc: 'a placement of a replica on a node, carrying the spec; agents long-poll their own node' },
+  placement: { prefix: '/placements/', params: ['replica'], schema: f.replicaPlacementSchema, writer: 'scheduler', doc: 'which node a replica is placed on; the one key a placement compares to rule out a second assignment' },
   allocation: { prefix: '/allocations/', params: ['node'], schema: f.allocationSchema, writer: 'scheduler', doc: "sum of a node's assignments, updated in the same txn as every placement and release" },
   node: { prefix: '/nodes/', params: ['node'], schema: nodeRecordSchema, writer: 'agent of <node>', lease: "the agent's registration lease", doc: "a node's declared capacity, zone, labels, taints and images; its create revision is the tenure" },
   nodeStatus: { prefix: '/node-status/', params: ['node'], schema: f.nodeStatusSchema, writer: 'node controller', doc: 'ready, lost or cordoned, per tenure' },
@@ -58,6 +60,8 @@ export const layout = {
   rollout: { prefix: '/rollouts/', params: ['service'], schema: f.rolloutSchema, writer: 'rollout controller', doc: 'a rolling update in progress, complete or stuck' },
   volume: { prefix: '/volumes/', params: ['node', 'service', 'volume'], schema: f.volumeRecordSchema, writer: 'storage controller', doc: 'a local volume wanted on a node' },
   observedVolume: { prefix: '/observed-volumes/', params: ['node', 'service', 'volume'], schema: f.volumeObservationSchema, writer: 'agent of <node>', doc: "the agent's report of a local volume" },
+  authToken: { prefix: '/auth/tokens/', params: ['role'], schema: tokenHashSchema, writer: 'api', doc: 'SHA-256 of the admin or join token (never the token itself: reading it grants nothing)' },
+  nodeCredential: { prefix: '/auth/nodes/', params: ['node'], schema: tokenHashSchema, writer: 'api', doc: "SHA-256 of a node's agent credential, issued at enrollment" },
   network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "the node's firewall rule set from services' allow policies" },
 } as const satisfies Record<string, KeySpec>;
 
@@ -186,7 +190,9 @@ export function keyTable(): KeyRow[] {
 }
 
 export function keysMarkdown(): string {
-  const rows = keyTable().map((r) => `| \`${r.pattern}\` | ${r.writer} | ${r.lease || '—'} | ${r.doc} |`);
+  // `<node>` in a writer's name would read as an HTML tag outside code spans.
+  const esc = (t: string) => t.replace(/</g, '&lt;').replace(/>/g, '&gt;');
+  const rows = keyTable().map((r) => `| \`${r.pattern}\` | ${esc(r.writer)} | ${r.lease || '—'} | ${r.doc} |`);
   return [
     '<!-- generated from core/keys.ts; do not edit by hand -->',
     '# The key layout',

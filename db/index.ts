@@ -2,6 +2,7 @@ import { CcaError } from '../core/diagnostics/index.js';
 import { MemoryStore, type MemoryStoreOptions } from './memory.js';
 import type { Store } from './store.js';
 import type { PostgresStoreOptions } from './postgres/store.js';
+import type { EtcdStoreOptions } from './etcd/store.js';
 
 export type { Store } from './store.js';
 export * from './store.js';
@@ -9,6 +10,7 @@ export * from './store.js';
 export interface OpenStoreOptions {
   memory?: MemoryStoreOptions;
   postgres?: PostgresStoreOptions;
+  etcd?: EtcdStoreOptions;
 }
 
 /**
@@ -24,6 +26,10 @@ export async function openStore(url: string, opts: OpenStoreOptions = {}): Promi
     case 'postgresql': {
       const { PostgresStore } = await import('./postgres/store.js');
       return PostgresStore.open(url, opts.postgres);
+    }
+    case 'etcd': {
+      const { EtcdStore } = await import('./etcd/store.js');
+      return EtcdStore.open(url, opts.etcd);
     }
     default:
       throw new CcaError('CCA-E0116', { url, reason: scheme ? `unknown scheme ${scheme}:` : 'no scheme' });

@@ -96,6 +96,13 @@ export function tombstone(key: string, revision: number): KeyValue {
 export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
   const succeeded = req.compare.every((c) => evalCompare(c, view.get(c.key)));
   const ops = succeeded ? req.success : req.failure ?? [];
+  // etcd checks the taken branch's leases before its ranges and before applying anything
+  // (applierV3backend.Txn: checkRequests with checkPut, then with checkRange), so a missing
+  // lease wins over a bad revision whatever the order of the ops.
+  for (const op of ops) {
+    const lease = 'put' in op ? op.put.lease ?? 0 : 0;
+    if (lease !== 0 && !view.leaseExists(lease)) throw new CcaError('CCA-E0107', { lease });
+  }
   const rev = view.revision + 1;
   // Writes earlier in the txn are visible to later ranges in it (etcd's txnWrite.Range).
   const overlay = new Map<string, KeyValue | null>();
@@ -117,7 +124,6 @@ export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
     if ('put' in op) {
       const { key, value, prevKv } = op.put;
       const lease = op.put.lease ?? 0;
-      if (lease !== 0 && !view.leaseExists(lease)) throw new CcaError('CCA-E0107', { lease });
       const prev = current(key);
       if (!(prev && prev.value === value && prev.lease === lease)) {
         const kv: KeyValue = {
@@ -142,25 +148,19 @@ export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
     } else {
       const r = op.range;
       const iv = intervalOf(r);
-      const all = readRange(view, iv, r, rangeNow, events.length > 0);
+      const all = readRange(view, iv, r, rangeNow);
       responses.push({ range: shapeRange(all, r) });
     }
   }
   return { succeeded, responses, events };
 }
 
-function readRange(
-  view: TxnView,
-  iv: KeyInterval,
-  r: RangeRequest,
-  rangeNow: (iv: KeyInterval) => KeyValue[],
-  wrote: boolean,
-): KeyValue[] {
+function readRange(view: TxnView, iv: KeyInterval, r: RangeRequest, rangeNow: (iv: KeyInterval) => KeyValue[]): KeyValue[] {
   const at = r.revision ?? 0;
-  // Inside a txn that already wrote, "current" is the txn's own pending revision.
-  const head = wrote ? view.revision + 1 : view.revision;
-  if (at === 0 || at === head) return rangeNow(iv);
-  if (at > head) throw new CcaError('CCA-E0102', { revision: at, current: head });
+  if (at === 0) return rangeNow(iv);
+  // etcd checks every range of a txn against the state before it (applierV3backend.checkRange):
+  // the txn's own pending revision is a future one, even after the txn wrote.
+  if (at > view.revision) throw new CcaError('CCA-E0102', { revision: at, current: view.revision });
   if (at === view.revision) return view.range(iv);
   if (at < view.compactRevision) {
     throw new CcaError('CCA-E0101', { revision: at, compactRevision: view.compactRevision });

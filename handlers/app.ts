@@ -4,8 +4,13 @@ import { routePath } from 'hono/route';
 import { CcaError } from '../core/diagnostics/index.js';
 import type { ServerDeps } from './deps.js';
 import { errorResponse } from './errors.js';
-import { requestId, type RequestIdEnv } from './request-id.js';
+import { authenticate, requireReader, type AuthEnv } from './auth.js';
+import { requestId } from './request-id.js';
+import { agentRoutes } from './routes/agent.js';
+import { consoleRoutes } from './routes/console.js';
 import { healthRoutes } from './routes/health.js';
+import { readRoutes } from './routes/reads.js';
+import { serviceRoutes } from './routes/services.js';
 import { stateRoutes } from './routes/state.js';
 import { watchRoutes } from './routes/watch.js';
 
@@ -16,8 +21,8 @@ const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments']);
  * The HTTP API as a plain `(Request) => Response` app: tests call `app.request()` with
  * no server, and every pod serves every route from the store alone.
  */
-export function createApp(deps: ServerDeps): Hono<RequestIdEnv> {
-  const app = new Hono<RequestIdEnv>();
+export function createApp(deps: ServerDeps): Hono<AuthEnv> {
+  const app = new Hono<AuthEnv>();
   app.use(requestId({ generate: deps.newRequestId }));
   app.use(async function measure(c, next) {
     const started = performance.now();
@@ -35,8 +40,15 @@ export function createApp(deps: ServerDeps): Hono<RequestIdEnv> {
     }),
   );
   app.route('/', healthRoutes(deps));
+  app.use('/v1/*', authenticate(deps.store));
+  app.use('/v1/state', requireReader(deps.auth));
+  app.use('/v1/watch', requireReader(deps.auth));
   app.route('/', stateRoutes(deps));
   app.route('/', watchRoutes(deps));
+  app.route('/', serviceRoutes(deps, deps.auth));
+  app.route('/', readRoutes(deps));
+  app.route('/', agentRoutes(deps));
+  app.route('/', consoleRoutes(deps));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
   app.onError((err, c) => errorResponse(err, c));
   return app;

@@ -1,4 +1,5 @@
 import type { Store } from '../db/store.js';
+import type { AuthPolicy } from './auth.js';
 import type { ServerMetrics } from './metrics.js';
 
 export interface ServerLimits {
@@ -24,4 +25,10 @@ export interface ServerDeps {
   /** Request IDs for requests that bring none: unique across pods and restarts. */
   newRequestId(): string;
   version: string;
+  auth: AuthPolicy;
+  /**
+   * `why`: follow a subject's decisions back to a terminal. Injected by the composition
+   * root (it lives with the controllers that write the decisions); absent = 404.
+   */
+  why?: (kind: 'replica' | 'node' | 'service', name: string) => Promise<unknown>;
 }

@@ -14,8 +14,16 @@ export function diagnosticFor(err: unknown, requestId: string): Diagnostic {
   return { ...e.diagnostic, requestId };
 }
 
-export function errorResponse(err: unknown, c: Context<RequestIdEnv>): Response {
-  const d = diagnosticFor(err, c.get('requestId') ?? 'unknown');
-  if (d.blame === 'bug') console.error(`[${d.requestId}] ${d.code} ${d.message}`, err);
-  return c.json({ error: d }, statusFor(d));
+/** An error that carries several diagnostics (e.g. every problem in an applied file). */
+function allDiagnostics(err: unknown, requestId: string): Diagnostic[] | undefined {
+  if (!(err instanceof CcaError) || !('all' in err) || !Array.isArray(err.all)) return undefined;
+  return (err.all as Diagnostic[]).map((d) => ({ ...d, requestId }));
+}
+
+export function errorResponse(err: unknown, c: Context): Response {
+  const requestId = (c.var as Partial<RequestIdEnv['Variables']>).requestId ?? 'unknown';
+  const d = diagnosticFor(err, requestId);
+  if (d.blame === 'bug') console.error(`[${requestId}] ${d.code} ${d.message}`, err);
+  const all = allDiagnostics(err, requestId);
+  return c.json(all ? { error: d, diagnostics: all } : { error: d }, statusFor(d));
 }

@@ -13,6 +13,8 @@ const byCode: Record<string, ContentfulStatusCode> = {
   'CCA-E0607': 415,
   'CCA-E0609': 404,
   'CCA-E0112': 503,
+  'CCA-E0611': 409,
+  'CCA-E0613': 409,
 };
 
 const byBlame: Record<Diagnostic['blame'], ContentfulStatusCode> = {

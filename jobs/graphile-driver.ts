@@ -5,6 +5,11 @@ import { PostgresTxStore } from '../db/postgres/tx-store.js';
 import type { ServerMetrics } from '../handlers/metrics.js';
 import { stepKey, type Controller } from './controller.js';
 import { FANOUT_TASK, STEP_TASK, addJobs, jobHook, type JobSpec } from './job-hook.js';
+import { compactOnce, type CompactionPolicy } from './maintenance.js';
+import type { Store } from '../db/store.js';
+
+const LEASE_TASK = 'cca-expire-leases';
+const COMPACT_TASK = 'cca-compact';
 
 export interface GraphileDriverOptions {
   pool: pg.Pool;
@@ -18,6 +23,16 @@ export interface GraphileDriverOptions {
   /** The pod's clock and randomness, handed to steps through their context. */
   now?: () => number;
   random?: () => number;
+  /**
+   * Store upkeep as self-rescheduling keyed jobs (one pending run per cluster, whichever
+   * pod takes it): lease expiry and compaction.
+   */
+  maintenance?: {
+    store: { expireLeases(): Promise<number> } & Store;
+    leaseEveryMs?: number;
+    compactEveryMs?: number;
+    compaction?: CompactionPolicy;
+  };
 }
 
 export interface GraphileDriver {
@@ -82,10 +97,28 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     });
   };
 
+  const m = opts.maintenance;
+  const every = (task: string, ms: number, work: () => Promise<unknown>): Task =>
+    async (_payload, helpers) => {
+      try {
+        await work();
+      } catch (e) {
+        report(isCcaError(e) ? e.diagnostic : new CcaError('CCA-E0118', { backend: 'postgres', reason: String(e) }).diagnostic);
+      }
+      // Next run, whatever happened: upkeep must never stop for good.
+      await helpers.withPgClient((client) => addJobs(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]));
+    };
+  const maintenanceTasks: Record<string, Task> = m
+    ? {
+        [LEASE_TASK]: every(LEASE_TASK, m.leaseEveryMs ?? 250, () => m.store.expireLeases()),
+        [COMPACT_TASK]: every(COMPACT_TASK, m.compactEveryMs ?? 60_000, () => compactOnce(m.store, m.compaction)),
+      }
+    : {};
+
   await runMigrations({ pgPool: opts.pool, logger: quiet });
   const runner: Runner = await run({
     pgPool: opts.pool,
-    taskList: { [STEP_TASK]: stepTask, [FANOUT_TASK]: fanoutTask },
+    taskList: { [STEP_TASK]: stepTask, [FANOUT_TASK]: fanoutTask, ...maintenanceTasks },
     concurrency: opts.concurrency ?? 4,
     pollInterval: opts.pollIntervalMs ?? 200,
     noHandleSignals: true,
@@ -104,6 +137,10 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         for (const c of opts.controllers) {
           if (!c.subjectOf) jobs.push(stepJob(c, undefined));
           else jobs.push({ task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*` });
+        }
+        if (m) {
+          // Upkeep jobs are keyed: starting them again only moves the one pending run.
+          for (const task of [LEASE_TASK, COMPACT_TASK]) jobs.push({ task, payload: { controller: task }, key: task });
         }
         await addJobs(client, jobs);
       } finally {

@@ -1,23 +1,33 @@
 import type { DiagnosticDef } from './types.js';
 import { agentCodes } from './codes/agent.js';
+import { cliCodes } from './codes/cli.js';
+import { controllerCodes } from './codes/controllers.js';
 import { generalCodes } from './codes/general.js';
 import { langCodes } from './codes/lang.js';
 import { serverCodes } from './codes/server.js';
 import { specCodes } from './codes/spec.js';
 import { storeCodes } from './codes/store.js';
 
-/** Every code ccattler can emit. A code, once shipped, keeps its meaning forever. */
-const all: readonly DiagnosticDef[] = [...generalCodes, ...storeCodes, ...langCodes, ...specCodes, ...agentCodes, ...serverCodes];
+/**
+ * Every code ccattler can emit, one area per line (areas merge without conflicts). A code,
+ * once shipped, keeps its meaning forever.
+ */
+const areas = [
+  generalCodes,
+  storeCodes,
+  langCodes,
+  specCodes,
+  controllerCodes,
+  agentCodes,
+  serverCodes,
+  cliCodes,
+] as const;
+
+const all: readonly DiagnosticDef[] = areas.flat();
 
 export const registry: ReadonlyMap<string, DiagnosticDef> = new Map(all.map((d) => [d.code, d]));
 
-export type DiagnosticCode =
-  | (typeof generalCodes)[number]['code']
-  | (typeof storeCodes)[number]['code']
-  | (typeof langCodes)[number]['code']
-  | (typeof specCodes)[number]['code']
-  | (typeof agentCodes)[number]['code']
-  | (typeof serverCodes)[number]['code'];
+export type DiagnosticCode = (typeof areas)[number][number]['code'];
 
 /** Every registered definition, in code order (for docs, goldens and `cca explain --all`). */
 export function allDiagnostics(): readonly DiagnosticDef[] {

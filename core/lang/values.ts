@@ -9,6 +9,8 @@ import type { Span } from './source.js';
 /** Where lowered values report their problems. */
 export interface Reporter {
   report(code: DiagnosticCode, params: Params, span: Span): void;
+  /** The 1-based line a span starts on, for "the first one is on line N". */
+  lineOf(span: Span): number;
 }
 
 /** A converter turns one expression into a model value, or reports and returns undefined. */
@@ -80,14 +82,15 @@ export const textMap =
     if (e.kind !== 'map') return wrongType(e, field, 'a { KEY = "value" } map', example, r);
     const out: Record<string, string> = {};
     let ok = true;
-    const seen = new Set<string>();
+    const seen = new Map<string, Span>();
     for (const { key, value } of e.entries) {
-      if (seen.has(key.value)) {
-        r.report('CCA-E0211', { field: key.value, where: `\`${field}\``, firstLine: '(earlier)' }, key.span);
+      const first = seen.get(key.value);
+      if (first) {
+        r.report('CCA-E0211', { field: key.value, where: `\`${field}\``, firstLine: r.lineOf(first) }, key.span);
         ok = false;
         continue;
       }
-      seen.add(key.value);
+      seen.set(key.value, key.span);
       if (value.kind === 'string') out[key.value] = value.value;
       else if (value.kind === 'number' && value.segments.length === 1 && value.segments[0]!.unit === '') out[key.value] = value.text;
       else if (value.kind === 'symbol' && (value.name === 'true' || value.name === 'false')) out[key.value] = value.name;

@@ -41,6 +41,19 @@ export const assignmentSchema = z.object({
   placedAt: ms,
 });
 
+/**
+ * `/placements/<replica>`: where the scheduler placed a replica. One key per replica, so a
+ * placement can compare "no other assignment of this replica exists" on a single key
+ * (assignments are keyed by node, and a store compare names one key).
+ */
+export const replicaPlacementSchema = z.object({
+  replica: z.string(),
+  service: z.string(),
+  node: z.string(),
+  tenure: z.int().min(0),
+  at: ms,
+});
+
 /** `/allocations/<node>`: the authoritative sum of the node's assignments, changed in the same txn as each. */
 export const allocationSchema = z.object({
   node: z.string(),
@@ -115,10 +128,23 @@ export const decisionSchema = z.object({
   /** The decision key or fact key (a terminal) that justified this one. */
   cause: z.object({ decision: z.string() }).or(z.object({ fact: z.string(), modRevision: z.int().min(0) })).optional(),
   reasons: z.array(z.string()),
+  /**
+   * A digest of everything the decision was made on, when that is more than its evidence
+   * embeds (e.g. every node a pending replica could not use): the same basis and the same
+   * outcome is not a new decision, so a converged system writes nothing.
+   */
+  basis: z.string().optional(),
 });
 
 /** `/repeats/<controller>/<kind>/<subject>`: how often the same outcome repeated; never a cause. */
-export const repeatSchema = z.object({ decision: z.string(), count: z.int().min(1), first: ms, last: ms });
+export const repeatSchema = z.object({
+  decision: z.string(),
+  count: z.int().min(1),
+  first: ms,
+  last: ms,
+  /** The basis of the latest repetition (see the decision's `basis`): the same one again is no repetition. */
+  basis: z.string().optional(),
+});
 
 /** `/audit/<node>`: the auditor's rebuild of a node's allocation at one revision. */
 export const auditFindingSchema = z.object({
@@ -185,6 +211,7 @@ export const networkRulesSchema = z.object({
 
 export type ReplicaRecord = z.output<typeof replicaRecordSchema>;
 export type Assignment = z.output<typeof assignmentSchema>;
+export type ReplicaPlacement = z.output<typeof replicaPlacementSchema>;
 export type Allocation = z.output<typeof allocationSchema>;
 export type NodeStatus = z.output<typeof nodeStatusSchema>;
 export type LostReplica = z.output<typeof lostReplicaSchema>;

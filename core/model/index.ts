@@ -11,3 +11,6 @@ export * from './validate.js';
 export * from './redact.js';
 export * from './node.js';
 export * from './facts.js';
+export * from './auth.js';
+export * from './resolve.js';
+export * from './diff.js';

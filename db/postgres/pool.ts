@@ -10,11 +10,23 @@ const types = {
   },
 };
 
+/** The URL's own application_name (e.g. one per pod, for pg_stat_activity) or "ccattler". */
+function applicationName(url: string): string {
+  try {
+    return new URL(url).searchParams.get('application_name') ?? 'ccattler';
+  } catch {
+    return 'ccattler';
+  }
+}
+
 export function createPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types, application_name: 'ccattler' });
+  const pool = new pg.Pool({ connectionString: url, max, types, application_name: applicationName(url) });
   // An idle client that loses its connection must not crash the process; the next
   // query on the pool gets a fresh connection.
   pool.on('error', () => undefined);
+  // A checked-out client whose connection dies between queries emits 'error'; the next
+  // query on it fails and is classified by whoever runs it.
+  pool.on('connect', (client) => client.on('error', () => undefined));
   return pool;
 }
 

@@ -67,3 +67,17 @@ export const lease = pgTable(
   },
   (t) => [index('cca_lease_expires_at').on(t.expiresAt)],
 );
+
+/**
+ * One row: when leases were last reaped. A long silence means the store (or every pod)
+ * was down and nobody could keep leases alive: the next reap renews them all once before
+ * expiring any, as etcd renews leases on a leader change.
+ */
+export const reaper = pgTable(
+  'cca_reaper',
+  {
+    id: smallint('id').primaryKey(),
+    lastReapAt: timestamp('last_reap_at', { withTimezone: true, precision: 3 }).notNull(),
+  },
+  (t) => [check('cca_reaper_one_row', sql`${t.id} = 1`)],
+);

@@ -30,6 +30,8 @@ export interface PostgresStoreOptions {
   /** Client transactions per Postgres transaction at most. */
   maxBatch?: number;
   leaseReaperMs?: number;
+  /** No reap for this long means leases could not be kept alive: renew them all once. */
+  leaseSilenceMs?: number;
   watchPollMs?: number;
   /** Revisions per compaction delete statement. */
   compactWindow?: number;
@@ -82,13 +84,15 @@ export class PostgresStore implements Store {
       const store = new PostgresStore(pool, url, {
         maxBatch: options.maxBatch ?? 256,
         leaseReaperMs: options.leaseReaperMs ?? 250,
+        leaseSilenceMs: options.leaseSilenceMs ?? 5_000,
         watchPollMs: options.watchPollMs ?? 500,
         compactWindow: options.compactWindow ?? 10_000,
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
       });
       await store.hub.start();
-      store.startReaper();
+      // 0 = the server runs lease expiry as a scheduled job instead of a per-process timer.
+      if (store.opts.leaseReaperMs > 0) store.startReaper();
       return store;
     } catch (e) {
       await pool.end().catch(() => undefined);
@@ -192,6 +196,11 @@ export class PostgresStore implements Store {
 
   /** Expire due leases now (the reaper also does this on its timer). Returns how many it expired. */
   async expireLeases(): Promise<number> {
+    const renewed = await this.q(() => leaseSql.renewAfterSilence(this.pool, this.opts.leaseSilenceMs));
+    if (renewed > 0) {
+      this.opts.onDiagnostic(new CcaError('CCA-E0123', { renewed, seconds: Math.round(this.opts.leaseSilenceMs / 1000) }).diagnostic);
+      return 0;
+    }
     const due = await this.q(() => leaseSql.listExpiredLeases(this.pool, 100));
     const done = await Promise.all(due.map((lease) => this.write<boolean>({ kind: 'expire', lease }).catch(() => false)));
     return done.filter(Boolean).length;

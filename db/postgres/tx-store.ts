@@ -54,7 +54,7 @@ export class PostgresTxStore implements Store {
   }
 
   watch(): AsyncIterable<WatchBatch> {
-    throw new CcaError('CCA-E0119', { operation: 'watch' });
+    throw new CcaError('CCA-E0122', { operation: 'watch' });
   }
 
   async grantLease(ttlSeconds: number): Promise<{ id: number; ttl: number }> {
@@ -81,7 +81,7 @@ export class PostgresTxStore implements Store {
   }
 
   compact(): Promise<void> {
-    throw new CcaError('CCA-E0119', { operation: 'compact' });
+    throw new CcaError('CCA-E0122', { operation: 'compact' });
   }
 
   async close(): Promise<void> {}
@@ -93,11 +93,14 @@ export class PostgresTxStore implements Store {
     return o.value;
   }
 
-  private async q<T>(f: () => Promise<T>): Promise<T> {
-    try {
-      return await f();
-    } catch (e) {
+  /** One connection runs one statement at a time: a step's parallel reads queue here. */
+  private tail: Promise<unknown> = Promise.resolve();
+
+  private q<T>(f: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(f, f).catch((e: unknown) => {
       throw pgFailure(e, this.opts.target);
-    }
+    });
+    this.tail = run.catch(() => undefined);
+    return run;
   }
 }

@@ -4,6 +4,8 @@ import { z } from 'zod';
 import type { ServerDeps } from '../deps.js';
 import { diagnosticFor } from '../errors.js';
 import { parseQuery, revisionParam } from '../query.js';
+import { redactDeep } from '../redact.js';
+import type { WatchBatch } from '../../db/store.js';
 import type { RequestIdEnv } from '../request-id.js';
 
 const watchQuery = z.strictObject({
@@ -19,6 +21,7 @@ const watchQuery = z.strictObject({
  * that was compacted ends the stream with a coded `error` event.
  */
 export function watchRoutes(deps: ServerDeps) {
+  const frames = new FrameCache();
   return new Hono<RequestIdEnv>().get('/v1/watch', (c) => {
     const q = parseQuery(c, watchQuery);
     const lastId = Number(c.req.header('last-event-id'));
@@ -28,6 +31,7 @@ export function watchRoutes(deps: ServerDeps) {
     c.header('X-Accel-Buffering', 'no');
     return streamSSE(c, async (stream) => {
       const ac = new AbortController();
+      const prevKv = q.prevKv === '1' || q.prevKv === 'true';
       stream.onAbort(() => ac.abort());
       deps.metrics.watchers.inc();
       const heartbeat = setInterval(() => void stream.write(': heartbeat\n\n').catch(() => ac.abort()), deps.limits.heartbeatMs);
@@ -35,12 +39,35 @@ export function watchRoutes(deps: ServerDeps) {
         const watch = deps.store.watch({
           prefix: q.prefix,
           ...(from !== undefined ? { fromRevision: from } : {}),
-          prevKv: q.prevKv === '1' || q.prevKv === 'true',
+          prevKv,
           signal: ac.signal,
         });
         await stream.writeSSE({ event: 'open', data: JSON.stringify({ prefix: q.prefix, from: from ?? null, requestId }) });
-        for await (const batch of watch) {
-          await stream.writeSSE({ id: String(batch.revision), event: 'batch', data: JSON.stringify(batch) });
+        // Frames that arrive while a write is in flight go out together in the next one:
+        // under load a watcher costs one socket write per burst, not one per revision.
+        const pending: string[] = [];
+        let wake: (() => void) | undefined;
+        let ended = false;
+        const writer = (async () => {
+          while (!ended || pending.length > 0) {
+            if (pending.length === 0) {
+              await new Promise<void>((r) => (wake = r));
+              continue;
+            }
+            await stream.write(pending.splice(0).join(''));
+          }
+        })();
+        try {
+          for await (const batch of watch) {
+            pending.push(frames.frame(batch, q.prefix, prevKv));
+            wake?.();
+            // Keep memory bounded for a client that stopped reading: wait for the writer.
+            while (pending.length > 1024 && !ac.signal.aborted) await new Promise((r) => setTimeout(r, 10));
+          }
+        } finally {
+          ended = true;
+          wake?.();
+          await writer;
         }
       } catch (e) {
         if (!ac.signal.aborted) {
@@ -53,4 +80,23 @@ export function watchRoutes(deps: ServerDeps) {
       }
     });
   });
+}
+
+/**
+ * Watchers of the same prefix get the same frames: redact and serialise each batch once,
+ * not once per watcher. Bounded, and keyed by what determines the bytes.
+ */
+class FrameCache {
+  private frames = new Map<string, string>();
+
+  frame(batch: WatchBatch, prefix: string, prevKv: boolean): string {
+    const key = `${batch.revision}\u0000${prefix}\u0000${prevKv ? 1 : 0}`;
+    let f = this.frames.get(key);
+    if (f === undefined) {
+      f = `id: ${batch.revision}\nevent: batch\ndata: ${JSON.stringify(redactDeep(batch))}\n\n`;
+      this.frames.set(key, f);
+      if (this.frames.size > 8192) this.frames.delete(this.frames.keys().next().value!);
+    }
+    return f;
+  }
 }

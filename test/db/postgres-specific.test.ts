@@ -103,6 +103,24 @@ describe('PostgresStore specifics', () => {
     await Promise.all([a.close(), b.close(), c.close()]);
   });
 
+  test('after a silence (store or every pod down), leases are renewed once before any expires, as etcd does', async () => {
+    const diagnostics: string[] = [];
+    const { url, store } = await freshStore('silence', { leaseReaperMs: 0, onDiagnostic: (d) => diagnostics.push(d.code) });
+    const { id } = await store.grantLease(2);
+    await store.put('held', 'x', { lease: id });
+    await store.expireLeases(); // a normal reap: nothing due
+    // Pretend the store was down for 30 s: nobody reaped, and the lease's time ran out meanwhile.
+    await sql(url, `UPDATE cca_reaper SET last_reap_at = clock_timestamp() - interval '30 seconds'; UPDATE cca_lease SET expires_at = clock_timestamp() - interval '1 second'`);
+    expect(await store.expireLeases()).toBe(0);
+    expect(diagnostics).toEqual(['CCA-E0123']);
+    expect(await store.get('held')).not.toBeNull();
+    expect((await store.leaseTimeToLive(id)).ttl).toBeGreaterThanOrEqual(1);
+    // The agent gets its chance to keep alive; without one, the lease expires as usual.
+    const gone = await eventually(async () => (await store.expireLeases(), await store.get('held')), (kv) => kv === null, 8_000);
+    expect(gone).toBeNull();
+    await store.close();
+  });
+
   test('batched writers: a conflict fails only its own client, every other client gets its own revision', async () => {
     const { store } = await freshStore('batch');
     await store.put('shared', '0');

@@ -59,7 +59,7 @@ test('a rolled-back step burns no revision and leaves no trace', async () => {
   expect(await store.revision()).toBe(1);
   expect((await store.put('z', '1')).revision).toBe(2);
   expect(await store.get('x')).toBeNull();
-  expect(await codeOf(async () => tx.watch())).toBe('CCA-E0119');
+  expect(await codeOf(async () => tx.watch())).toBe('CCA-E0122');
   await client.end();
   await store.close();
 });

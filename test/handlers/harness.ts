@@ -12,12 +12,38 @@ export function testDeps(store: Store = new MemoryStore(), overrides: Partial<Se
     limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500 },
     newRequestId: requestIdGenerator(0),
     version: 'test',
+    auth: { openReads: true },
     ...overrides,
   };
 }
 
 export function testApp(deps: ServerDeps = testDeps()) {
   return { app: createApp(deps), deps };
+}
+
+export const ADMIN = `cca_admin_${'a'.repeat(43)}`;
+export const JOIN = `cca_join_${'j'.repeat(43)}`;
+
+/** An app with known admin and join tokens and reads closed, plus request helpers. */
+export async function securedApp(store: Store = new MemoryStore()) {
+  const { ensureTokens } = await import('../../handlers/auth.js');
+  await ensureTokens(store, { admin: ADMIN, join: JOIN });
+  const deps = testDeps(store, { auth: { openReads: false } });
+  const app = createApp(deps);
+  const call = (method: string, path: string, opts: { token?: string; json?: unknown; text?: string; headers?: Record<string, string> } = {}) => {
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (opts.token) headers.authorization = `Bearer ${opts.token}`;
+    let body: string | undefined;
+    if (opts.json !== undefined) {
+      headers['content-type'] = 'application/json';
+      body = JSON.stringify(opts.json);
+    } else if (opts.text !== undefined) {
+      headers['content-type'] ??= 'text/x-cca';
+      body = opts.text;
+    }
+    return app.request(path, { method, headers, ...(body !== undefined ? { body } : {}) });
+  };
+  return { app, deps, store, call };
 }
 
 /** Read SSE frames from a streaming response until `stop` says enough. */

@@ -72,4 +72,32 @@ export const serverCodes = [
     cause: 'the server cannot serve yet: {reason}',
     fix: 'wait for the store to become reachable; /readyz turns 200 when it is',
   },
+  {
+    code: 'CCA-E0611',
+    blame: 'user',
+    title: 'changed meanwhile',
+    cause: '{what} changed while this request was being applied',
+    fix: 'look at the new state and apply again',
+  },
+  {
+    code: 'CCA-E0612',
+    blame: 'user',
+    title: 'invalid specification',
+    cause: 'the request has {count} problem(s); the first: {first}',
+    fix: 'fix every listed problem (`cca apply --dry-run` shows them all) and apply again',
+  },
+  {
+    code: 'CCA-E0613',
+    blame: 'environment',
+    title: 'tenure lost',
+    cause: 'node {node} wrote under tenure {tenure}, but its current tenure is {current}',
+    fix: 'the agent registers again (a new tenure) and reports afresh; writes from a lost tenure are refused',
+  },
+  {
+    code: 'CCA-E0614',
+    blame: 'user',
+    title: 'invalid node record',
+    cause: 'the registration of node {node} is not acceptable: {reason}',
+    fix: 'check the agent flags or config file (capacity, zone, labels, taints)',
+  },
 ] as const satisfies readonly DiagnosticDef[];

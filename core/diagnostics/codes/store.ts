@@ -130,9 +130,37 @@ export const storeCodes = [
   },
   {
     code: 'CCA-E0119',
+    blame: 'environment',
+    title: 'etcd binary not found',
+    cause: 'the tests need an etcd server, but the {binary} binary is not on the PATH and ETCD_ENDPOINTS is not set',
+    fix: 'install etcd (Debian: apt-get install etcd-server), set ETCD_BINARY to its path, or set ETCD_ENDPOINTS to a running etcd',
+  },
+  {
+    code: 'CCA-E0120',
+    blame: 'environment',
+    title: 'etcd did not start',
+    cause: 'the test etcd server could not be started: {reason}',
+    fix: 'check that loopback ports are free and the temp directory is writable, or set ETCD_ENDPOINTS to a running etcd',
+  },
+  {
+    code: 'CCA-E0121',
+    blame: 'user',
+    title: 'request too large for etcd',
+    cause: 'etcd refused the request as too large: {reason}',
+    fix: "keep one transaction's keys and values under etcd's --max-request-bytes (1.5 MiB by default), or split it",
+  },
+  {
+    code: 'CCA-E0122',
     blame: 'bug',
     title: 'not available inside a step',
     cause: '{operation} cannot run inside a controller step’s transaction',
     fix: 'report this with `cca bundle`; a controller step must only read and write',
+  },
+  {
+    code: 'CCA-E0123',
+    blame: 'environment',
+    title: 'leases renewed after an outage',
+    cause: 'no lease was reaped for over {seconds} s, so nobody could keep leases alive; {renewed} lease(s) were renewed by their TTL before any could expire',
+    fix: 'nothing to do: node loss is detected one TTL later than usual this once; check why the store or every server was down',
   },
 ] as const satisfies readonly DiagnosticDef[];

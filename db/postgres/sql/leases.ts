@@ -44,3 +44,23 @@ export async function listExpiredLeases(db: Db, max: number): Promise<number[]> 
   );
   return r.rows.map((x) => x.id);
 }
+
+/**
+ * Note this reap; if the previous one was longer than `gapMs` ago, nobody could keep
+ * leases alive meanwhile (the store, or every pod, was down), so first renew every lease
+ * by its TTL. Returns how many were renewed. A separate row from the revision counter, so
+ * reaping never waits on writers.
+ */
+export async function renewAfterSilence(db: Db, gapMs: number): Promise<number> {
+  const r = await db.query<{ renewed: number }>(
+    `WITH prev AS (SELECT last_reap_at FROM cca_reaper WHERE id = 1 FOR UPDATE),
+          up AS (UPDATE cca_reaper SET last_reap_at = clock_timestamp() WHERE id = 1),
+          ext AS (
+            UPDATE cca_lease SET expires_at = greatest(expires_at, clock_timestamp() + ttl * interval '1 second')
+             WHERE (SELECT last_reap_at FROM prev) < clock_timestamp() - $1::bigint * interval '1 millisecond'
+            RETURNING id)
+     SELECT count(*)::int AS renewed FROM ext`,
+    [gapMs],
+  );
+  return r.rows[0]?.renewed ?? 0;
+}

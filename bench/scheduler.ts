@@ -1,0 +1,202 @@
+/**
+ * `npm run bench:scheduler`: place 10,000 replicas on 1,000 nodes (mixed sizes, 3 zones,
+ * constraints on a third of the services) and report committed placements/s on
+ * MemoryStore and PostgresStore, plus the pure placement function's decisions/s.
+ * The last line is machine-readable JSON.
+ *
+ *   --replicas N --nodes N    shrink or grow the problem (defaults 10000 / 1000)
+ *   DATABASE_URL=…            use that Postgres instead of an embedded one
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { buildKey, encodeFact, prefixOf } from '../core/keys.js';
+import { serviceSpecSchema, type ServiceSpec } from '../core/model/service.js';
+import { openStore } from '../db/index.js';
+import { startEmbeddedPostgres } from '../db/postgres/embedded.js';
+import type { Op, Store } from '../db/store.js';
+import { freePort } from '../test/support/postgres-server.js';
+import { candidatesOf, demandOf } from '../jobs/controllers/scheduler/plan-placements.js';
+import { place, type Candidate, type Demand, type Spread } from '../jobs/placement/place.js';
+import { createPlacer } from '../jobs/placement/placer.js';
+import { addResources } from '../jobs/placement/quantities.js';
+import { schedulerWith } from '../jobs/controllers/scheduler/index.js';
+import { readClusterView } from '../jobs/controllers/view.js';
+import { listFacts } from '../jobs/facts.js';
+import { Rng } from '../jobs/sim/rng.js';
+
+const Gi = 1024 ** 3;
+const Mi = 1024 ** 2;
+
+function arg(name: string, fallback: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : fallback;
+}
+
+const REPLICAS = arg('replicas', 10_000);
+const NODES = arg('nodes', 1_000);
+const PER_SERVICE = 20;
+const CONCURRENCY = arg('concurrency', 16);
+
+function services(rng: Rng): ServiceSpec[] {
+  return Array.from({ length: Math.ceil(REPLICAS / PER_SERVICE) }, (_, i) => {
+    const constrained = i % 3 === 0;
+    return serviceSpecSchema.parse({
+      name: `svc${i}`,
+      image: 'web:1',
+      replicas: PER_SERVICE,
+      resources: { cpuMillis: rng.pick([100, 250, 500, 1000]), memoryBytes: rng.pick([128, 256, 512, 1024]) * Mi },
+      ...(constrained
+        ? {
+            placement: rng.pick([
+              { require: [{ attribute: 'zone', op: 'in', values: ['a', 'b'] }] },
+              { prefer: [{ constraint: { attribute: 'label.disk', op: '==', values: ['ssd'] }, weight: 50 }] },
+              { restrict: [{ attribute: 'label.class', op: '==', values: ['spot'] }] },
+              { require: [{ attribute: 'label.disk', op: '==', values: ['ssd'] }], spread: ['node'] },
+            ]),
+          }
+        : {}),
+    });
+  });
+}
+
+/** Writes in chunks of one txn each, issued a few at a time. */
+async function writeAll(store: Store, ops: Op[]): Promise<void> {
+  const chunks: Op[][] = [];
+  for (let i = 0; i < ops.length; i += 100) chunks.push(ops.slice(i, i + 100));
+  for (let i = 0; i < chunks.length; i += 8) await Promise.all(chunks.slice(i, i + 8).map((success) => store.txn({ compare: [], success })));
+}
+
+/** The cluster as agents and the node controller would leave it: nodes registered and ready, replicas recorded. */
+async function seed(store: Store): Promise<void> {
+  const rng = new Rng(42);
+  const nodeOps: Op[] = [];
+  for (let i = 0; i < NODES; i++) {
+    const name = `n${String(i).padStart(4, '0')}`;
+    nodeOps.push({
+      put: {
+        key: buildKey('node', name),
+        value: encodeFact('node', {
+          name,
+          zone: ['a', 'b', 'c'][i % 3]!,
+          labels: { disk: rng.chance(0.5) ? 'ssd' : 'hdd', class: rng.chance(0.2) ? 'spot' : 'standard' },
+          capacity: rng.pick([{ cpuMillis: 8_000, memoryBytes: 16 * Gi }, { cpuMillis: 16_000, memoryBytes: 32 * Gi }, { cpuMillis: 32_000, memoryBytes: 64 * Gi }]),
+          images: { 'web:1': 'sha256:web1' },
+        }),
+      },
+    });
+  }
+  await writeAll(store, nodeOps);
+  const statusOps: Op[] = [];
+  for (const kv of (await store.range({ prefix: prefixOf('node') })).kvs) {
+    const name = kv.key.slice(prefixOf('node').length);
+    statusOps.push({ put: { key: buildKey('nodeStatus', name), value: encodeFact('nodeStatus', { node: name, tenure: kv.createRevision, state: 'ready', since: 0 }) } });
+  }
+  await writeAll(store, statusOps);
+  const replicaOps: Op[] = [];
+  let n = 0;
+  for (const s of services(rng)) {
+    replicaOps.push({ put: { key: buildKey('service', s.name), value: encodeFact('service', s) } });
+    for (let r = 0; r < s.replicas && n < REPLICAS; r++, n++) {
+      const id = `${s.name}-${String(r).padStart(8, '0')}`;
+      replicaOps.push({ put: { key: buildKey('replica', s.name, id), value: encodeFact('replica', { id, service: s.name, specRevision: 1, desired: 'run', createdAt: n, retired: false, reason: '' }) } });
+    }
+  }
+  await writeAll(store, replicaOps);
+}
+
+/** Steps of the real scheduler until nothing is pending: committed placements per second. */
+async function committed(store: Store): Promise<{ placements: number; seconds: number; steps: number; perSecond: number; nodeCpuSeconds: number }> {
+  const started = performance.now();
+  const cpu = process.cpuUsage();
+  let steps = 0;
+  let now = 1_000;
+  const scheduler = schedulerWith({ txnConcurrency: CONCURRENCY });
+  for (;;) {
+    steps++;
+    const wake = await scheduler.reconcile({ store, now, random: Math.random });
+    if (wake.at === undefined || steps > 50) break;
+    now += 1;
+  }
+  const seconds = (performance.now() - started) / 1000;
+  const used = process.cpuUsage(cpu);
+  // This process's own CPU (the scheduler, the store client): on a shared machine, wall time includes waiting for a core.
+  const nodeCpuSeconds = Math.round((used.user + used.system) / 1e4) / 100;
+  const placements = (await store.range({ prefix: prefixOf('assigned'), countOnly: true })).count;
+  return { placements, seconds, steps, perSecond: Math.round(placements / seconds), nodeCpuSeconds };
+}
+
+/** The pure function alone: every replica decided against the view, in memory, placements recorded as it goes. */
+async function pure(store: Store): Promise<{ decisions: number; perSecond: number; exhaustivePerSecond: number }> {
+  const view = await readClusterView(store);
+  const specs = new Map((await listFacts(store, 'service', prefixOf('service'))).map((s) => [s.value.name, s.value]));
+  const demands = (await listFacts(store, 'replica', prefixOf('replica'))).map((r) => demandOf(r.value, specs.get(r.value.service)!));
+  const run = (decide: (nodes: Candidate[]) => (d: Demand, spread: Spread) => unknown, limit: number) => {
+    const nodes = candidatesOf(view);
+    const byName = new Map(nodes.map((n) => [n.name, n]));
+    const spreads = new Map<string, { zone: Map<string, number>; node: Map<string, number> }>();
+    const placeOne = decide(nodes);
+    const started = performance.now();
+    let n = 0;
+    for (const d of demands.slice(0, limit)) {
+      const spread = spreads.get(d.service) ?? { zone: new Map(), node: new Map() };
+      spreads.set(d.service, spread);
+      const r = placeOne(d, spread) as { ok: boolean; node?: string };
+      n++;
+      if (!r.ok) continue;
+      const target = byName.get(r.node!)!;
+      target.used = addResources(target.used, d.resources);
+      spread.zone.set(target.zone, (spread.zone.get(target.zone) ?? 0) + 1);
+      spread.node.set(target.name, (spread.node.get(target.name) ?? 0) + 1);
+    }
+    return { n, perSecond: Math.round(n / ((performance.now() - started) / 1000)) };
+  };
+  const fast = run((nodes) => createPlacer(nodes), demands.length);
+  const exhaustive = run((nodes) => (d, spread) => place(d, nodes, spread), 1_000);
+  return { decisions: fast.n, perSecond: fast.perSecond, exhaustivePerSecond: exhaustive.perSecond };
+}
+
+async function postgres(): Promise<{ url: string; stop: () => Promise<void> }> {
+  if (process.env.DATABASE_URL) return { url: process.env.DATABASE_URL, stop: async () => undefined };
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'cca-bench-sched-'));
+  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'data'), port: await freePort(), persistent: false });
+  return {
+    url: pg.url,
+    stop: async () => {
+      await pg.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function main(): Promise<void> {
+  const results: Record<string, unknown> = { replicas: REPLICAS, nodes: NODES };
+  process.stderr.write(`seeding MemoryStore with ${NODES} nodes and ${REPLICAS} replicas…\n`);
+  const memory = await openStore('memory:');
+  await seed(memory);
+  const p = await pure(memory);
+  results.pureDecisionsPerSecond = p.perSecond;
+  results.exhaustiveDecisionsPerSecond = p.exhaustivePerSecond;
+  const m = await committed(memory);
+  results.memory = m;
+  console.log(`pure placement function: ${p.decisions} decisions at ${p.perSecond}/s (the exhaustive reference \`place\`: ${p.exhaustivePerSecond}/s)`);
+  console.log(`MemoryStore: ${m.placements} placements committed in ${m.seconds.toFixed(2)} s (${m.steps} steps, ${m.nodeCpuSeconds} s CPU): ${m.perSecond}/s`);
+  await memory.close();
+
+  const pg = await postgres();
+  try {
+    process.stderr.write('seeding PostgresStore…\n');
+    const store = await openStore(pg.url);
+    await seed(store);
+    const r = await committed(store);
+    results.postgres = r;
+    console.log(`PostgresStore: ${r.placements} placements committed in ${r.seconds.toFixed(2)} s (${r.steps} steps, ${r.nodeCpuSeconds} s CPU in this process): ${r.perSecond}/s`);
+    await store.close();
+  } finally {
+    await pg.stop();
+  }
+  console.log(JSON.stringify(results));
+}
+
+await main();

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { decisionSchema } from '../core/model/facts.js';
+
+/**
+ * The shapes of the API answers the CLI reads, checked at the boundary: an answer that does
+ * not fit is the server's (or a proxy's) fault, CCA-E0708 (external), never a TypeError deep
+ * in a renderer. Objects are loose, so a newer server's extra fields pass through.
+ */
+const count = z.number().int().min(0);
+const resources = z.looseObject({ cpuMillis: count, memoryBytes: count });
+
+export const healthAnswer = z.looseObject({ version: z.string() });
+
+export const fieldChange = z.looseObject({ path: z.string(), old: z.unknown().optional(), new: z.unknown().optional() });
+export const applyAnswer = z.looseObject({
+  plan: z.looseObject({
+    added: z.array(z.string()),
+    changed: z.array(z.looseObject({ name: z.string(), changes: z.array(fieldChange) })),
+    unchanged: z.array(z.string()),
+    removed: z.array(z.string()),
+  }),
+  revision: count,
+  dryRun: z.boolean(),
+});
+
+export const deleteAnswer = z.looseObject({ deleted: z.string(), revision: count });
+
+export const apiService = z.looseObject({
+  name: z.string(),
+  spec: z.looseObject({ image: z.string() }),
+  desired: count,
+  replicas: count,
+  placed: count,
+  running: count,
+  ready: count,
+  pending: z.array(z.looseObject({ replica: z.string(), reason: z.string() })),
+});
+export const servicesAnswer = z.looseObject({ revision: count, services: z.array(apiService) });
+export const serviceAnswer = z.looseObject({ revision: count, service: apiService });
+
+export const apiReplica = z.looseObject({
+  id: z.string(),
+  service: z.string(),
+  node: z.string().optional(),
+  state: z.string(),
+  desired: z.enum(['run', 'stop']),
+  health: z.looseObject({ liveness: z.string(), readiness: z.string() }).optional(),
+  restarts: count,
+  exitCode: z.number().int().optional(),
+  reason: z.string(),
+  diagnostic: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+});
+export const replicasAnswer = z.looseObject({ revision: count, replicas: z.array(apiReplica) });
+
+export const apiNode = z.looseObject({
+  name: z.string(),
+  state: z.string(),
+  registered: z.boolean(),
+  zone: z.string(),
+  runtime: z.string(),
+  tenure: count,
+  capacity: resources,
+  used: resources,
+  replicas: count,
+  labels: z.record(z.string(), z.string()),
+  taints: z.array(z.string()),
+});
+export const nodesAnswer = z.looseObject({ revision: count, nodes: z.array(apiNode) });
+
+const chainLink = z.looseObject({ key: z.string(), decision: decisionSchema.loose() });
+export const whyAnswer = z.looseObject({
+  kind: z.enum(['replica', 'node', 'service']),
+  name: z.string(),
+  history: z.array(chainLink),
+  chain: z.array(chainLink),
+  complete: z.boolean(),
+  terminal: z.looseObject({ fact: z.string(), modRevision: count, current: z.string().optional() }).optional(),
+  truncated: z.string().optional(),
+  repeats: z.array(z.looseObject({ controller: z.string(), repeat: z.looseObject({ decision: z.string(), count, first: count, last: count }) })),
+});
+
+export type ApiService = z.output<typeof apiService>;
+export type ApiReplica = z.output<typeof apiReplica>;
+export type ApiNode = z.output<typeof apiNode>;
+export type WhyAnswer = z.output<typeof whyAnswer>;
+export type ApplyAnswer = z.output<typeof applyAnswer>;

@@ -1,0 +1,190 @@
+import type { z } from 'zod';
+import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { ExitError, fail } from './exit.js';
+
+export interface ClientOptions {
+  server: string;
+  token?: string;
+  nextRequestId(): string;
+  fetch?: typeof fetch;
+  /** Per request, except watches. */
+  timeoutMs?: number;
+  /** Ctrl-C: ends every request in flight. */
+  signal?: AbortSignal;
+}
+
+export interface WatchBatch {
+  revision: number;
+  events: { type: 'put' | 'delete'; kv: { key: string; value: string; modRevision: number } }[];
+}
+
+/** One request that was sent, and what came of it: the bundle's evidence. */
+export interface SentRequest {
+  requestId: string;
+  method: string;
+  path: string;
+  status?: number;
+  diagnostics?: Diagnostic[];
+}
+
+const isDiagnostic = (v: unknown): v is Diagnostic =>
+  typeof v === 'object' && v !== null && typeof (v as Diagnostic).code === 'string' && typeof (v as Diagnostic).message === 'string';
+
+/** The API over HTTP: every request carries a fresh X-Request-Id; every failure becomes coded diagnostics. */
+export class Client {
+  readonly sent: SentRequest[] = [];
+  private readonly fetch: typeof fetch;
+
+  constructor(readonly opts: ClientOptions) {
+    this.fetch = opts.fetch ?? globalThis.fetch;
+  }
+
+  get server(): string {
+    return this.opts.server.replace(/\/+$/, '');
+  }
+
+  /** A JSON request whose answer must fit `schema` (else CCA-E0708, the server's fault). */
+  async json<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown): Promise<z.output<S>> {
+    const { res, requestId, record } = await this.send(method, path, body);
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    if (!res.ok || parsed === undefined) throw this.failure(method, path, res.status, parsed, text, requestId, record);
+    const r = schema.safeParse(parsed);
+    if (r.success) return r.data;
+    const issue = r.error.issues[0]!;
+    const d = makeDiagnostic('CCA-E0708', {
+      method,
+      url: `${this.server}${path}`,
+      status: res.status,
+      reason: `${issue.path.length ? `at ${issue.path.join('.')}: ` : ''}${issue.message}`,
+    });
+    d.requestId = requestId;
+    record.diagnostics = [d];
+    throw new ExitError([d]);
+  }
+
+  async text(path: string): Promise<string> {
+    const { res, requestId, record } = await this.send('GET', path);
+    const text = await res.text();
+    if (res.ok) return text;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    throw this.failure('GET', path, res.status, parsed, text, requestId, record);
+  }
+
+  /** The store's watch as batches, from `from` (inclusive); ends when `signal` aborts. */
+  async *watch(prefix: string, from: number | undefined, signal: AbortSignal): AsyncGenerator<WatchBatch> {
+    const q = new URLSearchParams({ prefix });
+    if (from !== undefined) q.set('from', String(from));
+    const path = `/v1/watch?${q}`;
+    const { res, requestId, record } = await this.send('GET', path, undefined, signal, false);
+    if (!res.ok || !res.body) {
+      const text = await res.text();
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      throw this.failure('GET', path, res.status, parsed, text, requestId, record);
+    }
+    const reader = res.body.getReader();
+    const decoder = new TextDecoder();
+    let buf = '';
+    try {
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch (e) {
+          if (signal.aborted) return;
+          fail('CCA-E0713', { url: this.server, reason: (e as Error).message }, requestId);
+        }
+        if (chunk.done) {
+          if (signal.aborted) return;
+          fail('CCA-E0713', { url: this.server, reason: 'the server closed it' }, requestId);
+        }
+        buf += decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, '\n');
+        let i: number;
+        while ((i = buf.indexOf('\n\n')) >= 0) {
+          const frame = buf.slice(0, i);
+          buf = buf.slice(i + 2);
+          let event = 'message';
+          let data = '';
+          for (const line of frame.split('\n')) {
+            if (line.startsWith('event:')) event = line.slice(6).trim();
+            else if (line.startsWith('data:')) data += line.slice(5).replace(/^ /, '');
+          }
+          if (event === 'batch') yield JSON.parse(data) as WatchBatch;
+          else if (event === 'error') {
+            const body = JSON.parse(data) as { error?: unknown };
+            const d = isDiagnostic(body.error) ? body.error : makeDiagnostic('CCA-E0713', { url: this.server, reason: data });
+            record.diagnostics = [d];
+            throw new ExitError([{ ...d, requestId }]);
+          }
+        }
+      }
+    } finally {
+      await reader.cancel().catch(() => undefined);
+    }
+  }
+
+  private async send(method: string, path: string, body?: unknown, signal?: AbortSignal, timeout = true) {
+    const requestId = this.opts.nextRequestId();
+    const record: SentRequest = { requestId, method, path };
+    this.sent.push(record);
+    const headers: Record<string, string> = { 'x-request-id': requestId, accept: 'application/json' };
+    if (this.opts.token) headers.authorization = `Bearer ${this.opts.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const signals = [signal, this.opts.signal, timeout ? AbortSignal.timeout(this.opts.timeoutMs ?? 30_000) : undefined].filter((s): s is AbortSignal => s !== undefined);
+    const url = `${this.server}${path}`;
+    let res: Response;
+    try {
+      res = await this.fetch(url, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+      });
+    } catch (e) {
+      const d = makeDiagnostic('CCA-E0701', { url: this.server, reason: networkReason(e) });
+      d.requestId = requestId;
+      record.diagnostics = [d];
+      throw new ExitError([d]);
+    }
+    record.status = res.status;
+    return { res, requestId, record };
+  }
+
+  private failure(method: string, path: string, status: number, parsed: unknown, text: string, requestId: string, record: SentRequest): ExitError {
+    const body = parsed as { error?: unknown; diagnostics?: unknown } | undefined;
+    let ds: Diagnostic[];
+    if (Array.isArray(body?.diagnostics) && body.diagnostics.every(isDiagnostic)) ds = body.diagnostics;
+    else if (isDiagnostic(body?.error)) ds = [body.error];
+    else {
+      const reason = parsed === undefined ? `not JSON (${JSON.stringify(text.slice(0, 60))})` : 'no coded error in it';
+      ds = [makeDiagnostic('CCA-E0708', { method, url: `${this.server}${path}`, status, reason })];
+    }
+    ds = ds.map((d) => ({ ...d, requestId: d.requestId ?? requestId }));
+    record.diagnostics = ds;
+    return new ExitError(ds);
+  }
+}
+
+/** "fetch failed" says nothing; its cause (ECONNREFUSED, ENOTFOUND, a timeout) does. */
+function networkReason(e: unknown): string {
+  if (e instanceof DOMException && (e.name === 'TimeoutError' || e.name === 'AbortError')) return e.name === 'TimeoutError' ? 'no answer in time' : 'interrupted';
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  if (cause?.code) return `${cause.code}${cause.message && !cause.message.includes(cause.code) ? ` (${cause.message})` : ''}`;
+  if (cause?.message) return cause.message;
+  return e instanceof Error ? e.message : String(e);
+}

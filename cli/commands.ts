@@ -1,0 +1,16 @@
+import type { CommandModule } from './context.js';
+
+/** Each command in its own module, loaded only when it runs. */
+export const commands: Record<string, { summary: string; load(): Promise<CommandModule> }> = {
+  apply: { summary: 'apply .cca files: local checks, a dry-run diff, confirmation, then apply', load: () => import('./commands/apply.js') },
+  get: { summary: 'list services, replicas or nodes (-w to follow)', load: () => import('./commands/get.js') },
+  delete: { summary: 'delete a service', load: () => import('./commands/delete.js') },
+  why: { summary: 'the decision chain behind a replica, node or service', load: () => import('./commands/why.js') },
+  explain: { summary: 'what a diagnostic code means (offline)', load: () => import('./commands/explain.js') },
+  bundle: { summary: 'a redacted .tar.gz of evidence for a bug report (never sent anywhere)', load: () => import('./commands/bundle.js') },
+  fmt: { summary: 'format .cca files canonically (--check for CI)', load: () => import('./commands/fmt.js') },
+  version: { summary: 'the versions of cca and the server', load: () => import('./commands/version.js') },
+  server: { summary: 'run the API server', load: () => import('./commands/server.js') },
+  agent: { summary: 'run the node agent', load: () => import('./commands/agent.js') },
+  help: { summary: 'this list', load: () => import('./commands/help.js') },
+};

@@ -1,0 +1,18 @@
+import { deleteAnswer } from '../api.js';
+import type { CommandArgs, Context } from '../context.js';
+import { confirm } from '../confirm.js';
+import { fail } from '../exit.js';
+import { printJson } from '../output.js';
+
+export const usage = 'cca delete service NAME [--yes]';
+export const options = { yes: { type: 'boolean', short: 'y' } } as const;
+
+export async function run(ctx: Context, { positionals, values }: CommandArgs): Promise<void> {
+  const [kind, name, ...extra] = positionals;
+  if (kind !== 'service' && kind !== 'services') fail('CCA-E0703', { command: 'cca delete', reason: `only services can be deleted, not "${kind ?? ''}"`, usage });
+  if (!name || extra.length > 0) fail('CCA-E0703', { command: 'cca delete', reason: 'name exactly one service', usage });
+  await confirm(ctx, `deleting service ${name} (its replicas stop)`, values.yes === true);
+  const r = await ctx.client().json('DELETE', `/v1/services/${encodeURIComponent(name)}`, deleteAnswer);
+  if (ctx.globals.output === 'json') printJson(ctx.io, r);
+  else ctx.io.stdout.write(`service ${r.deleted} deleted at revision ${r.revision}; its replicas stop within their grace period\n`);
+}

@@ -1,0 +1,40 @@
+import { writeFile } from 'node:fs/promises';
+import { formatSource } from '../../core/lang/index.js';
+import type { Diagnostic } from '../../core/diagnostics/index.js';
+import type { CommandArgs, Context } from '../context.js';
+import { ExitError, fail } from '../exit.js';
+import { readSources, reason } from '../files.js';
+import { printJson } from '../output.js';
+
+export const usage = 'cca fmt FILE|DIR… [--check]';
+export const options = { check: { type: 'boolean' } } as const;
+
+/** Offline. Rewrites files in canonical layout; --check only reports which ones would change. */
+export async function run(ctx: Context, { positionals, values }: CommandArgs): Promise<void> {
+  if (positionals.length === 0) fail('CCA-E0703', { command: 'cca fmt', reason: 'name at least one file or directory', usage });
+  const files = await readSources(ctx.io.cwd, positionals);
+  const problems: Diagnostic[] = [];
+  const changed: { name: string; path: string; text: string }[] = [];
+  for (const f of files) {
+    const r = formatSource(f.text, f.name);
+    if (!r.ok) problems.push(...r.diagnostics);
+    else if (r.text !== f.text) changed.push({ ...f, text: r.text });
+  }
+  if (problems.length > 0) throw new ExitError(problems, new Map(files.map((f) => [f.name, f.text])));
+  const names = changed.map((f) => f.name);
+  if (values.check) {
+    if (ctx.globals.output === 'json') printJson(ctx.io, { checked: files.length, unformatted: names });
+    if (changed.length > 0) fail('CCA-E0710', { count: changed.length, files: names.join(' ') });
+    if (ctx.globals.output !== 'json') ctx.io.stdout.write(`${files.length} file(s) already formatted\n`);
+    return;
+  }
+  for (const f of changed) {
+    try {
+      await writeFile(f.path, f.text);
+    } catch (e) {
+      fail('CCA-E0714', { file: f.name, reason: reason(e) });
+    }
+  }
+  if (ctx.globals.output === 'json') printJson(ctx.io, { checked: files.length, formatted: names });
+  else ctx.io.stdout.write(`${names.map((n) => `formatted ${n}\n`).join('')}${changed.length} formatted, ${files.length - changed.length} unchanged\n`);
+}

@@ -1,0 +1,21 @@
+import type { CommandArgs, Context } from '../context.js';
+import { fail } from '../exit.js';
+import { printJson } from '../output.js';
+import { whyAnswer } from '../api.js';
+import { redactValue } from '../redact.js';
+import { renderWhy } from '../render/why.js';
+
+export const usage = 'cca why replica|node|service NAME';
+const KINDS = ['replica', 'node', 'service'];
+
+/** The decision chain behind a subject, from the server's decision records. */
+export async function run(ctx: Context, { positionals }: CommandArgs): Promise<void> {
+  const [given, name, ...extra] = positionals;
+  const kind = given?.replace(/s$/, '');
+  if (!kind || !KINDS.includes(kind)) fail('CCA-E0703', { command: 'cca why', reason: `KIND must be replica, node or service, not "${given ?? ''}"`, usage });
+  if (!name || extra.length > 0) fail('CCA-E0703', { command: 'cca why', reason: 'name exactly one subject', usage });
+  const answer = await ctx.client().json('GET', `/v1/why/${kind}/${encodeURIComponent(name)}`, whyAnswer);
+  // The terminal's current value is the stored fact as it is now: a spec's secrets must not ride along.
+  if (ctx.globals.output === 'json') printJson(ctx.io, redactValue(answer));
+  else ctx.io.stdout.write(`${renderWhy(answer, ctx.color, ctx.globals.verbose)}\n`);
+}

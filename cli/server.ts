@@ -1,0 +1,35 @@
+import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+
+/** `cca server`: one server pod, until SIGINT or SIGTERM. Returns the exit code. */
+export async function runServer(argv: string[]): Promise<number> {
+  const { serverConfig, serverUsage } = await import('../server/config.js');
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(serverUsage);
+    return 0;
+  }
+  const report = (d: Diagnostic) => console.error(renderPlain(d));
+  try {
+    const flags = serverConfig(argv, process.env);
+    const { startServer } = await import('../server/start.js');
+    const { version } = await import('../server/version.js');
+    const server = await startServer({ ...flags, version, onDiagnostic: report });
+    console.log(`ccattler server ${version} listening on ${server.url} (store ${redact(flags.store)})`);
+    if (server.tokens.admin) console.log(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
+    if (server.tokens.join) console.log(`join token for agents (shown once):      ${server.tokens.join}`);
+    await new Promise<void>((resolve) => {
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    console.log('stopping…');
+    await server.stop();
+    return 0;
+  } catch (e) {
+    const d = toDiagnostic(e, 'cca server');
+    report(d);
+    return exitCodeFor([d]);
+  }
+}
+
+function redact(url: string): string {
+  return url.replace(/\/\/([^:/@]+):([^@]+)@/, '//$1:***@');
+}

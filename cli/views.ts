@@ -1,0 +1,165 @@
+import { formatBytes, formatCpu } from '../core/model/quantity.js';
+import { nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, type ApiNode, type ApiReplica, type ApiService } from './api.js';
+import type { Client } from './client.js';
+import { fail } from './exit.js';
+
+/**
+ * The stable `-o json` shapes of `cca get` (docs/cli.md): explicit fields, mapped from the
+ * API's views, so a server adding fields never changes what scripts read.
+ */
+export interface ServiceItem {
+  name: string;
+  image: string;
+  desired: number;
+  replicas: number;
+  placed: number;
+  running: number;
+  ready: number;
+  pending: { replica: string; reason: string }[];
+}
+
+export interface ReplicaItem {
+  name: string;
+  service: string;
+  node: string | null;
+  state: string;
+  desired: 'run' | 'stop';
+  health: { liveness: string; readiness: string } | null;
+  restarts: number;
+  exitCode: number | null;
+  reason: string;
+}
+
+export interface NodeItem {
+  name: string;
+  state: string;
+  registered: boolean;
+  zone: string;
+  runtime: string;
+  tenure: number;
+  capacity: { cpuMillis: number; memoryBytes: number };
+  used: { cpuMillis: number; memoryBytes: number };
+  replicas: number;
+  labels: Record<string, string>;
+  taints: string[];
+}
+
+export type Kind = 'services' | 'replicas' | 'nodes';
+export type Item = ServiceItem | ReplicaItem | NodeItem;
+export interface Listing<T extends Item = Item> {
+  kind: Kind;
+  revision: number;
+  items: T[];
+}
+
+const service = (s: ApiService): ServiceItem => ({
+  name: s.name,
+  image: s.spec.image,
+  desired: s.desired,
+  replicas: s.replicas,
+  placed: s.placed,
+  running: s.running,
+  ready: s.ready,
+  pending: s.pending.map((p) => ({ replica: p.replica, reason: p.reason })),
+});
+
+const replica = (r: ApiReplica): ReplicaItem => ({
+  name: r.id,
+  service: r.service,
+  node: r.node ?? null,
+  state: r.state,
+  desired: r.desired,
+  health: r.health ? { liveness: r.health.liveness, readiness: r.health.readiness } : null,
+  restarts: r.restarts,
+  exitCode: r.exitCode ?? null,
+  reason: r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : r.reason,
+});
+
+const node = (n: ApiNode): NodeItem => ({
+  name: n.name,
+  state: n.state,
+  registered: n.registered,
+  zone: n.zone,
+  runtime: n.runtime,
+  tenure: n.tenure,
+  capacity: { cpuMillis: n.capacity.cpuMillis, memoryBytes: n.capacity.memoryBytes },
+  used: { cpuMillis: n.used.cpuMillis, memoryBytes: n.used.memoryBytes },
+  replicas: n.replicas,
+  labels: n.labels,
+  taints: n.taints,
+});
+
+export async function list(client: Client, kind: Kind, name?: string, filter: { service?: string } = {}): Promise<Listing> {
+  if (kind === 'services') {
+    if (name) {
+      const r = await client.json('GET', `/v1/services/${encodeURIComponent(name)}`, serviceAnswer);
+      return { kind, revision: r.revision, items: [service(r.service)] };
+    }
+    const r = await client.json('GET', '/v1/services', servicesAnswer);
+    return { kind, revision: r.revision, items: r.services.map(service) };
+  }
+  const { revision, items } =
+    kind === 'replicas'
+      ? await client
+          .json('GET', `/v1/replicas${filter.service ? `?service=${encodeURIComponent(filter.service)}` : ''}`, replicasAnswer)
+          .then((r) => ({ revision: r.revision, items: r.replicas.map(replica) as Item[] }))
+      : await client.json('GET', '/v1/nodes', nodesAnswer).then((r) => ({ revision: r.revision, items: r.nodes.map(node) as Item[] }));
+  if (name === undefined) return { kind, revision, items };
+  const one = items.filter((i) => i.name === name);
+  if (one.length === 0) fail('CCA-E0609', { kind: kind.slice(0, -1), name });
+  return { kind, revision, items: one };
+}
+
+const frac = (a: number, b: number) => `${a}/${b}`;
+
+/** Rows for people: plain is what fits a terminal, wide adds what a diagnosis needs. */
+export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: string[][] } {
+  if (l.kind === 'services') {
+    const items = l.items as ServiceItem[];
+    return {
+      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(wide ? ['IMAGE', 'WHY PENDING'] : [])],
+      rows: items.map((s) => [
+        s.name,
+        frac(s.ready, s.desired),
+        frac(s.running, s.desired),
+        frac(s.placed, s.desired),
+        String(s.pending.length),
+        ...(wide ? [s.image, s.pending[0] ? `${s.pending[0].replica}: ${s.pending[0].reason}` : '-'] : []),
+      ]),
+    };
+  }
+  if (l.kind === 'replicas') {
+    const items = l.items as ReplicaItem[];
+    return {
+      headers: ['NAME', 'SERVICE', 'NODE', 'STATE', 'RESTARTS', ...(wide ? ['DESIRED', 'HEALTH', 'EXIT', 'REASON'] : [])],
+      rows: items.map((r) => [
+        r.name,
+        r.service,
+        r.node ?? '-',
+        r.state,
+        String(r.restarts),
+        ...(wide ? [r.desired, r.health ? `live=${r.health.liveness} ready=${r.health.readiness}` : '-', r.exitCode === null ? '-' : String(r.exitCode), r.reason || '-'] : []),
+      ]),
+    };
+  }
+  const items = l.items as NodeItem[];
+  return {
+    headers: ['NAME', 'STATE', 'ZONE', 'CPU', 'MEMORY', 'REPLICAS', ...(wide ? ['RUNTIME', 'TENURE', 'LABELS', 'TAINTS'] : [])],
+    rows: items.map((n) => [
+      n.name,
+      n.registered ? n.state : `${n.state} (unregistered)`,
+      n.zone || '-',
+      `${formatCpu(n.used.cpuMillis)}/${formatCpu(n.capacity.cpuMillis)}`,
+      `${formatBytes(n.used.memoryBytes)}/${formatBytes(n.capacity.memoryBytes)}`,
+      String(n.replicas),
+      ...(wide
+        ? [
+            n.runtime || '-',
+            String(n.tenure),
+            Object.entries(n.labels).map(([k, v]) => `${k}=${v}`).join(',') || '-',
+            n.taints.join(',') || '-',
+          ]
+        : []),
+    ]),
+  };
+}

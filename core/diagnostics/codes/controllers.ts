@@ -1,0 +1,47 @@
+import type { DiagnosticDef } from '../types.js';
+
+/** CCA-E04xx: controllers, the scheduler, decisions and the simulation. */
+export const controllerCodes = [
+  {
+    code: 'CCA-E0401',
+    blame: 'user',
+    title: 'replica cannot be placed',
+    cause: 'replica {replica} of service {service} fits on no node: {shortfall}',
+    fix: 'add nodes or capacity, or relax the placement rules of {service}; it is placed as soon as a node fits (`cca why replica {replica}`)',
+  },
+  {
+    code: 'CCA-E0402',
+    blame: 'bug',
+    title: 'allocation record disagrees with assignments',
+    cause: 'the allocation of node {node} records {recorded}, but its assignments at revision {revision} add up to {expected}',
+    fix: 'node {node} takes no new placements until an operator asks the scheduler to repair it (`cca repair node {node}`); report this with `cca bundle`',
+  },
+  {
+    code: 'CCA-E0403',
+    blame: 'environment',
+    title: 'controllers cannot reach the store',
+    cause: 'controller steps are failing because the store is unavailable: {reason}',
+    fix: 'check that the store is running and reachable; steps back off and resume on their own, and agents keep running their workloads meanwhile',
+  },
+  {
+    code: 'CCA-E0404',
+    blame: 'bug',
+    title: 'controller step failed',
+    cause: 'the {controller} step failed unexpectedly: {reason}',
+    fix: 'report this with `cca bundle`; the step wrote nothing and is retried with backoff',
+  },
+  {
+    code: 'CCA-E0405',
+    blame: 'bug',
+    title: 'simulation invariant violated',
+    cause: 'invariant {invariant} failed at t={at} ms (seed {seed}): {detail}',
+    fix: 'replay it with `npm run sim -- --seed {seed} --trace` and report the trace',
+  },
+  {
+    code: 'CCA-E0406',
+    blame: 'user',
+    title: 'no decisions about this subject',
+    cause: 'there is no decision about {kind} {name}',
+    fix: 'check the name (`cca get {kind}s`); decisions about subjects gone longer than the retention period are evicted',
+  },
+] as const satisfies readonly DiagnosticDef[];

@@ -1,0 +1,214 @@
+/**
+ * demo-c0: one node, real processes. A server pod and an agent (process runtime) on a
+ * Postgres of the demo's own, driven by the `cca` CLI, every step asserted:
+ * apply → kill a replica → scale → unknown image → server SIGKILL → agent SIGKILL →
+ * Postgres down for 10 s → a redacted bundle. `npm run demo:c0`; CI runs it as a test.
+ */
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { gunzipSync } from 'node:zlib';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
+import { newRoleToken } from '../handlers/auth.js';
+import { freePort } from '../test/support/postgres-server.js';
+import { alive, cca, DemoFailure, Proc, until } from './procs.js';
+
+type Json = Record<string, any>;
+
+const SECRET = 'planted-secret-c0-5b0e1f';
+
+const spec = (replicas: number) => `service web {
+  image    = "busybox:1.35"
+  command  = ["sleep", "3600"]
+  replicas = ${replicas}
+  cpu      = 0.1
+  memory   = 32Mi
+
+  secret api-key {
+    value = "${SECRET}"
+    env   = "API_KEY"
+  }
+}
+`;
+
+const ghost = `service ghost {
+  image   = "ghost:9"
+  command = ["sleep", "3600"]
+  cpu     = 0.1
+  memory  = 16Mi
+}
+`;
+
+export interface DemoOptions {
+  say?: (line: string) => void;
+}
+
+export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
+  const say = opts.say ?? ((l: string) => console.log(l));
+  const step = (n: number, title: string) => say(`\n── ${n}. ${title}`);
+  const ok = (line: string) => say(`   ✓ ${line}`);
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'cca-demo-c0-'));
+  const admin = newRoleToken('admin');
+  const join = newRoleToken('join');
+  const port = await freePort();
+  const pgPort = await freePort();
+  const server = `http://127.0.0.1:${port}`;
+  const env = { CCA_SERVER: server, CCA_TOKEN: admin, CCA_STATE_DIR: path.join(dir, 'cli'), CCA_CONFIG: path.join(dir, 'no-config.json') };
+  const stateDir = path.join(dir, 'agent');
+  const procs: Proc[] = [];
+  let pg: RunningPostgres | undefined;
+  const startPg = async () => (pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: pgPort, persistent: true, noSync: true }));
+  const startPod = () => {
+    const p = new Proc('server', 'server/main.ts', ['--store', pg!.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join });
+    procs.push(p);
+    return p;
+  };
+  const startAgent = () => {
+    const p = new Proc('agent', 'agent/main.ts', ['--server', server, '--node', 'local', '--token', join, '--runtime', 'process', '--state-dir', stateDir, '--zone', 'a', '--cpu', '2', '--memory', '2Gi']);
+    procs.push(p);
+    return p;
+  };
+  const api = async (p: string): Promise<Json> => {
+    const r = await fetch(`${server}${p}`, { headers: { authorization: `Bearer ${admin}` } });
+    return (await r.json()) as Json;
+  };
+  const web = () => api('/v1/services/web').then((r) => r.service as Json);
+  const running = async () => ((await api('/v1/replicas?service=web')).replicas as Json[]).filter((r) => r.state === 'running');
+  // workload.pid holds "<pid> <start time>": the start time tells a reused pid apart.
+  const pidOf = async (replica: string) => Number((await readFile(path.join(stateDir, 'replicas', replica, 'workload.pid'), 'utf8')).trim().split(/\s+/)[0]);
+  const check = (cond: unknown, what: string, evidence?: unknown) => {
+    if (!cond) throw new DemoFailure(what, evidence);
+    ok(what);
+  };
+
+  try {
+    await startPg();
+    let pod = startPod();
+    await until('the server to be ready', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
+    let agent = startAgent();
+    await until('the node to register', () => api('/v1/nodes'), (r) => r.nodes?.some((n: Json) => n.name === 'local' && n.state === 'ready'));
+    say(`ccattler demo-c0: server ${server}, Postgres on :${pgPort}, agent "local" (process runtime), work dir ${dir}`);
+
+    step(1, 'cca apply --yes --wait');
+    const file = path.join(dir, 'web.cca');
+    await writeFile(file, spec(2));
+    const applied = await cca(['apply', file, '--yes', '--wait'], env);
+    say(applied.out.trimEnd().replace(/^/gm, '   │ '));
+    check(applied.code === 0, 'apply exited 0 after the replicas converged', applied.out);
+    const first = await until('2 running', running, (r) => r.length === 2);
+    for (const r of first) check(alive(await pidOf(r.id)), `replica ${r.id} runs as pid ${await pidOf(r.id)}`);
+
+    step(2, 'kill a replica’s process: it is replaced with a new id');
+    const victim = first[0]!;
+    process.kill(await pidOf(victim.id), 'SIGKILL');
+    const after = await until('a replacement', running, (r) => r.length === 2 && !r.some((x) => x.id === victim.id));
+    const fresh = after.find((r) => !first.some((f) => f.id === r.id))!;
+    check(fresh && fresh.id !== victim.id, `replica ${victim.id} was replaced by ${fresh.id}`);
+    const why = await cca(['why', 'replica', fresh.id], env);
+    say(why.out.trimEnd().replace(/^/gm, '   │ '));
+    check(why.code === 0 && /complete/.test(why.out), `cca why replica ${fresh.id} is complete`, why.out);
+
+    step(3, 'scale to 3 through a changed .cca: the diff shows only the replica count');
+    await writeFile(file, spec(3));
+    const diff = await cca(['apply', file, '--dry-run'], env);
+    say(diff.out.trimEnd().replace(/^/gm, '   │ '));
+    check(diff.code === 0 && /replicas/.test(diff.out) && /2/.test(diff.out) && /3/.test(diff.out), 'the dry run shows replicas 2 → 3', diff.out);
+    check(!/image|command|cpu|memory|secret/i.test(diff.out.split('\n').filter((l) => /^\s*[-+~]/.test(l)).join('\n')), 'and no other field');
+    check(!diff.out.includes(SECRET), 'the planted secret is not in the diff');
+    const scaled = await cca(['apply', file, '--yes', '--wait'], env);
+    check(scaled.code === 0, 'apply --wait converged at 3', scaled.out);
+    await until('3 running', running, (r) => r.length === 3);
+
+    step(4, 'an unknown image is held with a coded diagnostic; the rest is unaffected');
+    const ghostFile = path.join(dir, 'ghost.cca');
+    await writeFile(ghostFile, ghost);
+    await cca(['apply', ghostFile, '--yes'], env);
+    const held = await until('the ghost to be held', () => cca(['get', 'services', '-o', 'wide'], env), (r) => /ghost/.test(r.out) && /catalogue/.test(r.out));
+    say(held.out.trimEnd().replace(/^/gm, '   │ '));
+    check(/ghost:9/.test(held.out), 'cca get services names the missing image', held.out);
+    check((await running()).length === 3, 'web still has 3 running');
+
+    step(5, 'server SIGKILL, then start: workloads never stop, the system reconverges');
+    const before = await Promise.all((await running()).map(async (r) => ({ id: r.id as string, pid: await pidOf(r.id) })));
+    await pod.kill('SIGKILL');
+    check(before.every((w) => alive(w.pid)), 'with the server dead, every workload process is still alive');
+    pod = startPod();
+    await until('the server to be ready again', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
+    await until('3 running', running, (r) => r.length === 3);
+    check(before.every((w) => alive(w.pid)), 'the same processes run after the restart (no restart of any workload)');
+
+    step(6, 'agent SIGKILL, then start: re-adoption, no duplicate, no restart');
+    await agent.kill('SIGKILL');
+    check(before.every((w) => alive(w.pid)), 'with the agent dead, every workload process is still alive');
+    agent = startAgent();
+    await new Promise((r) => setTimeout(r, 3_000));
+    const readopted = await until('3 running', running, (r) => r.length === 3);
+    check(readopted.every((r) => before.some((b) => b.id === r.id)), 'the same replica ids, re-adopted', readopted);
+    check(before.every((w) => alive(w.pid)), 'the same processes, none restarted');
+
+    step(7, 'Postgres down for 10 s: workloads keep running; the server reports it; nothing lost');
+    const lines = () => pod.output.split('\n').filter((l) => /CCA-E0111/.test(l)).length;
+    await pg!.stop();
+    await new Promise((r) => setTimeout(r, 10_000));
+    check(before.every((w) => alive(w.pid)), 'after 10 s without Postgres every workload is alive');
+    const ready = await fetch(`${server}/readyz`);
+    check(ready.status === 503, `/readyz says 503 (${((await ready.json()) as Json).error?.code})`);
+    await startPg();
+    await until('the server to be ready again', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean, 30_000);
+    const status = await until('3 running again', web, (s) => s.running === 3 && s.desired === 3);
+    check(status.running === 3, 'web reconverged at 3 running, the ghost still held');
+    check(before.every((w) => alive(w.pid)), 'the same processes throughout');
+    check(lines() >= 1 && lines() <= 6, `the server reported the failing store ${lines()} time(s), not once per step`, pod.output);
+
+    step(8, 'cca bundle --last: a redacted archive');
+    const bundle = path.join(dir, 'bundle.tar.gz');
+    const b = await cca(['bundle', '--last', '-o', bundle], env);
+    check(b.code === 0, `cca bundle wrote ${bundle}`, b.out);
+    const tar = gunzipSync(await readFile(bundle)).toString('latin1');
+    check(tar.length > 1000 && tar.includes('web'), 'it holds the system’s evidence');
+    check(!tar.includes(SECRET), 'the planted secret is not in it');
+    check(!tar.includes(admin), 'the admin token is not in it');
+    say('\ndemo-c0 passed.');
+  } catch (e) {
+    say(`\n✗ demo-c0 failed: ${e instanceof Error ? e.message : String(e)}`);
+    if (e instanceof DemoFailure && e.evidence !== undefined) say(`evidence: ${typeof e.evidence === 'string' ? e.evidence : JSON.stringify(e.evidence, null, 2)}`);
+    for (const p of procs.slice(-2)) say(`--- last output of ${p.name} ---\n${p.output.slice(-3000)}`);
+    const b = await cca(['bundle', '-o', path.join(dir, 'failure-bundle.tar.gz')], env).catch(() => undefined);
+    if (b) say(`evidence bundle: ${path.join(dir, 'failure-bundle.tar.gz')}`);
+    throw e;
+  } finally {
+    for (const p of procs.reverse()) await p.kill('SIGTERM');
+    // Workloads outlive their agent by design: end them so the demo leaves nothing behind.
+    await cleanupWorkloads(stateDir);
+    await pg?.stop().catch(() => undefined);
+    if (!process.env.CCA_DEMO_KEEP) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+  }
+}
+
+async function cleanupWorkloads(stateDir: string): Promise<void> {
+  const { readdir } = await import('node:fs/promises');
+  const dir = path.join(stateDir, 'replicas');
+  for (const r of await readdir(dir).catch(() => [] as string[])) {
+    for (const f of ['workload.pid', 'supervisor.pid']) {
+      const pid = Number((await readFile(path.join(dir, r, f), 'utf8').catch(() => '')).trim().split(/\s+/)[0]);
+      if (pid > 0) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // gone already
+          }
+        }
+      }
+    }
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  runDemoC0().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+}

@@ -1,0 +1,86 @@
+import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { buildKey, encodeFact } from '../core/keys.js';
+import { parseFiles } from '../core/lang/index.js';
+import { issueToDiagnostic, planApply, validateService, validateServiceSet, type ApplyPlan, type ServiceSpec } from '../core/model/index.js';
+import type { Store } from '../db/store.js';
+import { listFacts } from './facts.js';
+
+/** A request with problems in the user's specs: every diagnostic travels, the first names the error. */
+export class InvalidSpecs extends CcaError {
+  constructor(readonly all: Diagnostic[]) {
+    const first = all[0]!;
+    super('CCA-E0612', { count: all.length, first: `${first.code} ${first.message}` });
+  }
+}
+
+export type ApplyInput =
+  | { kind: 'specs'; services: unknown[]; prune: boolean }
+  | { kind: 'files'; files: { name: string; text: string }[]; prune: boolean };
+
+async function currentServices(store: Store) {
+  const { revision, facts } = await listFacts(store, 'service');
+  return { revision, facts, specs: facts.map((f) => f.value) };
+}
+
+function validate(input: ApplyInput, existing: string[]): ServiceSpec[] {
+  if (input.kind === 'files') {
+    const r = parseFiles(input.files, { existing });
+    if (r.diagnostics.length > 0) throw new InvalidSpecs(r.diagnostics);
+    return r.services;
+  }
+  const specs: ServiceSpec[] = [];
+  const problems: Diagnostic[] = [];
+  input.services.forEach((raw, i) => {
+    const v = validateService(raw);
+    if (v.ok) specs.push(v.value);
+    else for (const issue of v.issues) problems.push({ ...issueToDiagnostic(issue), params: { ...issueToDiagnostic(issue).params, service: i } });
+  });
+  problems.push(...validateServiceSet(specs, { existing }).map(issueToDiagnostic));
+  if (problems.length > 0) throw new InvalidSpecs(problems);
+  return specs;
+}
+
+export interface ApplyResult {
+  plan: ApplyPlan;
+  /** The revision the services were written at (or the revision the dry run read). */
+  revision: number;
+  dryRun: boolean;
+}
+
+/**
+ * Validate, diff against the store, and (unless a dry run) write every desired key in
+ * one txn that compares each service's mod revision as read: a concurrent apply makes
+ * this one fail with CCA-E0611 instead of silently overwriting it.
+ */
+export async function applyServices(store: Store, input: ApplyInput, dryRun: boolean): Promise<ApplyResult> {
+  const current = await currentServices(store);
+  const existing = current.specs.map((s) => s.name);
+  const next = validate(input, existing);
+  const plan = planApply(current.specs, next, input.prune);
+  if (dryRun) return { plan, revision: current.revision, dryRun };
+  const read = new Map(current.facts.map((f) => [f.value.name, f.modRevision]));
+  const touched = [...plan.added, ...plan.changed.map((c) => c.name), ...plan.removed];
+  if (touched.length === 0) return { plan, revision: current.revision, dryRun };
+  const byName = new Map(next.map((s) => [s.name, s]));
+  const r = await store.txn({
+    compare: touched.map((name) => ({ key: buildKey('service', name), target: 'modRevision', op: '=', value: read.get(name) ?? 0 })),
+    success: [
+      ...[...plan.added, ...plan.changed.map((c) => c.name)].map((name) => ({
+        put: { key: buildKey('service', name), value: encodeFact('service', byName.get(name)!) },
+      })),
+      ...plan.removed.map((name) => ({ delete: { key: buildKey('service', name) } })),
+    ],
+  });
+  if (!r.succeeded) throw new CcaError('CCA-E0611', { what: `service(s) ${touched.join(', ')}` });
+  return { plan, revision: r.revision, dryRun };
+}
+
+export async function deleteService(store: Store, name: string): Promise<number> {
+  const key = buildKey('service', name);
+  const r = await store.txn({
+    compare: [{ key, target: 'createRevision', op: '>', value: 0 }],
+    success: [{ delete: { key } }],
+  });
+  if (!r.succeeded) throw new CcaError('CCA-E0609', { kind: 'service', name });
+  return r.revision;
+}

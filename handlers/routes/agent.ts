@@ -1,0 +1,166 @@
+import { randomBytes } from 'node:crypto';
+import { Hono } from 'hono';
+import { z } from 'zod';
+import { CcaError } from '../../core/diagnostics/index.js';
+import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
+import { eventSchema, nodeRecordSchema, observationSchema } from '../../core/model/index.js';
+import type { Store } from '../../db/store.js';
+import { newNodeCredential, requireJoin, requireNode, storeTokenHash, type AuthEnv } from '../auth.js';
+import { jsonBody } from '../body.js';
+import type { ServerDeps } from '../deps.js';
+import { listFacts } from '../facts.js';
+import { parseQuery, revisionParam } from '../query.js';
+
+const MAX_EVENTS_PER_NODE = 200;
+
+function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const r = schema.safeParse(body);
+  if (r.success) return r.data;
+  const issue = r.error.issues[0]!;
+  throw new CcaError('CCA-E0603', { where: `the body${issue.path.length ? ` at ${issue.path.join('.')}` : ''}`, reason: issue.message });
+}
+
+const enrollBody = z.strictObject({ node: z.string().min(1).max(253) });
+const registerBody = z.object({
+  leaseTtlSeconds: z.int().min(2).max(3600).default(10),
+  resumeLease: z.int().min(1).optional(),
+});
+const keepaliveBody = z.strictObject({ lease: z.int().min(1) });
+const assignmentsQuery = z.strictObject({ after: revisionParam.default(0), waitMs: z.coerce.number().int().min(0).max(60_000).optional() });
+const observationsBody = z.strictObject({ tenure: z.int().min(1), observations: z.array(z.unknown()).max(1000) });
+const eventsBody = z.strictObject({ tenure: z.int().min(1), events: z.array(z.unknown()).max(1000) });
+
+/** The node's current tenure: the create revision of its registration, 0 when unregistered. */
+async function tenureOf(store: Store, node: string): Promise<number> {
+  return (await store.get(buildKey('node', node)))?.createRevision ?? 0;
+}
+
+/** Writes an agent makes under its tenure: refused, as a whole, once that tenure is gone. */
+async function writeUnderTenure(store: Store, node: string, tenure: number, ops: Parameters<Store['txn']>[0]['success']) {
+  const key = buildKey('node', node);
+  const r = await store.txn({ compare: [{ key, target: 'createRevision', op: '=', value: tenure }], success: ops });
+  if (!r.succeeded) throw new CcaError('CCA-E0613', { node, tenure, current: await tenureOf(store, node) });
+  return r.revision;
+}
+
+/** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
+export function agentRoutes(deps: ServerDeps) {
+  const { store } = deps;
+  const app = new Hono<AuthEnv>();
+
+  app.post('/v1/agent/enroll', requireJoin(), async (c) => {
+    const { node } = parseBody(enrollBody, await jsonBody(c));
+    const check = nodeRecordSchema.shape.name.safeParse(node);
+    if (!check.success) throw new CcaError('CCA-E0614', { node, reason: check.error.issues[0]!.message });
+    const credential = newNodeCredential(node);
+    await storeTokenHash(store, buildKey('nodeCredential', node), credential, false);
+    return c.json({ node, credential });
+  });
+
+  app.post('/v1/agent/nodes/:node/register', requireNode('register'), async (c) => {
+    const node = c.req.param('node');
+    const body = (await jsonBody(c)) as Record<string, unknown>;
+    const opts = parseBody(registerBody, body);
+    const { leaseTtlSeconds: _ttl, resumeLease: _resume, ...record } = body;
+    const parsed = nodeRecordSchema.safeParse(record);
+    if (!parsed.success) {
+      const i = parsed.error.issues[0]!;
+      throw new CcaError('CCA-E0614', { node, reason: `${i.path.join('.') || 'record'}: ${i.message}` });
+    }
+    if (parsed.data.name !== node) throw new CcaError('CCA-E0614', { node, reason: `the record names node ${parsed.data.name}` });
+    const key = buildKey('node', node);
+    const value = encodeFact('node', parsed.data);
+    const existing = await store.get(key);
+    if (opts.resumeLease !== undefined && existing?.lease === opts.resumeLease) {
+      // An agent restarted within its lease: same registration, same tenure.
+      const { ttl } = await store.keepAlive(opts.resumeLease);
+      const r = await store.txn({
+        compare: [{ key, target: 'lease', op: '=', value: opts.resumeLease }],
+        success: [{ put: { key, value, lease: opts.resumeLease } }],
+      });
+      if (r.succeeded) return c.json({ lease: opts.resumeLease, ttl, tenure: existing.createRevision, revision: r.revision });
+    }
+    // A new registration is a new tenure: end the previous one first (its lease takes its keys).
+    if (existing && existing.lease !== 0) await store.revokeLease(existing.lease).catch(() => undefined);
+    const lease = await store.grantLease(opts.leaseTtlSeconds);
+    const r = await store.txn({
+      compare: [{ key, target: 'createRevision', op: '=', value: 0 }],
+      success: [{ put: { key, value, lease: lease.id } }],
+    });
+    if (!r.succeeded) {
+      await store.revokeLease(lease.id).catch(() => undefined);
+      throw new CcaError('CCA-E0611', { what: `the registration of node ${node}` });
+    }
+    return c.json({ lease: lease.id, ttl: lease.ttl, tenure: r.revision, revision: r.revision });
+  });
+
+  app.post('/v1/agent/nodes/:node/keepalive', requireNode('keep alive'), async (c) => {
+    const node = c.req.param('node');
+    const { lease } = parseBody(keepaliveBody, await jsonBody(c));
+    const kv = await store.get(buildKey('node', node));
+    if (!kv || kv.lease !== lease) throw new CcaError('CCA-E0107', { lease });
+    return c.json(await store.keepAlive(lease));
+  });
+
+  app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {
+    const node = c.req.param('node');
+    const q = parseQuery(c, assignmentsQuery);
+    const waitMs = q.waitMs ?? deps.limits.longPollMs;
+    let changed = q.after === 0;
+    if (!changed && waitMs > 0) {
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), waitMs);
+      c.req.raw.signal.addEventListener('abort', () => ac.abort(), { once: true });
+      deps.metrics.watchers.inc();
+      try {
+        for await (const _ of store.watch({ prefix: prefixOf('assigned', node), fromRevision: q.after + 1, signal: ac.signal })) {
+          changed = true;
+          break;
+        }
+      } catch {
+        // Compacted past `after`: the full list below is the answer anyway.
+        changed = true;
+      } finally {
+        clearTimeout(timer);
+        ac.abort();
+        deps.metrics.watchers.dec();
+      }
+    }
+    const { revision, facts } = await listFacts(store, 'assigned', [node]);
+    return c.json({ revision, changed, assignments: facts.map((f) => f.value) });
+  });
+
+  app.post('/v1/agent/nodes/:node/observations', requireNode('report observations'), async (c) => {
+    const node = c.req.param('node');
+    const body = parseBody(observationsBody, await jsonBody(c));
+    const ops = body.observations.map((raw, i) => {
+      const o = parseBody(observationSchema, raw);
+      if (o.node !== node || o.tenure !== body.tenure) {
+        throw new CcaError('CCA-E0603', { where: `observations.${i}`, reason: `it names node ${o.node} tenure ${o.tenure}` });
+      }
+      return { put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } };
+    });
+    if (ops.length === 0) return c.json({ revision: await store.revision() });
+    return c.json({ revision: await writeUnderTenure(store, node, body.tenure, ops) });
+  });
+
+  app.post('/v1/agent/nodes/:node/events', requireNode('report events'), async (c) => {
+    const node = c.req.param('node');
+    const body = parseBody(eventsBody, await jsonBody(c));
+    const events = body.events.map((raw) => parseBody(eventSchema, raw));
+    if (events.length === 0) return c.json({ revision: await store.revision() });
+    const existing = (await store.range({ prefix: prefixOf('event', node), keysOnly: true })).kvs.map((k) => k.key);
+    const excess = Math.max(0, existing.length + events.length - MAX_EVENTS_PER_NODE);
+    const ops = [
+      ...existing.slice(0, Math.min(excess, existing.length)).map((key) => ({ delete: { key } })),
+      ...events.map((e) => ({
+        // Sortable by time, unique without coordination.
+        put: { key: buildKey('event', node, `${String(e.at).padStart(15, '0')}-${randomBytes(3).toString('hex')}`), value: encodeFact('event', { ...e, node }) },
+      })),
+    ];
+    return c.json({ revision: await writeUnderTenure(store, node, body.tenure, ops.slice(0, 128)) });
+  });
+
+  return app;
+}
+

@@ -1,0 +1,135 @@
+import { buildKey, prefixOf } from '../../core/keys.js';
+import type { Compare, Op } from '../../db/store.js';
+import type { Controller, StepContext, Wakeup } from '../controller.js';
+import { absent, deleteKey, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
+import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
+import { indexBy, readClusterView, type ClusterView } from './view.js';
+
+export const NODE_CONTROLLER = 'node';
+const RETRY_MS = 100;
+
+export interface NodeControllerOptions {
+  /** How long a lost node's replicas wait before they are declared lost and replaced. */
+  lostGraceMs?: number;
+}
+
+interface Txn {
+  compares: Compare[];
+  ops: Op[];
+}
+
+/**
+ * The node controller: a node's registration lives on its agent's lease. When the lease
+ * expires (or the node re-registers under a new tenure) the node is marked lost; after a
+ * short grace every replica assigned under the old tenure is marked lost, for the replica
+ * controller to replace with new ids. Nothing moves back when the node returns: it is
+ * marked ready under its new tenure and takes new placements only.
+ */
+export function nodeController(opts: NodeControllerOptions = {}): Controller {
+  const grace = opts.lostGraceMs ?? 1_000;
+  return {
+    name: NODE_CONTROLLER,
+    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned')],
+    async reconcile(ctx: StepContext): Promise<Wakeup> {
+      const { store, now } = ctx;
+      const [view, lostList] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost'))]);
+      const lost = indexBy(lostList, (l) => l.key);
+      const txns: Txn[] = [];
+      let timer: number | undefined;
+      const names = new Set([...view.nodes.keys(), ...view.statuses.keys()]);
+      for (const name of [...names].sort()) {
+        const r = planNode(view, lost, name, now, grace);
+        if (r.txn) txns.push(r.txn);
+        if (r.at !== undefined) timer = Math.min(timer ?? Infinity, r.at);
+      }
+      // A lost record has done its job once the scheduler released the assignment.
+      for (const l of lostList) {
+        if (!view.assignments.has(l.value.replica) || view.assignments.get(l.value.replica)!.value.node !== l.value.node) {
+          txns.push({ compares: [unchanged(l), absent(buildKey('assigned', l.value.node, l.value.replica))], ops: [deleteKey(l.key)] });
+        }
+      }
+      let failed = 0;
+      for (const t of txns) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
+      if (failed > 0) return { at: now + RETRY_MS };
+      return timer !== undefined ? { at: timer } : {};
+    },
+  };
+}
+
+function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, name: string, now: number, grace: number): { txn?: Txn; at?: number } {
+  const node = view.nodes.get(name);
+  const status = view.statuses.get(name);
+  const tenure = node?.kv.createRevision;
+  const nodeKey = buildKey('node', name);
+  const nodeCompare = node ? sameTenure(nodeKey, node.kv.createRevision) : absent(nodeKey);
+  const statusKey = buildKey('nodeStatus', name);
+
+  if (status && status.value.state === 'ready' && status.value.tenure !== tenure) {
+    const reason = node ? `re-registered under tenure ${tenure}; tenure ${status.value.tenure} ended` : `the registration lease of tenure ${status.value.tenure} expired`;
+    const d = decide({
+      kind: 'node',
+      subject: name,
+      controller: NODE_CONTROLLER,
+      action: 'lost',
+      tag: 'node-lost',
+      at: now,
+      evidence: [evidenceOf(status), node ? evidenceOf(node) : absentEvidence(nodeKey)],
+      cause: causedBy(decisionKey('node', name, status.value.since, 'node-ready')),
+      reasons: [reason, `its replicas are declared lost after ${grace} ms unless it returns`],
+    });
+    return {
+      txn: {
+        compares: [unchanged(status), nodeCompare, ...d.compares],
+        ops: [putFact('nodeStatus', [name], { node: name, tenure: status.value.tenure, state: 'lost', since: now, reason }), ...d.ops],
+      },
+    };
+  }
+
+  // Assignments from a tenure that is not the node's current one, not yet declared lost.
+  const orphans = (view.byNode.get(name) ?? []).filter((a) => a.value.tenure !== tenure && !lost.has(buildKey('lost', name, a.value.replica)) && a.value.desired === 'run');
+  if (orphans.length > 0) {
+    const lostSince = status?.value.state === 'lost' ? status.value.since : undefined;
+    if (lostSince !== undefined && now < lostSince + grace) return { at: lostSince + grace };
+    const cause = status?.value.state === 'lost' ? causedBy(decisionKey('node', name, status.value.since, 'node-lost')) : causedByFact({ key: nodeKey, ...(node ? { kv: node.kv } : { modRevision: 0 }) });
+    const compares: Compare[] = [unchanged(status, statusKey), nodeCompare];
+    const ops: Op[] = [];
+    for (const a of orphans.slice(0, 40)) {
+      const d = decide({
+        kind: 'replica',
+        subject: a.value.replica,
+        controller: NODE_CONTROLLER,
+        action: `lost with node ${name}`,
+        tag: 'node-lost',
+        at: now,
+        evidence: [evidenceOf(a), ...(status ? [evidenceOf(status)] : [])],
+        cause,
+        reasons: [`node ${name} lost tenure ${a.value.tenure} and did not return within ${grace} ms`],
+      });
+      const lostKey = buildKey('lost', name, a.value.replica);
+      compares.push(unchanged(a), absent(lostKey), ...d.compares);
+      ops.push(putFact('lost', [name, a.value.replica], { replica: a.value.replica, service: a.value.service, node: name, tenure: a.value.tenure, at: now, proof: 'lease-expired' }), ...d.ops);
+    }
+    return { txn: { compares, ops }, ...(orphans.length > 40 ? { at: now } : {}) };
+  }
+
+  if (node && (!status || status.value.tenure !== tenure || status.value.state !== 'ready')) {
+    const d = decide({
+      kind: 'node',
+      subject: name,
+      controller: NODE_CONTROLLER,
+      action: 'ready',
+      tag: 'node-ready',
+      at: now,
+      evidence: [evidenceOf(node), ...(status ? [evidenceOf(status)] : [])],
+      cause: causedByFact(node),
+      reasons: [`registered in zone ${node.value.zone} with ${node.value.capacity.cpuMillis}m cpu under tenure ${tenure}`],
+    });
+    return {
+      txn: {
+        compares: [unchanged(node), unchanged(status, statusKey), ...d.compares],
+        ops: [putFact('nodeStatus', [name], { node: name, tenure: tenure!, state: 'ready', since: now, reason: 'registered' }), ...d.ops],
+      },
+    };
+  }
+  return {};
+}

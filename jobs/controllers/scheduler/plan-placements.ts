@@ -1,0 +1,201 @@
+import { buildKey, encodeFact } from '../../../core/keys.js';
+import { makeDiagnostic } from '../../../core/diagnostics/error.js';
+import type { Allocation, Assignment, ReplicaPlacement, ReplicaRecord } from '../../../core/model/facts.js';
+import type { ServiceSpec } from '../../../core/model/service.js';
+import type { Compare, Op } from '../../../db/store.js';
+import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
+import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
+import { type Candidate, type Demand } from '../../placement/place.js';
+import { createPlacer } from '../../placement/placer.js';
+import { addResources, noResources } from '../../placement/quantities.js';
+import { digest, isReady, type ClusterView } from '../view.js';
+
+export const SCHEDULER = 'scheduler';
+/** Placements on one node per step: one node's placements share a txn (its allocation record). */
+export const MAX_PER_NODE = 36;
+
+export interface Pending {
+  record: Fact<'replica'>;
+  spec: Fact<'service'>;
+}
+
+export interface PlacementPlan {
+  /** Per node: compares and writes of every placement on it, allocation written once. */
+  groups: Map<string, { compares: Compare[]; ops: Op[] }>;
+  placed: number;
+  unplaced: { pending: Pending; shortfall: string; basis: string; excluded: Record<string, number> }[];
+  /** Stopped early (a node's txn is full); run again at once. */
+  more: boolean;
+}
+
+export function demandOf(record: ReplicaRecord, spec: ServiceSpec): Demand {
+  return { replica: record.id, service: record.service, resources: spec.resources, image: spec.image, placement: spec.placement };
+}
+
+export function candidatesOf(view: ClusterView): Candidate[] {
+  return [...view.nodes.values()].map((n) => ({
+    name: n.value.name,
+    zone: n.value.zone,
+    labels: n.value.labels,
+    taints: n.value.taints,
+    images: n.value.images,
+    ready: isReady(view, n.value.name),
+    audited: view.audits.get(n.value.name)?.value.open ?? false,
+    capacity: n.value.capacity,
+    used: view.allocations.get(n.value.name)?.value.used ?? noResources,
+  }));
+}
+
+/** Replicas of each service per zone and per node, from the live assignments. */
+export function spreadCounts(view: ClusterView, live: (replica: string) => boolean) {
+  const zone = new Map<string, Map<string, number>>();
+  const node = new Map<string, Map<string, number>>();
+  const bump = (m: Map<string, Map<string, number>>, service: string, k: string) => {
+    const inner = m.get(service) ?? new Map<string, number>();
+    inner.set(k, (inner.get(k) ?? 0) + 1);
+    m.set(service, inner);
+  };
+  for (const a of view.assignments.values()) {
+    if (!live(a.value.replica)) continue;
+    const n = view.nodes.get(a.value.node);
+    bump(node, a.value.service, a.value.node);
+    if (n) bump(zone, a.value.service, n.value.zone);
+  }
+  return { zone, node };
+}
+
+/** The view a pending decision was made on: if it is the same next time, nothing is rewritten. */
+function basisOf(view: ClusterView, spec: Fact<'service'>): string {
+  const parts = [`spec ${spec.kv.modRevision}`];
+  for (const [name, n] of view.nodes) {
+    parts.push(`${name} ${n.kv.createRevision} ${n.kv.modRevision} ${view.statuses.get(name)?.kv.modRevision ?? 0} ${view.allocations.get(name)?.kv.modRevision ?? 0} ${view.audits.get(name)?.kv.modRevision ?? 0}`);
+  }
+  return digest(parts.sort());
+}
+
+/**
+ * Plan every pending replica in order (oldest first) against the view, updating the view's
+ * allocations in memory as it goes so no two placements in one step overcommit a node.
+ */
+export function planPlacements(view: ClusterView, pending: readonly Pending[], live: (replica: string) => boolean, now: number): PlacementPlan {
+  const nodes = candidatesOf(view);
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const spread = spreadCounts(view, live);
+  const perNode = new Map<string, { replicas: string[]; compares: Compare[]; ops: Op[] }>();
+  const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
+  const place = createPlacer(nodes);
+  const validated = new Set<Fact<'service'>>();
+  for (const p of pending) {
+    const d = demandOf(p.record.value, p.spec.value);
+    const result = place(d, { zone: spread.zone.get(d.service) ?? new Map(), node: spread.node.get(d.service) ?? new Map() });
+    if (!result.ok) {
+      plan.unplaced.push({ pending: p, shortfall: result.shortfall, basis: basisOf(view, p.spec), excluded: result.excluded });
+      continue;
+    }
+    const target = byName.get(result.node)!;
+    const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [] };
+    if (group.replicas.length >= MAX_PER_NODE) {
+      plan.more = true;
+      break;
+    }
+    perNode.set(target.name, group);
+    group.replicas.push(d.replica);
+    target.used = addResources(target.used, d.resources);
+    const inc = (m: Map<string, Map<string, number>>, k: string) => {
+      const inner = m.get(d.service) ?? new Map<string, number>();
+      inner.set(k, (inner.get(k) ?? 0) + 1);
+      m.set(d.service, inner);
+    };
+    inc(spread.zone, target.zone);
+    inc(spread.node, target.name);
+    placementWrites(view, p, target.name, result.reasons, now, { ...group, validated });
+    plan.placed++;
+  }
+  for (const [name, g] of perNode) {
+    const node = view.nodes.get(name)!;
+    const alloc = view.allocations.get(name);
+    const before: Allocation = alloc?.value ?? { node: name, tenure: node.kv.createRevision, used: noResources, replicas: [] };
+    const allocation: Allocation = {
+      node: name,
+      tenure: node.kv.createRevision,
+      used: byName.get(name)!.used,
+      replicas: [...before.replicas, ...g.replicas].sort(),
+    };
+    const status = view.statuses.get(name)!;
+    const auditKey = buildKey('audit', name);
+    g.compares.push(
+      sameTenure(node.key, node.kv.createRevision),
+      unchanged(status),
+      unchanged(alloc, buildKey('allocation', name)),
+      unchanged(view.audits.get(name), auditKey),
+    );
+    g.ops.push(putFact('allocation', [name], allocation));
+    plan.groups.set(name, { compares: g.compares, ops: g.ops });
+  }
+  return plan;
+}
+
+/**
+ * An assignment embeds its spec; validating the whole of it per replica would dominate
+ * the step, so the first assignment of each spec in a step is validated and the rest of
+ * that spec's (same shape, other ids) are serialised directly.
+ */
+function encodeAssignment(a: Assignment, spec: Fact<'service'>, validated: Set<Fact<'service'>>): string {
+  if (validated.has(spec)) return JSON.stringify(a);
+  const value = encodeFact('assigned', a);
+  validated.add(spec);
+  return value;
+}
+
+function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: { compares: Compare[]; ops: Op[]; validated: Set<Fact<'service'>> }) {
+  const r = p.record.value;
+  const n = view.nodes.get(node)!;
+  const tenure = n.kv.createRevision;
+  const alloc = view.allocations.get(node);
+  const decision = decide({
+    kind: 'replica',
+    subject: r.id,
+    controller: SCHEDULER,
+    action: `placed on ${node}`,
+    tag: 'sched-place',
+    at: now,
+    evidence: [
+      evidenceOf(p.record),
+      evidenceOf(n),
+      evidenceOf(view.statuses.get(node)!),
+      alloc ? evidenceOf(alloc) : absentEvidence(buildKey('allocation', node)),
+    ],
+    cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
+    reasons,
+  }, true);
+  const assignedKey = buildKey('assigned', node, r.id);
+  const placementKey = buildKey('placement', r.id);
+  g.compares.push(unchanged(p.record), absent(assignedKey), absent(placementKey), ...decision.compares);
+  const assignment: Assignment = {
+    replica: r.id,
+    service: r.service,
+    node,
+    tenure,
+    resources: p.spec.value.resources,
+    specRevision: r.specRevision,
+    spec: p.spec.value,
+    desired: 'run',
+    placedAt: now,
+  };
+  g.ops.push(
+    { put: { key: assignedKey, value: encodeAssignment(assignment, p.spec, g.validated) } },
+    { put: { key: placementKey, value: JSON.stringify({ replica: r.id, service: r.service, node, tenure, at: now } satisfies ReplicaPlacement) } },
+    ...decision.ops,
+  );
+}
+
+/** Reasons of a pending decision: the shortfall, plus the coded diagnostic users look up. */
+export function pendingReasons(p: Pending, shortfall: string, excluded: Record<string, number>): string[] {
+  const reasons = [shortfall, makeDiagnostic('CCA-E0401', { replica: p.record.value.id, service: p.record.value.service, shortfall }).message];
+  const total = Object.values(excluded).reduce((a, b) => a + b, 0);
+  const image = Object.keys(excluded).find((k) => k.startsWith('image '));
+  if (image && excluded[image] === total) {
+    reasons.push(makeDiagnostic('CCA-E0316', { service: p.spec.value.name, image: p.spec.value.image, known: 'see the nodes\' catalogues (`cca get nodes`)' }).message);
+  }
+  return reasons;
+}

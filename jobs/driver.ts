@@ -1,0 +1,166 @@
+import { isCcaError, makeDiagnostic } from '../core/diagnostics/error.js';
+import type { Diagnostic } from '../core/diagnostics/types.js';
+import type { Store } from '../db/store.js';
+import type { Controller } from './controller.js';
+import { backoffMs, FailureReporter, runStep } from './step-runner.js';
+import { WakeTable, type DueStep } from './wake-table.js';
+
+/** Time for the driver: the real clock in a server, a virtual one in tests. */
+export interface DriverClock {
+  now(): number;
+  /** Resolve after `ms`, or at once when the signal aborts. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+export const systemClock: DriverClock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      if (signal.aborted) return resolve();
+      const t = setTimeout(done, Math.max(0, ms));
+      function done() {
+        clearTimeout(t);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+      signal.addEventListener('abort', done, { once: true });
+    }),
+};
+
+export interface DriverOptions {
+  store: Store;
+  controllers: readonly Controller[];
+  clock?: DriverClock;
+  random?: () => number;
+  /** A failing store once per outage; other step failures once per distinct message. */
+  onDiagnostic?: (d: Diagnostic) => void;
+  /** The store answers again after a reported outage. */
+  onRecovered?: () => void;
+  /** After every step, for metrics and traces. */
+  onStep?: (info: { controller: string; subject?: string; ok: boolean; ms: number }) => void;
+  /** Longest wait between retries of a failing step. */
+  maxBackoffMs?: number;
+}
+
+export interface Driver {
+  /** Resolves once nothing is running or due and every committed change has been routed. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The in-process driver: runs controllers over any Store. A step is due when its timer
+ * falls due or a key it watches changes (followed with `store.watch` from the revision the
+ * driver started at); the same (controller, subject) never runs twice at once; a failing
+ * step backs off exponentially and a failing store is reported once per outage.
+ */
+export function startDriver(opts: DriverOptions): Driver {
+  const { store } = opts;
+  const clock = opts.clock ?? systemClock;
+  const random = opts.random ?? Math.random;
+  const table = new WakeTable(opts.controllers);
+  const reporter = new FailureReporter((d) => opts.onDiagnostic?.(d));
+  const failures = new Map<string, number>();
+  const stopper = new AbortController();
+  const inflight = new Set<Promise<void>>();
+  let wakeLoop = new AbortController();
+  let seenRevision = 0;
+  let storeDown = false;
+  const poke = () => wakeLoop.abort();
+
+  table.kickAll(clock.now());
+
+  async function follow(): Promise<void> {
+    let attempt = 0;
+    while (!stopper.signal.aborted) {
+      try {
+        const from = await store.revision();
+        seenRevision = Math.max(seenRevision, from);
+        if (attempt > 0) table.kickAll(clock.now()); // a gap in what we saw: everyone looks again
+        poke();
+        for await (const batch of store.watch({ prefix: '', fromRevision: from + 1, signal: stopper.signal })) {
+          attempt = 0;
+          table.changed(batch.events.map((e) => e.kv.key), clock.now());
+          seenRevision = batch.revision;
+          poke();
+        }
+      } catch (e) {
+        if (stopper.signal.aborted) return;
+        if (isCcaError(e) && e.blame === 'environment') {
+          storeDown = true;
+          reporter.report({ ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: e.diagnostic.message }) });
+        }
+      }
+      attempt++;
+      await clock.sleep(backoffMs(attempt, random, 100, opts.maxBackoffMs ?? 5_000), stopper.signal);
+    }
+  }
+
+  async function runOne(step: DueStep): Promise<void> {
+    const started = clock.now();
+    const out = await runStep(step.controller, store, started, random, step.subject);
+    table.done(step);
+    opts.onStep?.({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ok: out.ok, ms: clock.now() - started });
+    if (out.ok) {
+      failures.delete(step.key);
+      if (storeDown) {
+        storeDown = false;
+        reporter.recovered();
+        opts.onRecovered?.();
+      }
+      if (out.wake.at !== undefined) table.wake(step.controller, step.subject, out.wake.at);
+    } else {
+      const n = (failures.get(step.key) ?? 0) + 1;
+      failures.set(step.key, n);
+      if (out.storeDown) storeDown = true;
+      reporter.report(out);
+      table.wake(step.controller, step.subject, clock.now() + backoffMs(n, random, 100, opts.maxBackoffMs ?? 5_000));
+    }
+    poke();
+  }
+
+  async function fanOut(): Promise<void> {
+    for (const c of [...table.fanouts]) {
+      table.fanouts.delete(c);
+      try {
+        for (const s of (await c.subjects?.(store)) ?? []) table.wake(c, s, clock.now());
+      } catch {
+        table.fanouts.add(c); // retried on the next turn, after the backoff below
+        await clock.sleep(backoffMs(2, random), stopper.signal);
+      }
+    }
+  }
+
+  async function loop(): Promise<void> {
+    while (!stopper.signal.aborted) {
+      wakeLoop = new AbortController();
+      await fanOut();
+      for (const step of table.take(clock.now())) {
+        const p = runOne(step).finally(() => inflight.delete(p));
+        inflight.add(p);
+      }
+      const next = table.nextAt();
+      const wait = table.fanouts.size > 0 ? 0 : next === undefined ? 60_000 : Math.max(0, next - clock.now());
+      if (wait > 0 || inflight.size > 0) await clock.sleep(wait === 0 ? 60_000 : wait, wakeLoop.signal);
+    }
+  }
+
+  const following = follow();
+  const looping = loop();
+
+  return {
+    async idle() {
+      for (;;) {
+        await new Promise((r) => setTimeout(r, 1));
+        const next = table.nextAt();
+        const busy = inflight.size > 0 || table.fanouts.size > 0 || (next !== undefined && next <= clock.now());
+        if (!busy && seenRevision >= (await store.revision())) return;
+      }
+    },
+    async stop() {
+      stopper.abort();
+      wakeLoop.abort();
+      await Promise.allSettled([following, looping, ...inflight]);
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { buildKey, decodeFact, encodeFact, parseKey, type FactInput, type FactOf, type KeyKind, type KeyParams } from '../core/keys.js';
+import type { Compare, KeyValue, Op, Store } from '../db/store.js';
+
+/**
+ * Typed reads and the compares of the read-set rule. Every controller reads facts through
+ * these, so each value it acts on comes with the key-value (mod revision) it must compare.
+ */
+export interface Fact<K extends KeyKind> {
+  key: string;
+  kv: KeyValue;
+  value: FactOf<K>;
+}
+
+export async function getFact<K extends KeyKind>(store: Store, kind: K, ...params: KeyParams<K>): Promise<Fact<K> | undefined> {
+  const key = buildKey(kind, ...params);
+  const kv = await store.get(key);
+  return kv ? { key, kv, value: decodeFact(kind, key, kv.value) } : undefined;
+}
+
+/** Every fact of a kind under a prefix (all of them without `leading`), paged through. */
+export async function listFacts<K extends KeyKind>(store: Store, kind: K, prefix: string, revision?: number): Promise<Fact<K>[]> {
+  const out: Fact<K>[] = [];
+  let start = prefix;
+  const end = prefixEnd(prefix);
+  for (;;) {
+    const r = await store.range({ start, end, limit: 2_000, ...(revision ? { revision } : {}) });
+    for (const kv of r.kvs) {
+      if (parseKey(kv.key)?.kind !== kind) continue;
+      out.push({ key: kv.key, kv, value: decodeFact(kind, kv.key, kv.value) });
+    }
+    if (!r.more || r.kvs.length === 0) return out;
+    start = r.kvs[r.kvs.length - 1]!.key + '\u0001'; // keys hold no NUL: the next possible key
+  }
+}
+
+/** The first key after every key starting with `prefix`. */
+export function prefixEnd(prefix: string): string {
+  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+}
+
+/** The value read is still the value: compares its mod revision (or its absence). */
+export function unchanged(f: { key: string; kv: KeyValue } | undefined, key?: string): Compare {
+  if (!f) return absent(key!);
+  return { key: f.key, target: 'modRevision', op: '=', value: f.kv.modRevision };
+}
+
+export function absent(key: string): Compare {
+  return { key, target: 'createRevision', op: '=', value: 0 };
+}
+
+/** Still the same incarnation of a key (a node's tenure is its create revision). */
+export function sameTenure(key: string, tenure: number): Compare {
+  return { key, target: 'createRevision', op: '=', value: tenure };
+}
+
+export function putFact<K extends KeyKind>(kind: K, params: KeyParams<K>, value: FactInput<K>): Op {
+  return { put: { key: buildKey(kind, ...params), value: encodeFact(kind, value) } };
+}
+
+export function deleteKey(key: string): Op {
+  return { delete: { key } };
+}
+
+/** Deduplicate compares on the same key and target (several actions in one txn read the same key). */
+export function uniqueCompares(cs: readonly Compare[]): Compare[] {
+  const seen = new Map<string, Compare>();
+  for (const c of cs) seen.set(`${c.key}\0${c.target}`, c);
+  return [...seen.values()];
+}
+
+/** Would writing `value` to a key that holds `current` change anything? Equal JSON = no write. */
+export function differs(current: string | undefined, value: string): boolean {
+  return current !== value;
+}

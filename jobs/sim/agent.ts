@@ -1,0 +1,228 @@
+import { isCcaError } from '../../core/diagnostics/error.js';
+import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
+import type { Assignment, Observation } from '../../core/model/facts.js';
+import type { NodeRecordInput } from '../../core/model/node.js';
+import type { Store } from '../../db/store.js';
+import { FakeRuntime } from './runtime.js';
+
+export interface AgentTiming {
+  ttlSeconds: number;
+  keepaliveMs: number;
+  /** Workloads stop this long before the lease could expire, timed from the last contact. */
+  fenceMarginMs: number;
+}
+
+/** What survives an agent restart (its state file): the lease and the tenure it registered. */
+interface Disk {
+  lease?: number;
+  tenure?: number;
+}
+
+export type AgentEvent = { kind: 'started' | 'stopped' | 'fenced' | 'registered' | 'lease-lost'; replica?: string; tenure?: number };
+
+/**
+ * A simulated node agent following the agent↔store protocol (docs/controllers.md):
+ * register `/nodes/<node>` on a lease, keep it alive, run what `/assigned/<node>/` says
+ * under the current tenure, report `/observed/<node>/<replica>` with a compare on the
+ * tenure (a write from a lost tenure is refused by the store), fence its own workloads a
+ * margin before the lease can expire, and keep running what it last knew otherwise.
+ */
+export class SimAgent {
+  readonly runtime = new FakeRuntime();
+  alive = true;
+  private disk: Disk = {};
+  /** Local time of the last successful keepalive (or registration). */
+  private lastOk = -Infinity;
+  /** First and latest "store down" answers since then: the span the store's lease clock stood still. */
+  private downFirst: number | undefined;
+  private downLast: number | undefined;
+  private lastKeepalive = -Infinity;
+  /** The wall clock of the current loop, for timestamps. */
+  private wall = 0;
+  /** The last observation written per replica, to write only changes. */
+  private written = new Map<string, string>();
+  /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
+  private started = new Set<string>();
+
+  constructor(
+    readonly record: NodeRecordInput & { name: string },
+    private readonly store: Store,
+    private readonly timing: AgentTiming,
+    private readonly emit: (e: AgentEvent) => void,
+  ) {}
+
+  get tenure(): number | undefined {
+    return this.disk.tenure;
+  }
+
+  /**
+   * One pass of the agent's loop. `wall` is the machine's clock (maybe skewed, maybe
+   * stepped by NTP): only timestamps come from it. Every duration — keepalive period,
+   * fencing deadline — is timed on `mono`, a monotonic clock, because a clock that jumps
+   * back would otherwise stretch the fencing window past the lease.
+   */
+  async tick(wall: number, mono: number = wall): Promise<void> {
+    this.wall = wall;
+    const local = mono;
+    // After a failed keepalive the agent retries on every loop, not every keepalive period.
+    const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined;
+    if (this.alive && this.disk.lease !== undefined && due) await this.keepalive(local);
+    // The supervisor checks after the keepalive: a restarted agent renews first.
+    for (const r of this.runtime.supervise(local, wall)) this.emit({ kind: 'fenced', replica: r });
+    if (!this.alive) return;
+    if (this.disk.lease === undefined) {
+      await this.guard(() => this.register(local));
+      if (this.disk.lease === undefined) return;
+    }
+    if (this.disk.tenure === undefined) return;
+    const assignments = await this.guard(() => this.assignments());
+    if (assignments) await this.guard(() => this.reconcile(assignments, local));
+  }
+
+  /** Process killed: workloads live on under the supervisor. */
+  kill(): void {
+    this.alive = false;
+  }
+
+  /** Process restarted: reads its state file, re-adopts what the runtime still runs. */
+  restart(): void {
+    this.alive = true;
+    this.written.clear();
+    this.lastKeepalive = -Infinity;
+    for (const w of this.runtime.workloads.values()) this.started.add(w.replica);
+  }
+
+  /** Machine lost power: agent and workloads die; the state file survives. */
+  powerOff(at: number): void {
+    this.alive = false;
+    this.runtime.powerOff(at);
+    this.started.clear();
+  }
+
+  private async guard<T>(f: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await f();
+    } catch (e) {
+      // Unreachable or store down: keep running what we last knew (rule 8).
+      if (e instanceof Error && (e.name === 'Unreachable' || (isCcaError(e) && e.blame === 'environment'))) return undefined;
+      throw e;
+    }
+  }
+
+  private async register(local: number): Promise<void> {
+    const { id } = await this.store.grantLease(this.timing.ttlSeconds);
+    const key = buildKey('node', this.record.name);
+    const r = await this.store.txn({ compare: [], success: [{ put: { key, value: encodeFact('node', this.record), lease: id } }, { range: { key } }] });
+    const kv = (r.responses[1] as { range: { kvs: { createRevision: number }[] } }).range.kvs[0]!;
+    this.disk = { lease: id, tenure: kv.createRevision };
+    this.lastKeepalive = local;
+    this.renewed(local);
+    this.written.clear();
+    this.started.clear();
+    this.emit({ kind: 'registered', tenure: kv.createRevision });
+  }
+
+  private async keepalive(local: number): Promise<void> {
+    this.lastKeepalive = local;
+    try {
+      await this.store.keepAlive(this.disk.lease!);
+      this.renewed(local);
+    } catch (e) {
+      if (isCcaError(e, 'CCA-E0107')) {
+        // The lease is gone: our tenure ended. Stop everything it ran, register anew.
+        this.emit({ kind: 'lease-lost', tenure: this.disk.tenure! });
+        for (const w of this.runtime.running()) this.runtime.kill(w.replica, this.wall);
+        this.disk = {};
+        return;
+      }
+      // The server answered that its store is down: the store's lease clock stands still
+      // while it is down (leases are refreshed by the time they had left), so the fencing
+      // deadline moves by the span we *saw* it down — never by more, since the lease may
+      // have had little time left when the outage began.
+      if (isCcaError(e, 'CCA-E0111')) {
+        this.downFirst ??= local;
+        this.downLast = local;
+        this.runtime.fenceDeadline = this.deadlineFrom(this.lastOk) + (this.downLast - this.downFirst);
+      }
+    }
+  }
+
+  private renewed(local: number): void {
+    this.lastOk = local;
+    this.downFirst = undefined;
+    this.downLast = undefined;
+    this.runtime.fenceDeadline = this.deadlineFrom(local);
+  }
+
+  private deadlineFrom(ok: number): number {
+    return ok + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
+  }
+
+  private async assignments(): Promise<Map<string, Assignment>> {
+    const r = await this.store.range({ prefix: prefixOf('assigned', this.record.name) });
+    return new Map(r.kvs.map((kv) => {
+      const a = decodeFact('assigned', kv.key, kv.value);
+      return [a.replica, a];
+    }));
+  }
+
+  private async reconcile(assigned: Map<string, Assignment>, local: number): Promise<void> {
+    const tenure = this.disk.tenure!;
+    const fenced = local >= this.runtime.fenceDeadline;
+    for (const a of assigned.values()) {
+      if (a.tenure !== tenure) continue;
+      const w = this.runtime.workloads.get(a.replica);
+      if (a.desired === 'run' && !w && !this.started.has(a.replica) && !fenced) {
+        this.runtime.start(a.replica, a.service, tenure, this.wall);
+        this.started.add(a.replica);
+        this.emit({ kind: 'started', replica: a.replica });
+      } else if (a.desired === 'stop' && w?.state === 'running' && this.runtime.kill(a.replica, this.wall)) {
+        this.emit({ kind: 'stopped', replica: a.replica });
+      }
+    }
+    for (const w of this.runtime.running()) {
+      const a = assigned.get(w.replica);
+      if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
+    }
+    await this.report(assigned, tenure);
+  }
+
+  /** Observations of what runs under this tenure; stale ones (no assignment any more) are removed. */
+  private async report(assigned: Map<string, Assignment>, tenure: number): Promise<void> {
+    const nodeKey = buildKey('node', this.record.name);
+    const guard = { key: nodeKey, target: 'createRevision' as const, op: '=' as const, value: tenure };
+    for (const w of this.runtime.workloads.values()) {
+      const a = assigned.get(w.replica);
+      if (!a || a.tenure !== tenure || w.tenure !== tenure) continue;
+      const obs: Observation = {
+        replica: w.replica,
+        service: w.service,
+        node: this.record.name,
+        tenure,
+        state: w.state,
+        ...(w.exitCode !== undefined ? { exitCode: w.exitCode } : {}),
+        restarts: 0,
+        health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
+        image: a.spec.image,
+        at: w.endedAt ?? w.startedAt,
+      };
+      const value = encodeFact('observed', obs);
+      if (this.written.get(w.replica) === value) continue;
+      const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, w.replica), value } }] });
+      if (r.succeeded) this.written.set(w.replica, value);
+    }
+    const existing = await this.store.range({ prefix: prefixOf('observed', this.record.name), keysOnly: true });
+    for (const kv of existing.kvs) {
+      const replica = kv.key.slice(kv.key.lastIndexOf('/') + 1);
+      const a = assigned.get(replica);
+      if (a && a.tenure === tenure) continue;
+      await this.store.txn({ compare: [guard], success: [{ delete: { key: kv.key } }] });
+      this.written.delete(replica);
+      const w = this.runtime.workloads.get(replica);
+      if (w && w.state !== 'running') this.runtime.workloads.delete(replica);
+    }
+    for (const w of [...this.runtime.workloads.values()]) {
+      if (w.state !== 'running' && !assigned.has(w.replica)) this.runtime.workloads.delete(w.replica);
+    }
+  }
+}

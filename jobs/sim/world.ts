@@ -1,0 +1,464 @@
+import { makeDiagnostic } from '../../core/diagnostics/error.js';
+import type { Diagnostic } from '../../core/diagnostics/types.js';
+import { buildKey, decodeFact, encodeFact, parseKey } from '../../core/keys.js';
+import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
+import { MemoryStore } from '../../db/memory.js';
+import type { WatchBatch } from '../../db/store.js';
+import type { Controller } from '../controller.js';
+import { controllers as allControllers } from '../controllers/index.js';
+import { backoffMs, FailureReporter, runStep } from '../step-runner.js';
+import { WakeTable, type DueStep } from '../wake-table.js';
+import { SimAgent, type AgentEvent, type AgentTiming } from './agent.js';
+import { GatedStore } from './gated-store.js';
+import * as inv from './invariants.js';
+import { Rng } from './rng.js';
+
+export interface SimOptions {
+  seed: number;
+  ttlSeconds?: number;
+  keepaliveMs?: number;
+  fenceMarginMs?: number;
+  tickMs?: number;
+  lostGraceMs?: number;
+  /** Keep at most this many trace lines (the newest). */
+  traceLimit?: number;
+}
+
+export interface NodeSpec {
+  name: string;
+  zone?: string;
+  cpuMillis: number;
+  memoryBytes: number;
+  labels?: Record<string, string>;
+  taints?: string[];
+  images?: Record<string, string>;
+}
+
+interface Event {
+  at: number;
+  seq: number;
+  label: string;
+  fn: () => Promise<void> | void;
+}
+
+/** Steps at one virtual instant before we call it a livelock. */
+const MAX_STEPS_PER_INSTANT = 2_000;
+export const DEFAULT_IMAGES = { 'web:1': 'sha256:web1', 'api:1': 'sha256:api1', 'worker:1': 'sha256:worker1' };
+
+/**
+ * A deterministic world: one MemoryStore on a virtual clock, the real controllers woken
+ * through the same WakeTable the in-process driver uses (the simulation's own scheduling
+ * mode: steps run one at a time, in a seeded order, at virtual instants), simulated agents
+ * with a fake runtime, and faults. Safety invariants are checked after every step and
+ * every agent tick; liveness ones at quiescence (`checkQuiescent`).
+ *
+ * Browser-safe: no Node imports here or below.
+ */
+export class SimWorld {
+  t = 0;
+  readonly rng: Rng;
+  readonly store: MemoryStore;
+  readonly agents = new Map<string, SimAgent>();
+  readonly trace: string[] = [];
+  readonly violations: inv.Violation[] = [];
+  readonly diagnostics: Diagnostic[] = [];
+  readonly stats = { steps: 0, failedSteps: 0, agentTicks: 0, outages: 0 };
+  readonly controllers: Controller[];
+  readonly timing: AgentTiming & { tickMs: number };
+  private readonly table: WakeTable;
+  private readonly control: GatedStore;
+  private readonly ctrlRng: Rng;
+  private readonly agentRng: Rng;
+  private readonly reporter: FailureReporter;
+  private readonly failures = new Map<string, number>();
+  private queue: Event[] = [];
+  private seq = 0;
+  private storeDownSince: number | undefined;
+  private storeDownTotal = 0;
+  private outageDepth = 0;
+  private storeWasDown = false;
+  readonly partitions = new Set<string>();
+  private readonly skews = new Map<string, number>();
+  private readonly watch: AsyncIterator<WatchBatch>;
+  private consumed = 1;
+  readonly evicted = new Set<string>();
+  private readonly replaces = new Map<string, string>();
+  private stepsThisInstant = 0;
+  private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
+  private lastInstant = -1;
+
+  constructor(readonly opts: SimOptions) {
+    this.rng = new Rng(opts.seed);
+    this.ctrlRng = this.rng.fork();
+    this.agentRng = this.rng.fork();
+    this.timing = {
+      ttlSeconds: opts.ttlSeconds ?? 10,
+      keepaliveMs: opts.keepaliveMs ?? 2_000,
+      fenceMarginMs: opts.fenceMarginMs ?? 4_000,
+      tickMs: opts.tickMs ?? 1_000,
+    };
+    // The store's clock stands still while it is down: leases keep the time they had left,
+    // as etcd refreshes leases when a leader returns. Nobody can expire a lease meanwhile.
+    this.store = new MemoryStore({ now: () => this.storeClock() });
+    this.control = new GatedStore(this.store, () => (this.storeDown ? 'store-down' : 'up'));
+    this.controllers = allControllers({ node: { lostGraceMs: opts.lostGraceMs ?? 1_000 }, retention: { everyMs: 60_000 } });
+    this.table = new WakeTable(this.controllers);
+    this.table.kickAll(0);
+    this.reporter = new FailureReporter((d) => {
+      this.diagnostics.push(d);
+      this.log(`diagnostic ${d.code}: ${d.message}`);
+    });
+    this.watch = this.store.watch({ prefix: '' })[Symbol.asyncIterator]();
+  }
+
+  get storeDown(): boolean {
+    return this.storeDownSince !== undefined;
+  }
+
+  private storeClock(): number {
+    return this.t - this.storeDownTotal - (this.storeDownSince !== undefined ? this.t - this.storeDownSince : 0);
+  }
+
+  log(line: string): void {
+    this.trace.push(`[${(this.t / 1000).toFixed(3)}s] ${line}`);
+    const limit = this.opts.traceLimit ?? 20_000;
+    if (this.trace.length > limit) this.trace.splice(0, this.trace.length - limit);
+  }
+
+  violate(invariant: string, detail: string): void {
+    this.violations.push({ invariant, at: this.t, detail });
+    this.log(`VIOLATION ${invariant}: ${detail}`);
+  }
+
+  /** Run `fn` at virtual time `at` (a scenario action or fault). */
+  at(at: number, label: string, fn: () => Promise<void> | void): void {
+    this.queue.push({ at, seq: this.seq++, label, fn });
+    this.queue.sort((a, b) => a.at - b.at || a.seq - b.seq);
+  }
+
+  // ── the cluster ────────────────────────────────────────────────────────────────
+
+  addNode(spec: NodeSpec): SimAgent {
+    const name = spec.name;
+    const gated = new GatedStore(this.store, () => (this.partitions.has(name) ? 'unreachable' : this.storeDown ? 'store-down' : 'up'));
+    const record = {
+      name,
+      zone: spec.zone ?? 'default',
+      labels: spec.labels ?? {},
+      taints: spec.taints ?? [],
+      capacity: { cpuMillis: spec.cpuMillis, memoryBytes: spec.memoryBytes },
+      images: spec.images ?? DEFAULT_IMAGES,
+      runtime: 'fake',
+    };
+    const agent = new SimAgent(record, gated, this.timing, (e) => this.onAgentEvent(name, e));
+    this.agents.set(name, agent);
+    this.scheduleTick(name, this.t + this.agentRng.int(0, this.timing.tickMs));
+    this.log(`node ${name} added (zone ${record.zone}, ${spec.cpuMillis}m cpu)`);
+    return agent;
+  }
+
+  private scheduleTick(name: string, at: number): void {
+    this.at(at, `tick ${name}`, async () => {
+      const agent = this.agents.get(name)!;
+      this.stats.agentTicks++;
+      await agent.tick(this.t + (this.skews.get(name) ?? 0), this.t);
+      this.scheduleTick(name, this.t + this.timing.tickMs + this.agentRng.int(-50, 50));
+    });
+  }
+
+  private onAgentEvent(node: string, e: AgentEvent): void {
+    this.log(`agent ${node}: ${e.kind}${e.replica ? ` ${e.replica}` : ''}${e.tenure !== undefined ? ` tenure ${e.tenure}` : ''}`);
+    if (e.kind !== 'started' || !e.replica) return;
+    // The replaced copy must be stopped before its replacement starts (rule 7's window is
+    // the fencing margin, which is spent before the lease can expire).
+    const old = this.replaces.get(e.replica);
+    if (!old) return;
+    for (const [name, a] of this.agents) {
+      if (a.runtime.workloads.get(old)?.state === 'running') {
+        this.violate(inv.INVARIANTS.fencedBeforeReplacement, `${e.replica} started on ${node} while the replica it replaces, ${old}, still runs on ${name}`);
+      }
+    }
+  }
+
+  /** Apply a service as the API would: validated, written to `/services/<name>`. */
+  async apply(input: ServiceSpecInput): Promise<void> {
+    const spec = serviceSpecSchema.parse(input);
+    await this.store.put(buildKey('service', spec.name), encodeFact('service', spec));
+    this.log(`apply ${spec.name} (${spec.replicas} replicas, image ${spec.image})`);
+  }
+
+  async scale(service: string, replicas: number): Promise<void> {
+    const kv = await this.store.get(buildKey('service', service));
+    if (!kv) return;
+    const spec = decodeFact('service', kv.key, kv.value);
+    await this.store.put(kv.key, encodeFact('service', { ...spec, replicas }));
+    this.log(`scale ${service} to ${replicas}`);
+  }
+
+  async deleteService(service: string): Promise<void> {
+    await this.store.delete(buildKey('service', service));
+    this.log(`delete service ${service}`);
+  }
+
+  // ── faults ─────────────────────────────────────────────────────────────────────
+
+  killAgent(node: string): void {
+    this.agents.get(node)?.kill();
+    this.log(`fault: agent ${node} killed (workloads stay under the supervisor)`);
+  }
+
+  restartAgent(node: string): void {
+    this.agents.get(node)?.restart();
+    this.log(`agent ${node} restarted`);
+  }
+
+  powerOff(node: string): void {
+    this.agents.get(node)?.powerOff(this.t);
+    this.log(`fault: machine ${node} powered off`);
+  }
+
+  powerOn(node: string): void {
+    this.agents.get(node)?.restart();
+    this.log(`machine ${node} powered on`);
+  }
+
+  partition(node: string, cut: boolean): void {
+    if (cut) this.partitions.add(node);
+    else this.partitions.delete(node);
+    this.log(`fault: ${node} ${cut ? 'partitioned from' : 'reconnected to'} the control plane`);
+  }
+
+  /** Outages nest: overlapping ones keep the store down until the last one ends. */
+  setStoreDown(down: boolean): void {
+    this.outageDepth = Math.max(0, this.outageDepth + (down ? 1 : -1));
+    this.applyOutage();
+  }
+
+  /** Every outage over at once (the end of a random schedule). */
+  healStore(): void {
+    this.outageDepth = 0;
+    this.applyOutage();
+  }
+
+  private applyOutage(): void {
+    const down = this.outageDepth > 0;
+    if (down && this.storeDownSince === undefined) {
+      this.storeDownSince = this.t;
+      this.stats.outages++;
+      this.log('fault: store down');
+    } else if (!down && this.storeDownSince !== undefined) {
+      this.storeDownTotal += this.t - this.storeDownSince;
+      this.storeDownSince = undefined;
+      this.log('store back');
+    }
+  }
+
+  skew(node: string, ms: number): void {
+    this.skews.set(node, ms);
+    this.log(`fault: ${node}'s clock skewed by ${ms} ms`);
+  }
+
+  /** A workload exits on its own (a crash), with this exit code. */
+  crashReplica(replica: string, code = 1): boolean {
+    for (const [name, a] of this.agents) {
+      if (a.runtime.workloads.get(replica)?.state === 'running') {
+        a.runtime.crash(replica, code, this.t);
+        this.log(`fault: ${replica} crashed on ${name} with code ${code}`);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  failKills(node: string, n: number): void {
+    const a = this.agents.get(node);
+    if (a) a.runtime.failingKills += n;
+    this.log(`fault: the next ${n} kill(s) on ${node} fail`);
+  }
+
+  /** A bug's footprint: the allocation record of a node no longer matches its assignments. */
+  async corruptAllocation(node: string): Promise<void> {
+    const kv = await this.store.get(buildKey('allocation', node));
+    if (!kv) return;
+    const a = decodeFact('allocation', kv.key, kv.value);
+    await this.store.put(kv.key, encodeFact('allocation', { ...a, used: { ...a.used, cpuMillis: a.used.cpuMillis + 1 } }));
+    this.log(`fault: allocation of ${node} corrupted`);
+  }
+
+  /** The operator's answer to an open finding: ask the scheduler to repair the node. */
+  async requestRepair(node: string): Promise<boolean> {
+    const kv = await this.store.get(buildKey('audit', node));
+    if (!kv) return false;
+    const f = decodeFact('audit', kv.key, kv.value);
+    if (!f.open) return false;
+    await this.store.put(buildKey('repair', node), encodeFact('repair', { node, requestedBy: 'operator', at: this.t, finding: f.revision }));
+    this.log(`operator requests repair of ${node}`);
+    return true;
+  }
+
+  // ── running ────────────────────────────────────────────────────────────────────
+
+  async runFor(ms: number): Promise<void> {
+    await this.runUntil(this.t + ms);
+  }
+
+  async runUntil(target: number): Promise<void> {
+    while (this.violations.length === 0) {
+      const next = Math.min(this.queue[0]?.at ?? Infinity, this.table.nextAt() ?? Infinity, this.table.fanouts.size > 0 ? this.t : Infinity);
+      if (next > target) {
+        this.t = Math.max(this.t, target);
+        return;
+      }
+      this.t = Math.max(this.t, next);
+      if (this.t !== this.lastInstant) {
+        this.lastInstant = this.t;
+        this.stepsThisInstant = 0;
+      }
+      if (!this.storeDown) {
+        this.store.expireLeases();
+        await this.drain();
+      } else {
+        // The driver's watch fails too: that alone is worth one report per outage.
+        this.storeWasDown = true;
+        this.reporter.report({ ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: 'the watch on the store failed: simulated outage' }) });
+      }
+      await this.fanOut();
+      for (const step of this.rng.shuffle(this.table.take(this.t))) await this.runController(step);
+      while (this.queue[0] && this.queue[0].at <= this.t && this.violations.length === 0) {
+        const e = this.queue.shift()!;
+        await e.fn();
+        await this.afterStep(e.label);
+      }
+    }
+  }
+
+  private async fanOut(): Promise<void> {
+    for (const c of [...this.table.fanouts]) {
+      if (this.storeDown) {
+        this.table.wake(c, undefined, this.t + 500); // a placeholder step; see runController
+        this.table.fanouts.delete(c);
+        continue;
+      }
+      this.table.fanouts.delete(c);
+      for (const s of (await c.subjects?.(this.store)) ?? []) this.table.wake(c, s, this.t);
+    }
+  }
+
+  private async runController(step: DueStep): Promise<void> {
+    const { controller: c, subject } = step;
+    if (c.subjectOf && subject === undefined) {
+      // A fan-out deferred by an outage: resolve it now.
+      this.table.done(step);
+      this.table.fanouts.add(c);
+      return;
+    }
+    const before = await this.store.revision();
+    const out = await runStep(c, this.control, this.t, () => this.ctrlRng.next(), subject);
+    this.table.done(step);
+    this.stats.steps++;
+    if (out.ok) {
+      this.failures.delete(step.key);
+      if (this.storeWasDown) {
+        this.storeWasDown = false;
+        this.reporter.recovered();
+      }
+      if (out.wake.at !== undefined) this.table.wake(c, subject, out.wake.at);
+    } else {
+      this.stats.failedSteps++;
+      if (out.storeDown) this.storeWasDown = true;
+      const n = (this.failures.get(step.key) ?? 0) + 1;
+      this.failures.set(step.key, n);
+      this.reporter.report(out);
+      this.table.wake(c, subject, this.t + backoffMs(n, () => this.ctrlRng.next()));
+    }
+    const after = this.storeDown ? before : await this.store.revision();
+    if (after !== before || !out.ok) this.log(`${step.key}: ${out.ok ? `wrote revisions ${before + 1}..${after}` : `failed (${out.diagnostic.code})`}`);
+    await this.afterStep(step.key);
+  }
+
+  private async afterStep(label: string): Promise<void> {
+    if (++this.stepsThisInstant > MAX_STEPS_PER_INSTANT) {
+      this.violate('no-livelock', `more than ${MAX_STEPS_PER_INSTANT} steps at one instant (last: ${label})`);
+      return;
+    }
+    if (this.storeDown) {
+      for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
+      return;
+    }
+    await this.drain();
+    for (const d of inv.checkOvercommit(this.mirror)) this.violate(inv.INVARIANTS.noOvercommit, d);
+    for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
+    const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
+    if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
+  }
+
+  /** Route every committed change to the wake table, and check new assignments as they appear. */
+  private async drain(): Promise<void> {
+    const head = await this.store.revision();
+    while (this.consumed < head) {
+      const r = await this.watch.next();
+      if (r.done) return;
+      const batch = r.value;
+      this.consumed = batch.revision;
+      this.table.changed(batch.events.map((e) => e.kv.key), this.t);
+      for (const e of batch.events) {
+        const p = parseKey(e.kv.key);
+        if (e.type === 'delete' && p?.kind === 'decision') this.evicted.add(e.kv.key);
+        if (p?.kind === 'assigned') {
+          if (e.type === 'delete') this.mirror.assigned.delete(e.kv.key);
+          else {
+            const a = decodeFact('assigned', e.kv.key, e.kv.value);
+            this.mirror.assigned.set(e.kv.key, { node: a.node, ...a.resources });
+          }
+        }
+        if (p?.kind === 'node' && e.type === 'put') this.mirror.capacity.set(p.params.node!, decodeFact('node', e.kv.key, e.kv.value).capacity);
+        if (e.type === 'put' && e.kv.version === 1 && p?.kind === 'replica') {
+          const rec = decodeFact('replica', e.kv.key, e.kv.value);
+          const m = /^replaces (\S+) \(lost/.exec(rec.reason);
+          if (m) this.replaces.set(rec.id, m[1]!);
+        }
+      }
+      for (const d of await inv.checkNewAssignments(this.store, batch)) this.violate(inv.INVARIANTS.placedOnReady, d);
+    }
+  }
+
+  /**
+   * Liveness at the end of a run, once every fault has healed and the world settled: lost
+   * replicas replaced, desired replicas running where capacity allows, every decision
+   * chain complete (or truncated by a real eviction), and one more round of every step
+   * and agent writes nothing.
+   */
+  async checkQuiescent(): Promise<void> {
+    if (this.violations.length > 0) return;
+    await this.drain();
+    const run = async (name: string, f: () => Promise<string[]>) => {
+      for (const d of await f()) this.violate(name, d);
+    };
+    await run(inv.INVARIANTS.lostReplaced, () => inv.checkLostReplaced(this.store));
+    await run(inv.INVARIANTS.eventuallyRunning, () => inv.checkEventuallyRunning(this.store, this.agents));
+    await run(inv.INVARIANTS.chains, () => inv.checkChains(this.store, this.evicted));
+    await run(inv.INVARIANTS.convergedWritesNothing, () => this.extraRoundWrites());
+  }
+
+  private async extraRoundWrites(): Promise<string[]> {
+    const retention = this.controllers.find((c) => c.name === 'retention');
+    if (retention) await retention.reconcile({ store: this.store, now: this.t, random: () => this.ctrlRng.next() });
+    await this.drain();
+    const before = await this.store.revision();
+    for (const c of this.controllers) {
+      if (c === retention) continue;
+      const subjects = c.subjectOf ? ((await c.subjects?.(this.store)) ?? []) : [undefined];
+      for (const s of subjects) await c.reconcile({ store: this.store, now: this.t, random: () => this.ctrlRng.next(), ...(s !== undefined ? { subject: s } : {}) });
+    }
+    for (const [name, a] of this.agents) await a.tick(this.t + (this.skews.get(name) ?? 0), this.t);
+    const after = await this.store.revision();
+    if (after === before) return [];
+    const keys: string[] = [];
+    for (let rev = before + 1; rev <= after && keys.length < 10; rev++) {
+      const r = await this.watch.next();
+      if (!r.done) keys.push(...r.value.events.map((e) => `${e.type} ${e.kv.key}`));
+    }
+    this.consumed = after;
+    return [`a converged system wrote ${after - before} revision(s): ${keys.slice(0, 10).join(', ')}`];
+  }
+}

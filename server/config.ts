@@ -1,0 +1,61 @@
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { CcaError } from '../core/diagnostics/index.js';
+
+/** Flags win over environment variables, which win over defaults. */
+const configSchema = z.object({
+  store: z.string().min(1).default('memory:'),
+  port: z.coerce.number().int().min(0).max(65_535).default(7070),
+  host: z.string().min(1).default('127.0.0.1'),
+  openReads: z.boolean().default(false),
+  adminToken: z.string().regex(/^cca_admin_[\w-]{43}$/, 'must look like cca_admin_<43 characters>').optional(),
+  joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
+  workers: z.coerce.number().int().min(0).max(64).default(4),
+});
+
+export type ServerFlags = z.output<typeof configSchema>;
+
+export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--open-reads] [--workers N]
+
+  --store URL         memory:, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
+  --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
+  --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
+  --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)
+  --open-reads        let anyone read without a token                                           (env CCA_OPEN_READS=1)
+  --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
+  env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
+
+export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlags {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    values = parseArgs({
+      args: argv,
+      options: {
+        store: { type: 'string' },
+        'database-url': { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'open-reads': { type: 'boolean' },
+        workers: { type: 'string' },
+      },
+      strict: true,
+    }).values;
+  } catch (e) {
+    throw new CcaError('CCA-E0603', { where: 'the command line', reason: `${e instanceof Error ? e.message : String(e)}\n${serverUsage}` });
+  }
+  const raw = {
+    store: values.store ?? values['database-url'] ?? env.CCA_STORE ?? env.DATABASE_URL,
+    port: values.port ?? env.CCA_PORT,
+    host: values.host ?? env.CCA_HOST,
+    openReads: values['open-reads'] ?? (env.CCA_OPEN_READS === '1' || env.CCA_OPEN_READS === 'true'),
+    adminToken: env.CCA_ADMIN_TOKEN || undefined,
+    joinToken: env.CCA_JOIN_TOKEN || undefined,
+    workers: values.workers ?? env.CCA_WORKERS,
+  };
+  const r = configSchema.safeParse(raw);
+  if (!r.success) {
+    const i = r.error.issues[0]!;
+    throw new CcaError('CCA-E0603', { where: `the server setting ${i.path.join('.')}`, reason: i.message });
+  }
+  return r.data;
+}

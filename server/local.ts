@@ -1,0 +1,122 @@
+/**
+ * `npm start`: the whole system on one machine. An embedded Postgres with a persistent data
+ * dir under .ccattler/ (or DATABASE_URL), one server pod with its workers, and one local
+ * agent. Ctrl-C stops everything.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { renderPlain, toDiagnostic, exitCodeFor } from '../core/diagnostics/index.js';
+import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
+import { newRoleToken } from '../handlers/auth.js';
+import { startServer } from './start.js';
+import { version } from './version.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const home = path.resolve(process.env.CCA_HOME ?? path.join(root, '.ccattler'));
+
+async function portFree(port: number): Promise<boolean> {
+  return await new Promise((resolve) => {
+    const s = net.createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/** Tokens for the local system, kept (0600) so every start prints the same ones. */
+async function localTokens(): Promise<{ admin: string; join: string }> {
+  const file = path.join(home, 'tokens.json');
+  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as { admin: string; join: string };
+  const tokens = { admin: newRoleToken('admin'), join: newRoleToken('join') };
+  await writeFile(file, JSON.stringify(tokens, null, 2), { mode: 0o600 });
+  await chmod(file, 0o600);
+  return tokens;
+}
+
+async function main(): Promise<number> {
+  await mkdir(home, { recursive: true });
+  const port = Number(process.env.CCA_PORT ?? 7070);
+  if (!(await portFree(port))) {
+    console.error(`port ${port} is taken (another ccattler?): set CCA_PORT to use another`);
+    return 2;
+  }
+  let pg: RunningPostgres | undefined;
+  let storeUrl = process.env.DATABASE_URL;
+  if (!storeUrl) {
+    const pgPort = Number(process.env.CCA_PG_PORT ?? 54329);
+    console.log(`starting Postgres (data in ${path.join(home, 'postgres')}, port ${pgPort})…`);
+    pg = await startEmbeddedPostgres({ dataDir: path.join(home, 'postgres', 'data'), port: pgPort, persistent: true });
+    storeUrl = pg.url;
+  }
+  const tokens = await localTokens();
+  const server = await startServer({
+    store: storeUrl,
+    port,
+    host: '127.0.0.1',
+    openReads: false,
+    adminToken: tokens.admin,
+    joinToken: tokens.join,
+    workers: 4,
+    version,
+    onDiagnostic: (d) => console.error(renderPlain(d)),
+  });
+  const agent = startLocalAgent(server.url, tokens.join);
+  console.log(`
+ccattler ${version} is running.
+  server       ${server.url}   (console: ${server.url}/)
+  admin token  ${tokens.admin}
+  local agent  node "local" (process runtime), state in ${path.join(home, 'agent')}
+
+Next, in another terminal:
+  export CCA_SERVER=${server.url} CCA_TOKEN=${tokens.admin}
+  npx cca apply fixtures/web.cca
+  npx cca get services
+
+Ctrl-C stops everything.`);
+  await new Promise<void>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
+  console.log('stopping…');
+  await stopChild(agent);
+  await server.stop();
+  await pg?.stop();
+  return 0;
+}
+
+function startLocalAgent(serverUrl: string, joinToken: string): ChildProcess | undefined {
+  const entry = path.join(root, 'agent', 'main.ts');
+  if (!existsSync(entry)) {
+    console.error('no agent/main.ts in this checkout: running without a local agent');
+    return undefined;
+  }
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', entry, '--server', serverUrl, '--node', 'local', '--token', joinToken, '--runtime', 'process', '--state-dir', path.join(home, 'agent')],
+    { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+  child.on('exit', (code, signal) => {
+    if (signal !== 'SIGTERM') console.error(`the local agent exited (${signal ?? code}); workloads it started keep running under their supervisors`);
+  });
+  return child;
+}
+
+async function stopChild(child: ChildProcess | undefined): Promise<void> {
+  if (!child || child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  await Promise.race([exited, new Promise((r) => setTimeout(r, 5_000))]);
+  if (child.exitCode === null) child.kill('SIGKILL');
+}
+
+main().then(
+  (code) => process.exit(code),
+  (e: unknown) => {
+    const d = toDiagnostic(e, 'npm start');
+    console.error(renderPlain(d));
+    process.exit(exitCodeFor([d]));
+  },
+);

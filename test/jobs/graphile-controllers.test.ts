@@ -1,0 +1,52 @@
+import { afterAll, expect, test } from 'vitest';
+import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
+import { serviceSpecSchema } from '../../core/model/service.js';
+import { createPool } from '../../db/postgres/pool.js';
+import { PostgresStore } from '../../db/postgres/store.js';
+import { controllers } from '../../jobs/controllers/index.js';
+import { why } from '../../jobs/decisions/why.js';
+import { startGraphileDriver } from '../../jobs/graphile-driver.js';
+import { jobHook } from '../../jobs/job-hook.js';
+import { eventually } from '../db/conformance.js';
+import { createTestDatabase } from '../support/databases.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+/** The real controllers, unchanged, as graphile-worker jobs over Postgres: each step one transaction. */
+test('the controllers place replicas and explain them when run as graphile-worker jobs', async () => {
+  const db = await createTestDatabase('graphile_controllers');
+  cleanups.push(db.drop);
+  const list = controllers({ retention: false });
+  const pool = createPool(db.url);
+  cleanups.push(() => pool.end());
+  const driver = await startGraphileDriver({ pool, controllers: list, pollIntervalMs: 100, concurrency: 2 });
+  cleanups.push(() => driver.stop());
+  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
+  cleanups.push(() => store.close());
+
+  for (const [n, zone] of [['n1', 'a'], ['n2', 'b']] as const) {
+    const { id } = await store.grantLease(30);
+    await store.put(buildKey('node', n), encodeFact('node', { name: n, zone, capacity: { cpuMillis: 2_000, memoryBytes: 2 ** 32 }, images: { 'web:1': 'x' } }), { lease: id });
+  }
+  const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', replicas: 4, resources: { cpuMillis: 500 } });
+  await store.put(buildKey('service', 'web'), encodeFact('service', spec));
+
+  const placed = await eventually(() => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 4, 20_000);
+  expect(placed.count).toBe(4);
+  const nodes = placed.kvs.map((kv) => kv.key.split('/')[2]).sort();
+  expect(nodes).toEqual(['n1', 'n1', 'n2', 'n2']);
+  const replica = placed.kvs[0]!.key.split('/')[3]!;
+  const answer = await why(store, 'replica', replica);
+  expect(answer.complete).toBe(true);
+  expect(answer.chain.map((l) => l.decision.action)).toEqual(['placed on ' + placed.kvs[0]!.key.split('/')[2], 'created', 'scaled up by 4']);
+
+  // Converged: one more pass over every controller and subject writes nothing.
+  await new Promise((r) => setTimeout(r, 500));
+  const before = await store.revision();
+  await driver.kickAll();
+  await new Promise((r) => setTimeout(r, 1_000));
+  expect(await store.revision()).toBe(before);
+}, 60_000);

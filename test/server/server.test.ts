@@ -1,0 +1,84 @@
+import { afterAll, describe, expect, test } from 'vitest';
+import { startServer, type RunningServer } from '../../server/start.js';
+import { eventually } from '../db/conformance.js';
+import { createTestDatabase } from '../support/databases.js';
+import { ADMIN, JOIN } from '../handlers/harness.js';
+import { HttpTestAgent } from './http-agent.js';
+import { startTestEtcd } from '../support/etcd-server.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c().catch(() => undefined);
+});
+
+const spec = `service web {
+  image    = "busybox:1.35"
+  command  = ["httpd", "-f", "-p", "8080"]
+  replicas = 3
+  cpu      = 0.25
+  memory   = 64Mi
+}
+`;
+
+async function api(server: RunningServer, method: string, path: string, body?: string) {
+  const r = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) },
+    ...(body ? { body } : {}),
+  });
+  return (await r.json()) as Record<string, any>;
+}
+
+const backends: [string, () => Promise<string>][] = [
+  ['memory', async () => 'memory:'],
+  [
+    'etcd (in-process driver)',
+    async () => {
+      const etcd = await startTestEtcd();
+      cleanups.push(() => etcd.stop());
+      return `etcd://${etcd.hostPort}/server-test`;
+    },
+  ],
+  [
+    'postgres (graphile-worker jobs)',
+    async () => {
+      const db = await createTestDatabase('server');
+      cleanups.push(db.drop);
+      return db.url;
+    },
+  ],
+];
+
+describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
+  test('apply → placed → running on agents; a crashed replica is replaced with a new id; delete stops everything', async () => {
+    const server = await startServer({ store: await storeUrl(), port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
+    cleanups.push(() => server.stop());
+    const agents = [new HttpTestAgent(server.url, JOIN, 'n1'), new HttpTestAgent(server.url, JOIN, 'n2', 'b')];
+    for (const a of agents) {
+      await a.start();
+      cleanups.push(() => a.stop());
+    }
+    const applied = await api(server, 'POST', '/v1/apply', spec);
+    expect(applied.plan.added).toEqual(['web']);
+    const running = await eventually(() => api(server, 'GET', '/v1/services/web'), (r) => r.service?.running === 3, 20_000);
+    expect(running.service).toMatchObject({ desired: 3, replicas: 3, placed: 3, running: 3 });
+
+    const before = (await api(server, 'GET', '/v1/replicas?service=web')).replicas as { id: string; node: string }[];
+    const victim = before[0]!;
+    agents.find((a) => a.node === victim.node)!.crashed.add(victim.id);
+    const replaced = await eventually(
+      () => api(server, 'GET', '/v1/replicas?service=web'),
+      (r) => (r.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running' && x.id !== victim.id).length === 3,
+      20_000,
+    );
+    const ids = (replaced.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running').map((x) => x.id);
+    expect(ids).not.toContain(victim.id);
+    const why = await api(server, 'GET', `/v1/why/replica/${ids.find((id) => !before.some((b) => b.id === id))}`);
+    expect(why.complete).toBe(true);
+    expect(why.chain.length).toBeGreaterThanOrEqual(1);
+
+    await api(server, 'DELETE', '/v1/services/web');
+    const gone = await eventually(() => api(server, 'GET', '/v1/replicas?service=web'), (r) => r.replicas.length === 0, 20_000);
+    expect(gone.replicas).toEqual([]);
+  }, 60_000);
+});

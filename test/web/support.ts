@@ -1,0 +1,119 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { chromium, type BrowserContext } from 'playwright-core';
+import { MemoryStore } from '../../db/memory.js';
+import { controllers } from '../../jobs/controllers/index.js';
+import { startDriver, type Driver } from '../../jobs/driver.js';
+import { why } from '../../jobs/decisions/why.js';
+import { createApp } from '../../handlers/app.js';
+import { ensureTokens, newRoleToken } from '../../handlers/auth.js';
+import { defaultLimits } from '../../handlers/deps.js';
+import { ServerMetrics } from '../../handlers/metrics.js';
+import { requestIdGenerator } from '../../handlers/request-id.js';
+import { listen, type RunningHttp } from '../../handlers/serve.js';
+
+/** Screenshots of each view land here (linked from docs/console.md, copied to docs/console/). */
+export const OUTPUT = join(import.meta.dirname, '..', '..', '.tmp', 'test-output', 'web');
+
+/**
+ * One server pod whose HTTP listener can be stopped and started again on the same port
+ * while its store and controllers keep going — a pod restart over a store that survives
+ * it (as Postgres does), so the console has something to miss and catch up on.
+ */
+export interface TestPod {
+  url: string;
+  admin: string;
+  join: string;
+  store: MemoryStore;
+  app: ReturnType<typeof createApp>;
+  /** Through the API, with or without the listener (app.request needs no socket). */
+  api(method: string, path: string, body?: unknown): Promise<Record<string, unknown>>;
+  stopHttp(): Promise<void>;
+  startHttp(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function startTestPod(opts: { openReads: boolean }): Promise<TestPod> {
+  const store = new MemoryStore();
+  const admin = newRoleToken('admin');
+  const join = newRoleToken('join');
+  await ensureTokens(store, { admin, join });
+  const driver: Driver = startDriver({ store, controllers: controllers() });
+  const app = createApp({
+    store,
+    metrics: new ServerMetrics(),
+    limits: { ...defaultLimits, heartbeatMs: 2_000 },
+    newRequestId: requestIdGenerator(),
+    version: 'test',
+    auth: { openReads: opts.openReads },
+    why: (kind, name) => why(store, kind, name),
+  });
+  let http: RunningHttp | undefined = await listen(app, { port: 0 });
+  const port = http.port;
+  const pod: TestPod = {
+    url: http.url,
+    admin,
+    join,
+    store,
+    app,
+    async api(method, path, body) {
+      const r = await app.request(path, {
+        method,
+        headers: { authorization: `Bearer ${admin}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const json = (await r.json()) as Record<string, unknown>;
+      if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(json)}`);
+      return json;
+    },
+    async stopHttp() {
+      await http?.close();
+      http = undefined;
+    },
+    async startHttp() {
+      http ??= await listen(app, { port });
+    },
+    async close() {
+      await http?.close();
+      await driver.stop();
+      await store.close();
+    },
+  };
+  return pod;
+}
+
+/** Debian's chromium (installed by .ci/run); playwright-core never downloads a browser. */
+export function chromiumPath(): string {
+  for (const p of [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium']) if (p && existsSync(p)) return p;
+  return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim();
+}
+
+/** Headless Chromium on a fresh profile directory, removed afterwards. */
+export async function launchBrowser(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+  const profile = await mkdtemp(join(tmpdir(), 'cca-chromium-'));
+  await mkdir(OUTPUT, { recursive: true });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath(),
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+  });
+  return {
+    context,
+    async close() {
+      await context.close();
+      await rm(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+export const webService = (name: string, replicas: number, image = 'busybox:1.35') => ({
+  name,
+  image,
+  replicas,
+  resources: { cpuMillis: 100, memoryBytes: 64 * 2 ** 20 },
+  stopGraceMs: 500,
+});
