@@ -237,7 +237,7 @@ export class ContainerdRuntime implements Runtime {
   }
 
   /** The cgroup (v1 or v2) files of a container, for usage and for tests checking limits. */
-  cgroupFile(handle: WorkloadHandle, controller: 'memory' | 'cpuacct', file: string): string {
+  cgroupFile(handle: WorkloadHandle, controller: 'memory' | 'cpu' | 'cpuacct', file: string): string {
     const root = this.opts.cgroupRoot ?? '/sys/fs/cgroup';
     const v1 = join(root, controller, this.opts.namespace, handle.id, file);
     return existsSync(join(root, controller)) ? v1 : join(root, this.opts.namespace, handle.id, file);

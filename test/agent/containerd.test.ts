@@ -69,6 +69,14 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     const handle = (await runtime.list()).find((s) => s.handle.replica === 'web-1')!.handle;
     const limitFile = runtime.cgroupFile(handle, 'memory', existsSync('/sys/fs/cgroup/memory') ? 'memory.limit_in_bytes' : 'memory.max');
     expect(Number(readFileSync(limitFile, 'utf8'))).toBe(64 * 1024 * 1024);
+    if (existsSync('/sys/fs/cgroup/cpu')) {
+      // 500 millicores: a CFS quota of half the period.
+      const quota = Number(readFileSync(runtime.cgroupFile(handle, 'cpu', 'cpu.cfs_quota_us'), 'utf8'));
+      const period = Number(readFileSync(runtime.cgroupFile(handle, 'cpu', 'cpu.cfs_period_us'), 'utf8'));
+      expect(quota / period).toBe(0.5);
+    } else {
+      expect(readFileSync(runtime.cgroupFile(handle, 'cpu', 'cpu.max'), 'utf8').trim()).toMatch(/^50000 100000$/);
+    }
     expect(await runtime.exec(handle, ['cat', '/etc/motd'], 5_000)).toBe(0);
     const usage = await waitFor('usage reported', () => server.observation('n1', 'web-1')?.usage, 10_000);
     expect(usage.memoryBytes).toBeGreaterThan(0);
