@@ -1,15 +1,16 @@
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { Assignment, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
+
+export { AGENT_VERSION } from './lease.js';
 import { AgentClient, ServerError, UnreachableError } from './client.js';
-import { FENCE, FenceClock } from './fence.js';
+import { LeaseKeeper } from './lease.js';
+import { FENCE } from './fence.js';
 import { CheckState, probeFor } from './health.js';
 import { materialize } from './materialize.js';
 import { plan, type SlotView } from './plan.js';
 import type { Runtime, RuntimeEvent, WorkloadStatus } from './runtime.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
-import type { LeaseState, StateDir } from './state.js';
-
-export const AGENT_VERSION = '0.1.0';
+import type { StateDir } from './state.js';
 
 export interface AgentOptions {
   server: string;
@@ -40,15 +41,12 @@ const START_CONCURRENCY = 4;
  */
 export class Agent {
   private readonly client: AgentClient;
-  private readonly fence: FenceClock;
+  private readonly leases: LeaseKeeper;
   private readonly slots = new Map<string, Slot>();
   private readonly events: NodeEvent[] = [];
   private readonly now: () => number;
-  private readonly ttl: number;
   private desired: Assignment[] = [];
   private revision = 0;
-  private lease: LeaseState | undefined;
-  private registered = false;
   private fenced = false;
   private closed = false;
   private unreachableLogged = false;
@@ -64,26 +62,27 @@ export class Agent {
 
   constructor(private readonly opts: AgentOptions) {
     this.now = opts.now ?? Date.now;
-    this.ttl = Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? 10);
-    this.fence = new FenceClock(this.ttl);
     this.client = new AgentClient(opts.server, opts.node);
+    this.leases = new LeaseKeeper({
+      node: opts.node,
+      token: opts.token,
+      ttl: Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? 10),
+      client: this.client,
+      state: opts.state,
+      runtime: opts.runtime,
+      record: opts.record,
+      now: this.now,
+      log: (l) => this.log(l),
+      event: (kind, message) => this.event(kind, message),
+      changed: () => this.kick(),
+    });
   }
 
   /** Adopt what the runtime holds, restore the cached desired state, and start the loops. */
   async start(): Promise<void> {
-    const st = this.opts.state;
-    this.client.credential = st.credential() ?? '';
-    this.lease = st.lease() ?? undefined;
-    const cached = st.desired();
-    this.desired = cached.assignments;
-    const fenceAt = st.fenceAt();
-    if (this.lease && fenceAt !== undefined) {
-      this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
-    } else {
-      // Never registered (or the lease is known lost): nothing runs until registration.
-      this.fence.lost();
-      this.fenced = true;
-    }
+    this.desired = this.opts.state.desired().assignments;
+    // Never registered (or the lease is known lost): nothing runs until registration.
+    if (!this.leases.restore()) this.fenced = true;
     this.unsubscribe = this.opts.runtime.subscribe((e) => this.onRuntimeEvent(e));
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
     this.timer = setInterval(() => this.tick(), FENCE.checkMs);
@@ -104,7 +103,7 @@ export class Agent {
 
   /** For tests and the CLI status line. */
   status(): { registered: boolean; tenure: number | undefined; fenced: boolean; slots: { replica: string; state: string }[] } {
-    return { registered: this.registered, tenure: this.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
+    return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
   }
 
   private log(line: string): void {
@@ -178,85 +177,15 @@ export class Agent {
 
   private async leaseLoop(): Promise<void> {
     while (!this.closed) {
-      let next = (this.ttl * 1000) / FENCE.keepalivesPerTtl;
+      let next: number = FENCE.keepaliveRetryMs;
       try {
-        if (!this.registered) await this.register();
-        else next = await this.keepalive(next);
+        next = await this.leases.step();
         this.unreachableLogged = false;
       } catch (e) {
-        next = FENCE.keepaliveRetryMs;
         this.onCallError(e, 'lease');
       }
       await this.sleep(next);
     }
-  }
-
-  private async ensureCredential(): Promise<void> {
-    if (this.client.credential !== '') return;
-    const credential = await this.client.enroll(this.opts.token);
-    this.opts.state.saveCredential(credential);
-    this.log('enrolled');
-  }
-
-  private async register(): Promise<void> {
-    await this.ensureCredential();
-    const images = (await this.opts.runtime.catalogue()) ?? {};
-    const record: NodeRecordInput = { ...this.opts.record, name: this.opts.node, images, runtime: this.opts.runtime.name, agentVersion: AGENT_VERSION };
-    const sentAt = this.now();
-    const previous = this.lease;
-    const r = await this.client.register(record, this.ttl, previous?.lease);
-    this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
-    this.opts.state.saveLease(this.lease);
-    this.registered = true;
-    this.fence.renewed(sentAt, r.ttl);
-    this.saveFence();
-    const kept = previous?.tenure === r.tenure;
-    this.log(`registered: lease ${r.lease}, tenure ${r.tenure}${kept ? ' (kept)' : ''}`);
-    this.event('registered', `registered with tenure ${r.tenure}${kept ? ' (same tenure as before)' : ''}`);
-    this.kick();
-  }
-
-  /** One keepalive; returns when to send the next. */
-  private async keepalive(interval: number): Promise<number> {
-    const lease = this.lease;
-    if (!lease) return interval;
-    const sentAt = this.now();
-    try {
-      const r = await this.client.keepalive(lease.lease);
-      this.fence.renewed(sentAt, r.ttl);
-      this.saveFence();
-      if (this.fenced) this.kick();
-      return interval;
-    } catch (e) {
-      if (e instanceof ServerError && e.storeUnavailable) {
-        // Lease expiry is a store write: it cannot happen while the server says the store is down.
-        this.fence.renewed(sentAt);
-        this.saveFence();
-        return FENCE.keepaliveRetryMs;
-      }
-      if (e instanceof ServerError && (e.status === 404 || e.diagnostic.code === 'CCA-E0107')) {
-        this.leaseLost('the lease expired');
-        return 0;
-      }
-      throw e;
-    }
-  }
-
-  private leaseLost(why: string): void {
-    if (!this.registered && !this.lease) return;
-    this.log(`lease lost (${why}): stopping workloads of tenure ${this.lease?.tenure}, registering again`);
-    this.event('lease-lost', `${why}; workloads of tenure ${this.lease?.tenure} stopped`);
-    this.fence.lost();
-    this.saveFence();
-    this.registered = false;
-    this.lease = undefined;
-    this.opts.state.saveLease(undefined);
-    this.kick();
-  }
-
-  private saveFence(): void {
-    const at = this.fence.fenceAt();
-    if (at !== undefined) this.opts.state.saveFenceAt(Number.isFinite(at) ? at : 0);
   }
 
   private onCallError(e: unknown, what: string): void {
@@ -268,8 +197,8 @@ export class Agent {
       if (e.status === 401) {
         this.log(`${makeDiagnostic('CCA-E0509', { node: this.opts.node, reason: e.diagnostic.message }).message}; enrolling again`);
         this.client.credential = '';
-      } else if (e.status === 409 && this.registered) {
-        this.leaseLost('the server refused our tenure');
+      } else if (e.status === 409 && this.leases.registered) {
+        this.leases.lost('the server refused our tenure');
       } else {
         this.log(`${what}: ${e.message}`);
       }
@@ -309,7 +238,7 @@ export class Agent {
   private tick(): void {
     if (this.closed) return;
     const now = this.now();
-    if (this.fence.due(now) !== this.fenced) this.kick();
+    if (this.leases.fence.due(now) !== this.fenced) this.kick();
     if (now - this.lastRefresh >= 1_000) {
       this.lastRefresh = now;
       this.kick();
@@ -349,8 +278,8 @@ export class Agent {
   }
 
   private async report(now: number): Promise<void> {
-    const lease = this.lease;
-    if (this.reporting || !this.registered || !lease) return;
+    const lease = this.leases.lease;
+    if (this.reporting || !this.leases.registered || !lease) return;
     const every = this.opts.reportEveryMs ?? 5_000;
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
     for (const slot of this.slots.values()) {
@@ -413,7 +342,7 @@ export class Agent {
       if (slot) slot.assignment = a;
     }
     const toStart: [Slot, Assignment][] = [];
-    for (const action of plan(views, this.desired, this.lease?.tenure, this.fenced)) {
+    for (const action of plan(views, this.desired, this.leases.lease?.tenure, this.fenced)) {
       if (action.kind === 'start') {
         const slot = this.slots.get(action.assignment.replica) ?? newSlot(action.assignment.replica);
         slot.assignment = action.assignment;
@@ -444,11 +373,11 @@ export class Agent {
   }
 
   private updateFenced(now: number): void {
-    const due = this.fence.due(now);
+    const due = this.leases.fence.due(now);
     if (due === this.fenced) return;
     this.fenced = due;
     if (due) {
-      const d = makeDiagnostic('CCA-E0506', { node: this.opts.node, sinceMs: this.fence.sinceRenewal(now), marginMs: FENCE.marginMs });
+      const d = makeDiagnostic('CCA-E0506', { node: this.opts.node, sinceMs: this.leases.fence.sinceRenewal(now), marginMs: FENCE.marginMs });
       this.log(`${d.code} ${d.message}`);
       this.event('fenced', d.message);
     } else {
