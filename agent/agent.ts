@@ -1,14 +1,16 @@
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { Assignment, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
+
+export { AGENT_VERSION } from './lease.js';
 import { AgentClient, ServerError, UnreachableError } from './client.js';
-import { FENCE, FenceClock } from './fence.js';
+import { LeaseKeeper } from './lease.js';
+import { FENCE } from './fence.js';
 import { CheckState, probeFor } from './health.js';
 import { materialize } from './materialize.js';
+import { plan, type SlotView } from './plan.js';
 import type { Runtime, RuntimeEvent, WorkloadStatus } from './runtime.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
-import type { LeaseState, StateDir } from './state.js';
-
-export const AGENT_VERSION = '0.1.0';
+import type { StateDir } from './state.js';
 
 export interface AgentOptions {
   server: string;
@@ -39,15 +41,12 @@ const START_CONCURRENCY = 4;
  */
 export class Agent {
   private readonly client: AgentClient;
-  private readonly fence: FenceClock;
+  private readonly leases: LeaseKeeper;
   private readonly slots = new Map<string, Slot>();
   private readonly events: NodeEvent[] = [];
   private readonly now: () => number;
-  private readonly ttl: number;
   private desired: Assignment[] = [];
   private revision = 0;
-  private lease: LeaseState | undefined;
-  private registered = false;
   private fenced = false;
   private closed = false;
   private unreachableLogged = false;
@@ -63,21 +62,27 @@ export class Agent {
 
   constructor(private readonly opts: AgentOptions) {
     this.now = opts.now ?? Date.now;
-    this.ttl = Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? 10);
-    this.fence = new FenceClock(this.ttl);
     this.client = new AgentClient(opts.server, opts.node);
+    this.leases = new LeaseKeeper({
+      node: opts.node,
+      token: opts.token,
+      ttl: Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? 10),
+      client: this.client,
+      state: opts.state,
+      runtime: opts.runtime,
+      record: opts.record,
+      now: this.now,
+      log: (l) => this.log(l),
+      event: (kind, message) => this.event(kind, message),
+      changed: () => this.kick(),
+    });
   }
 
   /** Adopt what the runtime holds, restore the cached desired state, and start the loops. */
   async start(): Promise<void> {
-    const st = this.opts.state;
-    this.client.credential = st.credential() ?? '';
-    this.lease = st.lease() ?? undefined;
-    const cached = st.desired();
-    this.desired = cached.assignments;
-    const fenceAt = st.fenceAt();
-    if (this.lease && fenceAt !== undefined) this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
-    else this.fence.lost();
+    this.desired = this.opts.state.desired().assignments;
+    // Never registered (or the lease is known lost): nothing runs until registration.
+    if (!this.leases.restore()) this.fenced = true;
     this.unsubscribe = this.opts.runtime.subscribe((e) => this.onRuntimeEvent(e));
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
     this.timer = setInterval(() => this.tick(), FENCE.checkMs);
@@ -98,7 +103,7 @@ export class Agent {
 
   /** For tests and the CLI status line. */
   status(): { registered: boolean; tenure: number | undefined; fenced: boolean; slots: { replica: string; state: string }[] } {
-    return { registered: this.registered, tenure: this.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
+    return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
   }
 
   private log(line: string): void {
@@ -121,7 +126,7 @@ export class Agent {
 
   private applyStatus(slot: Slot, s: WorkloadStatus): void {
     if (s.state === 'exited') {
-      slot.state = (s.exitCode ?? 0) === 0 ? 'exited' : 'failed';
+      slot.state = (s.exitCode ?? 0) === 0 || (slot.state === 'stopping' && !s.oom) ? 'exited' : 'failed';
       if (s.exitCode !== undefined) slot.exitCode = s.exitCode;
     } else if (s.state === 'lost') {
       slot.state = 'lost';
@@ -137,7 +142,9 @@ export class Agent {
     const slot = this.slots.get(e.replica);
     if (!slot) return;
     if (e.kind === 'exited') {
-      slot.state = e.exitCode === 0 ? 'exited' : 'failed';
+      // A stop we asked for ends `exited` whatever the signal's code; only a workload that
+      // died on its own (or never got going) is `failed`.
+      slot.state = e.exitCode === 0 || (slot.state === 'stopping' && !e.oom) ? 'exited' : 'failed';
       slot.exitCode = e.exitCode;
       if (e.oom) {
         const d = makeDiagnostic('CCA-E0511', { replica: e.replica, service: slot.handle?.service ?? '', memoryBytes: slot.assignment?.spec.resources.memoryBytes ?? 0 });
@@ -170,88 +177,19 @@ export class Agent {
 
   private async leaseLoop(): Promise<void> {
     while (!this.closed) {
-      let next = (this.ttl * 1000) / FENCE.keepalivesPerTtl;
+      let next: number = FENCE.keepaliveRetryMs;
       try {
-        if (!this.registered) await this.register();
-        else next = await this.keepalive(next);
+        next = await this.leases.step();
         this.unreachableLogged = false;
       } catch (e) {
-        next = FENCE.keepaliveRetryMs;
         this.onCallError(e, 'lease');
       }
       await this.sleep(next);
     }
   }
 
-  private async ensureCredential(): Promise<void> {
-    if (this.client.credential !== '') return;
-    const credential = await this.client.enroll(this.opts.token);
-    this.opts.state.saveCredential(credential);
-    this.log('enrolled');
-  }
-
-  private async register(): Promise<void> {
-    await this.ensureCredential();
-    const images = (await this.opts.runtime.catalogue()) ?? {};
-    const record: NodeRecordInput = { ...this.opts.record, name: this.opts.node, images, runtime: this.opts.runtime.name, agentVersion: AGENT_VERSION };
-    const sentAt = this.now();
-    const previous = this.lease;
-    const r = await this.client.register(record, this.ttl, previous?.lease);
-    this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
-    this.opts.state.saveLease(this.lease);
-    this.registered = true;
-    this.fence.renewed(sentAt, r.ttl);
-    this.saveFence();
-    const kept = previous?.tenure === r.tenure;
-    this.log(`registered: lease ${r.lease}, tenure ${r.tenure}${kept ? ' (kept)' : ''}`);
-    this.event('registered', `registered with tenure ${r.tenure}${kept ? ' (same tenure as before)' : ''}`);
-    this.kick();
-  }
-
-  /** One keepalive; returns when to send the next. */
-  private async keepalive(interval: number): Promise<number> {
-    const lease = this.lease;
-    if (!lease) return interval;
-    const sentAt = this.now();
-    try {
-      const r = await this.client.keepalive(lease.lease);
-      this.fence.renewed(sentAt, r.ttl);
-      this.saveFence();
-      if (this.fenced) this.kick();
-      return interval;
-    } catch (e) {
-      if (e instanceof ServerError && e.storeUnavailable) {
-        // Lease expiry is a store write: it cannot happen while the server says the store is down.
-        this.fence.renewed(sentAt);
-        this.saveFence();
-        return FENCE.keepaliveRetryMs;
-      }
-      if (e instanceof ServerError && (e.status === 404 || e.diagnostic.code === 'CCA-E0107')) {
-        this.leaseLost('the lease expired');
-        return 0;
-      }
-      throw e;
-    }
-  }
-
-  private leaseLost(why: string): void {
-    if (!this.registered && !this.lease) return;
-    this.log(`lease lost (${why}): stopping workloads of tenure ${this.lease?.tenure}, registering again`);
-    this.event('lease-lost', `${why}; workloads of tenure ${this.lease?.tenure} stopped`);
-    this.fence.lost();
-    this.saveFence();
-    this.registered = false;
-    this.lease = undefined;
-    this.opts.state.saveLease(undefined);
-    this.kick();
-  }
-
-  private saveFence(): void {
-    const at = this.fence.fenceAt();
-    if (at !== undefined) this.opts.state.saveFenceAt(Number.isFinite(at) ? at : 0);
-  }
-
   private onCallError(e: unknown, what: string): void {
+    if (this.closed) return;
     if (e instanceof UnreachableError) {
       if (!this.unreachableLogged) this.log(`${e.diagnostic.code} ${e.message} (${what}; retrying)`);
       this.unreachableLogged = true;
@@ -259,12 +197,12 @@ export class Agent {
       if (e.status === 401) {
         this.log(`${makeDiagnostic('CCA-E0509', { node: this.opts.node, reason: e.diagnostic.message }).message}; enrolling again`);
         this.client.credential = '';
-      } else if (e.status === 409 && this.registered) {
-        this.leaseLost('the server refused our tenure');
+      } else if (e.status === 409 && this.leases.registered) {
+        this.leases.lost('the server refused our tenure');
       } else {
         this.log(`${what}: ${e.message}`);
       }
-    } else if (!this.closed) {
+    } else {
       this.log(`${what}: unexpected ${e instanceof Error ? e.message : String(e)}`);
     }
   }
@@ -300,9 +238,10 @@ export class Agent {
   private tick(): void {
     if (this.closed) return;
     const now = this.now();
-    if (this.fence.due(now) !== this.fenced) this.kick();
+    if (this.leases.fence.due(now) !== this.fenced) this.kick();
     if (now - this.lastRefresh >= 1_000) {
       this.lastRefresh = now;
+      this.kick();
       void this.refresh(now - this.lastUsage >= (this.opts.reportEveryMs ?? 5_000));
     }
     this.runProbes(now);
@@ -339,8 +278,8 @@ export class Agent {
   }
 
   private async report(now: number): Promise<void> {
-    const lease = this.lease;
-    if (this.reporting || !this.registered || !lease) return;
+    const lease = this.leases.lease;
+    if (this.reporting || !this.leases.registered || !lease) return;
     const every = this.opts.reportEveryMs ?? 5_000;
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
     for (const slot of this.slots.values()) {
@@ -389,23 +328,38 @@ export class Agent {
   }
 
   private async reconcile(): Promise<void> {
-    const now = this.now();
-    this.updateFenced(now);
-    const tenure = this.lease?.tenure;
-    const byReplica = new Map(this.desired.map((a) => [a.replica, a]));
-    const want = new Map([...byReplica].filter(([, a]) => a.desired === 'run' && a.tenure === tenure && !this.fenced));
-    for (const slot of [...this.slots.values()]) {
-      const a = byReplica.get(slot.replica);
-      if (a) slot.assignment = a;
-      if (!want.has(slot.replica)) await this.retire(slot, a !== undefined && a.tenure === tenure, a !== undefined && a.tenure !== tenure);
+    this.updateFenced(this.now());
+    const views: SlotView[] = [...this.slots.values()].map((s) => ({
+      replica: s.replica,
+      state: s.state,
+      hasHandle: s.handle !== undefined,
+      held: s.held,
+      fenced: s.fenced,
+      ...(s.assignment ? { stopGraceMs: s.assignment.spec.stopGraceMs } : {}),
+    }));
+    for (const a of this.desired) {
+      const slot = this.slots.get(a.replica);
+      if (slot) slot.assignment = a;
     }
-    if (this.fenced) return;
     const toStart: [Slot, Assignment][] = [];
-    for (const a of want.values()) {
-      const slot = this.slots.get(a.replica) ?? newSlot(a.replica);
-      this.slots.set(a.replica, slot);
-      slot.assignment = a;
-      if (!slot.handle && !slot.held && !TERMINAL.has(slot.state)) toStart.push([slot, a]);
+    for (const action of plan(views, this.desired, this.leases.lease?.tenure, this.fenced)) {
+      if (action.kind === 'start') {
+        const slot = this.slots.get(action.assignment.replica) ?? newSlot(action.assignment.replica);
+        slot.assignment = action.assignment;
+        this.slots.set(slot.replica, slot);
+        toStart.push([slot, action.assignment]);
+        continue;
+      }
+      const slot = this.slots.get(action.replica)!;
+      if (action.kind === 'stop') {
+        slot.fenced = this.fenced;
+        slot.state = 'stopping';
+        await this.opts.runtime.stop(slot.handle!, action.graceMs);
+        this.log(`stopping ${slot.replica} (grace ${action.graceMs} ms${this.fenced ? ', fenced' : ''})`);
+      } else {
+        if (slot.handle) await this.opts.runtime.remove(slot.handle);
+        this.slots.delete(slot.replica);
+      }
     }
     if (toStart.length === 0) return;
     const catalogue = await this.opts.runtime.catalogue();
@@ -419,37 +373,17 @@ export class Agent {
   }
 
   private updateFenced(now: number): void {
-    const due = this.fence.due(now);
+    const due = this.leases.fence.due(now);
     if (due === this.fenced) return;
     this.fenced = due;
     if (due) {
-      const d = makeDiagnostic('CCA-E0506', { node: this.opts.node, sinceMs: this.fence.sinceRenewal(now), marginMs: FENCE.marginMs });
+      const d = makeDiagnostic('CCA-E0506', { node: this.opts.node, sinceMs: this.leases.fence.sinceRenewal(now), marginMs: FENCE.marginMs });
       this.log(`${d.code} ${d.message}`);
       this.event('fenced', d.message);
     } else {
-      this.log('lease renewed: fence lifted');
-      this.event('unfenced', 'lease renewed: workloads may run again');
+      this.log('lease held: workloads may run');
+      this.event('unfenced', 'lease held: workloads may run');
     }
-  }
-
-  /** Stop (or forget) a workload that should not run: unassigned, desired stop, other tenure, or fenced. */
-  private async retire(slot: Slot, stillAssigned: boolean, otherTenure: boolean): Promise<void> {
-    const h = slot.handle;
-    if (h && (slot.state === 'starting' || slot.state === 'running' || slot.state === 'pending' || slot.state === 'init')) {
-      // Fenced, or placed under a tenure that is not ours (any more): it may already be
-      // replaced elsewhere, so it gets the fence's kill budget, not its full grace.
-      const urgent = this.fenced || otherTenure;
-      const grace = Math.min(slot.assignment?.spec.stopGraceMs ?? FENCE.killMs, urgent ? FENCE.killMs : Number.POSITIVE_INFINITY);
-      slot.fenced = this.fenced;
-      slot.state = 'stopping';
-      await this.opts.runtime.stop(h, grace);
-      this.log(`stopping ${slot.replica} (grace ${grace} ms${this.fenced ? ', fenced' : ''})`);
-      return;
-    }
-    if (slot.state === 'stopping') return;
-    if (stillAssigned && !slot.fenced) return; // keep reporting the terminal state while assigned
-    if (h) await this.opts.runtime.remove(h);
-    this.slots.delete(slot.replica);
   }
 
   private async startSlot(slot: Slot, a: Assignment, catalogue: Record<string, string> | undefined): Promise<void> {

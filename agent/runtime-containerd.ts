@@ -7,9 +7,9 @@ import { createInterface } from 'node:readline';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 
 import { Ctr, parseEventLine } from './containerd/ctr.js';
-import { readCatalogue, type Catalogue } from './images.js';
+import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
 import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
-import { argvOf, Listeners, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
 export interface ContainerdRuntimeOptions {
   address: string;
@@ -45,6 +45,8 @@ export class ContainerdRuntime implements Runtime {
   private readonly listeners = new Listeners();
   private readonly cpu = new CpuRate();
   private readonly oom = new Set<string>();
+  private readonly initializing = new Set<string>();
+  private readonly stopRequested = new Set<string>();
   private readonly recentExits = new Map<string, { exitCode: number; at: number }>();
   private readonly killTimers = new Map<string, ReturnType<typeof setTimeout>>();
   private events: ChildProcess | undefined;
@@ -88,44 +90,107 @@ export class ContainerdRuntime implements Runtime {
   }
 
   async start(req: StartRequest): Promise<WorkloadHandle> {
-    const entry = this.readCatalogue()[req.spec.image];
-    if (!entry) throw new Error(`image ${req.spec.image} is not in the catalogue`);
+    const entry = this.entryOf(req.spec.image);
     await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
     const id = PREFIX + req.replica;
     const dir = join(this.opts.root, req.replica);
     mkdirSync(dir, { recursive: true });
-    rmSync(join(dir, 'exit.json'), { force: true });
+    for (const stale of ['exit.json', 'init.json']) rmSync(join(dir, stale), { force: true });
     const handle: WorkloadHandle = { runtime: 'containerd', replica: req.replica, service: req.service, id, image: req.image, startedAt: Date.now() };
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
-    const envFile = join(dir, '.env');
+    if (req.spec.init.length === 0) {
+      await this.runContainer(req, entry.name, id, argvOf(req.spec), { detach: true });
+      return handle;
+    }
+    // Init steps run one after another, each its own container, before the main one; start()
+    // returns at once and progress shows in init.json (state `init`).
+    this.initializing.add(id);
+    void this.runInit(req, handle, entry.name).finally(() => this.initializing.delete(id));
+    return handle;
+  }
+
+  private entryOf(image: string): CatalogueEntry {
+    const entry = this.readCatalogue()[image];
+    if (!entry) throw new Error(`image ${image} is not in the catalogue`);
+    return entry;
+  }
+
+  private async runInit(req: StartRequest, handle: WorkloadHandle, mainImage: string): Promise<void> {
+    const dir = join(this.opts.root, req.replica);
+    const writeInit = (p: InitProgress) => writeFileSync(join(dir, 'init.json'), JSON.stringify(p));
+    try {
+      for (const step of req.spec.init) {
+        if (this.stopRequested.has(handle.id)) return this.finishInit(handle, 143, false);
+        writeInit({ step: step.name, state: 'running' });
+        const entry = this.entryOf(step.image ?? req.spec.image);
+        await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
+        const stepId = `${handle.id}-init-${step.name}`;
+        const r = await this.runContainer({ ...req, spec: { ...req.spec, env: { ...req.spec.env, ...step.env } } }, entry.name, stepId, step.command, { detach: false, timeoutMs: step.timeoutMs });
+        await this.forget(stepId);
+        if (this.stopRequested.has(handle.id)) return this.finishInit(handle, 143, false);
+        if (r.code !== 0) {
+          const timedOut = r.code === -1 ? `\n(init step ${step.name} timed out after ${step.timeoutMs} ms)` : '';
+          const exitCode = r.code === -1 ? 137 : r.code;
+          writeInit({ step: step.name, state: 'failed', exitCode, tail: (r.stdout + r.stderr + timedOut).slice(-2_000) });
+          return this.finishInit(handle, exitCode, true);
+        }
+        writeInit({ step: step.name, state: 'succeeded', exitCode: 0, tail: '' });
+      }
+      await this.runContainer(req, mainImage, handle.id, argvOf(req.spec), { detach: true });
+    } catch (e) {
+      writeInit({ step: 'init', state: 'failed', exitCode: 127, tail: e instanceof Error ? e.message : String(e) });
+      this.finishInit(handle, 127, true);
+    }
+  }
+
+  private finishInit(handle: WorkloadHandle, exitCode: number, failed: boolean): void {
+    this.stopRequested.delete(handle.id);
+    this.recordExit(handle.replica, exitCode, false);
+    this.listeners.emit({ kind: 'exited', replica: handle.replica, exitCode: failed ? exitCode : 143, oom: false, at: Date.now() });
+  }
+
+  /** `ctr run` one container (detached, or in the foreground with a timeout for init steps). */
+  private async runContainer(req: StartRequest, image: string, id: string, argv: string[], how: { detach: boolean; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }> {
+    const dir = join(this.opts.root, req.replica);
+    const envFile = join(dir, `.env-${id}`);
     const env = { ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service };
     writeFileSync(envFile, Object.entries(env).map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`).join('\n') + '\n', { mode: 0o600 });
     const tini = this.opts.tini ?? '/usr/bin/tini-static';
     const args = [
-      'run', '-d', '--net-host',
+      'run', ...(how.detach ? ['-d', '--log-uri', `file://${join(dir, 'stdout.log')}`] : ['--rm']), '--net-host',
       '--memory-limit', String(req.spec.resources.memoryBytes),
       '--cpus', String(req.spec.resources.cpuMillis / 1000),
       '--label', `cca.replica=${req.replica}`, '--label', `cca.service=${req.service}`,
-      '--log-uri', `file://${join(dir, 'stdout.log')}`,
       '--env-file', envFile,
       '--mount', `type=bind,src=${tini},dst=/.cca-tini,options=rbind:ro`,
       ...req.files.flatMap((f) => ['--mount', `type=bind,src=${f.hostPath},dst=${f.path},options=rbind:ro`]),
       ...(req.spec.workdir === undefined ? [] : ['--cwd', req.spec.workdir]),
-      entry.name, id, '/.cca-tini', '-g', '-s', '--', ...argvOf(req.spec),
+      image, id, '/.cca-tini', '-g', '-s', '--', ...argv,
     ];
     try {
+      if (!how.detach) {
+        const r = await this.ctr.run(args, { allowFail: true, timeoutMs: how.timeoutMs ?? 60_000 });
+        if (r.code === 'timeout') await this.ctr.run(['task', 'kill', '-a', '-s', 'SIGKILL', id], { allowFail: true });
+        return { ...r, code: r.code === 'timeout' ? -1 : r.code };
+      }
       await this.ctr.run(args).catch(async (e: Error) => {
         if (!/already exists/.test(e.message)) throw e;
         await this.forget(id); // a leftover of an earlier attempt at this replica
         await this.ctr.run(args);
       });
+      return { code: 0, stdout: '', stderr: '' };
     } finally {
       rmSync(envFile, { force: true });
     }
-    return handle;
   }
 
   async stop(handle: WorkloadHandle, graceMs: number): Promise<void> {
+    if (this.initializing.has(handle.id)) {
+      this.stopRequested.add(handle.id);
+      const steps = [...(await this.ctr.tasks()).keys()].filter((t) => t.startsWith(`${handle.id}-init-`));
+      await Promise.all(steps.map((t) => this.ctr.run(['task', 'kill', '-a', '-s', 'SIGKILL', t], { allowFail: true })));
+      return;
+    }
     await this.ctr.run(['task', 'kill', '-s', 'SIGTERM', handle.id], { allowFail: true });
     const t = setTimeout(() => {
       this.killTimers.delete(handle.id);
@@ -158,7 +223,7 @@ export class ContainerdRuntime implements Runtime {
 
   async exec(handle: WorkloadHandle, command: string[], timeoutMs: number): Promise<number> {
     const r = await this.ctr.run(['task', 'exec', '--exec-id', `probe-${process.pid}-${++this.execSeq}`, handle.id, ...command], { timeoutMs, allowFail: true });
-    return r.code;
+    return r.code === 'timeout' ? 137 : r.code;
   }
 
   subscribe(listener: (e: RuntimeEvent) => void): () => void {
@@ -172,7 +237,7 @@ export class ContainerdRuntime implements Runtime {
   }
 
   /** The cgroup (v1 or v2) files of a container, for usage and for tests checking limits. */
-  cgroupFile(handle: WorkloadHandle, controller: 'memory' | 'cpuacct', file: string): string {
+  cgroupFile(handle: WorkloadHandle, controller: 'memory' | 'cpu' | 'cpuacct', file: string): string {
     const root = this.opts.cgroupRoot ?? '/sys/fs/cgroup';
     const v1 = join(root, controller, this.opts.namespace, handle.id, file);
     return existsSync(join(root, controller)) ? v1 : join(root, this.opts.namespace, handle.id, file);
@@ -215,24 +280,27 @@ export class ContainerdRuntime implements Runtime {
   }
 
   private async statusOf(handle: WorkloadHandle, tasks: Map<string, { pid: number; status: string }>, containers: Set<string>, withUsage: boolean): Promise<WorkloadStatus> {
+    const init = this.readJson<InitProgress>(handle.replica, 'init.json');
+    const withInit = init ? { init } : {};
     const exit = this.readJson<{ exitCode: number; oom: boolean }>(handle.replica, 'exit.json');
-    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, oom: exit.oom };
+    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, oom: exit.oom, ...withInit };
+    if (this.initializing.has(handle.id)) return { handle, state: 'init', ...withInit };
     const task = tasks.get(handle.id);
     if (task?.status === 'STOPPED') {
       // It exited while nobody listened (agent down): containerd kept the code.
       const exitCode = (await this.ctr.deleteTask(handle.id)) ?? 255;
       this.recordExit(handle.replica, exitCode, false);
-      return { handle, state: 'exited', exitCode };
+      return { handle, state: 'exited', exitCode, ...withInit };
     }
     if (!task) {
       if (!containers.has(handle.id) && Date.now() - handle.startedAt > 30_000) {
         const d = makeDiagnostic('CCA-E0503', { replica: handle.replica, runtime: 'containerd' });
         return { handle, state: 'lost', lost: { code: d.code, message: d.message } };
       }
-      return { handle, state: 'starting' };
+      return { handle, state: 'starting', ...withInit };
     }
     const state = this.killTimers.has(handle.id) ? 'stopping' : task.status === 'CREATED' ? 'starting' : 'running';
-    return { handle, state, pid: task.pid, ...(withUsage ? { usage: this.usage(handle) } : {}) };
+    return { handle, state, pid: task.pid, ...withInit, ...(withUsage ? { usage: this.usage(handle) } : {}) };
   }
 
   private usage(handle: WorkloadHandle): Usage | undefined {

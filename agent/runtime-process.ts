@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -16,11 +16,12 @@ export interface ProcessRuntimeOptions {
   /** How often exits and vanished supervisors are noticed. */
   pollMs?: number;
   /**
-   * The images this node offers (image reference → digest). A process runs the spec's
-   * command with the host's binaries, so an image here names a toolset the host provides;
-   * the scheduler places only services whose image a node offers.
+   * Images this node declares: reference → digest. Commands run on the host; a `busybox:*`
+   * image gets busybox's applets first on PATH (from the host's busybox-static). Default:
+   * `busybox:1.35` when /usr/bin/busybox exists.
    */
   catalogue?: Record<string, string>;
+  busybox?: string;
 }
 
 const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
@@ -51,7 +52,29 @@ export class ProcessRuntime implements Runtime {
   }
 
   async catalogue(): Promise<Record<string, string> | undefined> {
-    return this.opts.catalogue;
+    if (this.opts.catalogue) return { ...this.opts.catalogue };
+    return existsSync(this.busybox) ? { 'busybox:1.35': 'process:host' } : {};
+  }
+
+  private get busybox(): string {
+    return this.opts.busybox ?? '/usr/bin/busybox';
+  }
+
+  /** A directory of busybox applet links, made once, so `httpd`, `wget`… resolve as in the image. */
+  private appletDir(): string | undefined {
+    if (!existsSync(this.busybox)) return undefined;
+    const dir = join(this.opts.root, '.busybox-bin');
+    if (existsSync(join(dir, 'sh'))) return dir;
+    mkdirSync(dir, { recursive: true });
+    const applets = execFileSync(this.busybox, ['--list'], { encoding: 'utf8' }).split('\n').filter((a) => /^[\w.[-]+$/.test(a));
+    for (const a of applets) {
+      try {
+        symlinkSync(this.busybox, join(dir, a));
+      } catch {
+        // already there
+      }
+    }
+    return dir;
   }
 
   async start(req: StartRequest): Promise<WorkloadHandle> {
@@ -63,7 +86,9 @@ export class ProcessRuntime implements Runtime {
     mkdirSync(files, { recursive: true, mode: 0o700 });
     const cwd = req.spec.workdir !== undefined && existsSync(req.spec.workdir) ? req.spec.workdir : req.spec.workdir !== undefined ? join(files, req.spec.workdir) : req.dir;
     mkdirSync(cwd, { recursive: true });
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files };
+    const hostPath = process.env.PATH ?? '/usr/bin:/bin';
+    const applets = req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
+    const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files };
     const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
     const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init };
     writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });
@@ -94,6 +119,7 @@ export class ProcessRuntime implements Runtime {
   async list(opts: { usage?: boolean } = {}): Promise<WorkloadStatus[]> {
     const out: WorkloadStatus[] = [];
     for (const replica of readdirSync(this.opts.root)) {
+      if (replica.startsWith('.')) continue;
       const handle = this.handleOf(replica);
       if (handle) out.push(this.statusOf(replica, handle, opts.usage ?? true));
     }

@@ -7,7 +7,7 @@
  * agent. Usage: node supervisor.ts <replica dir>
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 
@@ -73,7 +73,11 @@ function stop(graceMs: number, why: string): void {
 }
 
 function finish(exitCode: number, why: string, message = ''): never {
-  writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), at: Date.now() }));
+  try {
+    writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), at: Date.now() }));
+  } catch {
+    // The replica directory is gone (removed with its state dir): nobody is left to read it.
+  }
   process.exit(0);
 }
 
@@ -143,6 +147,11 @@ process.on('SIGTERM', () => {
 });
 process.on('SIGINT', () => undefined);
 process.on('SIGHUP', () => undefined);
+
+setInterval(() => {
+  // Orphaned: the replica directory was deleted under us (state dir wiped). Stop, then go.
+  if (!existsSync(dir)) stop(Math.min(config.graceMs, config.fenceKillMs), 'orphaned');
+}, 1_000);
 
 if (config.fenceFile !== '') {
   setInterval(() => {

@@ -8,10 +8,12 @@ export class Ctr {
     private readonly bin = 'ctr',
   ) {}
 
-  run(args: string[], opts: { timeoutMs?: number; allowFail?: boolean } = {}): Promise<{ stdout: string; stderr: string; code: number }> {
+  /** code: the exit code, or 'timeout' when the command ran past timeoutMs (it was killed). */
+  run(args: string[], opts: { timeoutMs?: number; allowFail?: boolean } = {}): Promise<{ stdout: string; stderr: string; code: number | 'timeout' }> {
     return new Promise((resolve, reject) => {
       execFile(this.bin, ['-a', this.address, '-n', this.namespace, ...args], { timeout: opts.timeoutMs ?? 30_000, maxBuffer: 16 << 20 }, (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        const e = err as { code?: unknown; killed?: boolean } | null;
+        const code = !e ? 0 : e.killed ? 'timeout' : typeof e.code === 'number' ? e.code : 1;
         if (err && !opts.allowFail) {
           const why = stderr.trim().split('\n').pop() || err.message;
           return reject(new Error(`ctr ${args.slice(0, 2).join(' ')}: ${why.replace(/^ctr: /, '')}`));

@@ -42,6 +42,8 @@ export async function startContainerd(dir: string, bin = 'containerd'): Promise<
     if (child.exitCode !== null || Date.now() > deadline) throw new CcaError('CCA-E0507', { reason: `containerd did not come up (see ${join(dir, 'containerd.log')})` });
   }
   const pid = child.pid ?? 0;
+  writeFileSync(join(dir, 'containerd.pid'), `${pid}\n`);
+  child.unref();
   return {
     address,
     pid,

@@ -69,6 +69,14 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     const handle = (await runtime.list()).find((s) => s.handle.replica === 'web-1')!.handle;
     const limitFile = runtime.cgroupFile(handle, 'memory', existsSync('/sys/fs/cgroup/memory') ? 'memory.limit_in_bytes' : 'memory.max');
     expect(Number(readFileSync(limitFile, 'utf8'))).toBe(64 * 1024 * 1024);
+    if (existsSync('/sys/fs/cgroup/cpu')) {
+      // 500 millicores: a CFS quota of half the period.
+      const quota = Number(readFileSync(runtime.cgroupFile(handle, 'cpu', 'cpu.cfs_quota_us'), 'utf8'));
+      const period = Number(readFileSync(runtime.cgroupFile(handle, 'cpu', 'cpu.cfs_period_us'), 'utf8'));
+      expect(quota / period).toBe(0.5);
+    } else {
+      expect(readFileSync(runtime.cgroupFile(handle, 'cpu', 'cpu.max'), 'utf8').trim()).toMatch(/^50000 100000$/);
+    }
     expect(await runtime.exec(handle, ['cat', '/etc/motd'], 5_000)).toBe(0);
     const usage = await waitFor('usage reported', () => server.observation('n1', 'web-1')?.usage, 10_000);
     expect(usage.memoryBytes).toBeGreaterThan(0);
@@ -118,6 +126,21 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     expect(obs.exitCode).toBe(137);
     server.unassign('n1', 'oom-1');
     await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-oom-1'), 15_000);
+  }, 60_000);
+
+  it('runs init steps as containers before the main one; a failed step is reported with its code and output', async () => {
+    server.assign('n1', 'init-ok-1', { name: 'initok', image: 'busybox:1.35', init: [{ name: 'prepare', command: ['sh', '-c', 'echo prepared'] }], command: ['sh', '-c', 'while true; do sleep 1; done'] });
+    server.assign('n1', 'init-bad-1', { name: 'initbad', image: 'busybox:1.35', init: [{ name: 'migrate', command: ['sh', '-c', 'echo "no database" >&2; exit 4'] }], command: ['sh', '-c', 'sleep 100'] });
+    const ok = await waitFor('init-ok running', () => (server.observation('n1', 'init-ok-1')?.state === 'running' ? server.observation('n1', 'init-ok-1') : undefined), 30_000);
+    expect(ok.init).toMatchObject({ step: 'prepare', state: 'succeeded' });
+    const bad = await waitFor('init-bad failed', () => (server.observation('n1', 'init-bad-1')?.state === 'failed' ? server.observation('n1', 'init-bad-1') : undefined), 30_000);
+    expect(bad.exitCode).toBe(4);
+    expect(bad.init).toMatchObject({ step: 'migrate', state: 'failed', exitCode: 4 });
+    expect(bad.init?.tail).toContain('no database');
+    expect((await runtime.ctr.containers()).has('cca-init-bad-1')).toBe(false);
+    server.unassign('n1', 'init-ok-1');
+    server.unassign('n1', 'init-bad-1');
+    await waitFor('removed', async () => ![...(await runtime.ctr.containers())].some((c) => c.startsWith('cca-init-')), 15_000);
   }, 60_000);
 
   it('reports a crash with its exit code', async () => {

@@ -194,7 +194,8 @@ export class FakeAgentServer {
   }
 
   private async poll(node: string, after: number, waitMs: number): Promise<{ revision: number; changed: boolean; assignments: Assignment[] }> {
-    const changedSince = () => (this.lastChange.get(node) ?? 0) > after;
+    // after=0 answers at once with the full list, as the real server does.
+    const changedSince = () => after === 0 || (this.lastChange.get(node) ?? 0) > after;
     if (!changedSince()) {
       await new Promise<void>((resolve) => {
         const done = () => {

@@ -8,19 +8,25 @@ import { tempDir, waitFor } from './support.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
-/** Pids of processes whose command line carries the marker (each workload is `sh -c … <marker>`). */
+/**
+ * Pids of workloads whose command line carries the marker (each is `sh -c … <marker>`). A
+ * child sh forks for `sleep` has the same command line until it execs: only the ones whose
+ * parent is not itself a match count.
+ */
 function pidsWith(marker: string): number[] {
-  const out: number[] = [];
+  const found = new Map<number, number>();
   for (const name of readdirSync('/proc')) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const argv = readFileSync(`/proc/${name}/cmdline`, 'utf8').split('\0');
-      if (argv[0] === 'sh' && argv.includes(marker)) out.push(Number(name));
+      if (argv[0] !== 'sh' || !argv.includes(marker)) continue;
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      found.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
     } catch {
       // gone
     }
   }
-  return out;
+  return [...found].filter(([, ppid]) => !found.has(ppid)).map(([pid]) => pid);
 }
 
 const looping = (marker: string) => ({ name: 'loop', image: 'busybox:1.35', command: ['sh', '-c', 'while true; do sleep 0.2; done', marker], stopGraceMs: 1_000 });
@@ -92,6 +98,24 @@ describe('agent as a real process with the process runtime', () => {
     expect(server.observation('n1', 'b-1')?.state).toBe('running');
   }, 60_000);
 
+  it('declares busybox:1.35 and runs busybox applets (httpd) from it, with an http readiness probe; holds an unknown image', async () => {
+    spawnAgent();
+    await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    expect(Object.keys(server.nodes.get('n1')!.record.images)).toContain('busybox:1.35');
+    const port = 30_000 + (process.pid % 20_000);
+    server.assign('n1', 'http-1', {
+      name: 'web', image: 'busybox:1.35', command: ['sh', '-c', `mkdir -p www && echo hello-process > www/index.html && exec httpd -f -p 127.0.0.1:${port} -h www`],
+      ports: [{ name: 'http', container: port }],
+      health: { readiness: { probe: { type: 'http', path: '/' }, intervalMs: 300, timeoutMs: 200 } },
+    });
+    server.assign('n1', 'odd-1', { name: 'odd', image: 'nginx:1.27', command: ['true'] });
+    await waitFor('ready', () => server.observation('n1', 'http-1')?.health.readiness === 'passing', 20_000);
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toContain('hello-process');
+    expect(server.observation('n1', 'odd-1')).toMatchObject({ state: 'failed', diagnostic: { code: 'CCA-E0501' } });
+    server.unassign('n1', 'http-1');
+    await waitFor('stopped', async () => fetch(`http://127.0.0.1:${port}/`).then(() => false, () => true), 10_000);
+  }, 60_000);
+
   it('reports a workload whose supervisor vanished as lost (CCA-E0502) and kills its process group', async () => {
     spawnAgent();
     await waitFor('registration', () => server.tenureOf('n1'), 20_000);
@@ -103,6 +127,23 @@ describe('agent as a real process with the process runtime', () => {
     const obs = await waitFor('lost', () => (server.observation('n1', 'c-1')?.state === 'lost' ? server.observation('n1', 'c-1') : undefined), 10_000);
     expect(obs.diagnostic?.code).toBe('CCA-E0502');
     await waitFor('group killed', () => pidsWith(m).length === 0, 5_000);
+  }, 60_000);
+
+  it('partitioned from the server (agent alive) longer than the lease: fenced before expiry, then a new tenure', async () => {
+    spawnAgent(6);
+    const tenure = await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    const m = marker('p');
+    server.assign('n1', 'p-1', looping(m));
+    await waitFor('running', () => server.observation('n1', 'p-1')?.state === 'running', 20_000);
+    server.cut(true);
+    const goneAt = await waitFor('fenced', () => (pidsWith(m).length === 0 ? Date.now() : undefined), 15_000, 20);
+    const expiry = await waitFor('lease expiry', () => server.expiries[0], 15_000, 20);
+    expect(goneAt).toBeLessThan(expiry.at);
+    server.unassign('n1', 'p-1');
+    server.cut(false);
+    await waitFor('new tenure', () => server.tenureOf('n1') !== undefined && server.tenureOf('n1') !== tenure, 20_000);
+    expect(stderr).toContain('CCA-E0506');
+    expect(pidsWith(m)).toEqual([]);
   }, 60_000);
 
   it('fences through the supervisors when the agent itself is gone longer than the lease', async () => {

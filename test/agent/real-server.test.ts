@@ -53,4 +53,50 @@ describe.skipIf(!haveServer)('agent against the real server', () => {
     await api('DELETE', '/v1/services/web');
     await waitFor('everything stopped', () => runtime.running().length === 0, 20_000, 100);
   }, 60_000);
+
+  it('a real agent process on the process runtime: busybox httpd replicas serve, and an agent SIGKILL + restart duplicates nothing', async () => {
+    const { spawn } = await import('node:child_process');
+    const { startServer } = (await import(join(root, 'server', 'start.ts'))) as { startServer: (cfg: Json) => Promise<{ url: string; stop: () => Promise<void> }> };
+    const { ADMIN, JOIN } = (await import(join(root, 'test', 'handlers', 'harness.ts'))) as { ADMIN: string; JOIN: string };
+    const server = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
+    cleanups.push(() => server.stop());
+    const tmp = tempDir('real-proc');
+    const spawnAgent = () => {
+      const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi'], { cwd: root, stdio: 'ignore' });
+      return child;
+    };
+    let agent = spawnAgent();
+    cleanups.push(async () => {
+      agent.kill('SIGKILL');
+      // Workloads outlive their agent by design: end them (and their supervisors) by pid.
+      const { readdirSync, readFileSync } = await import('node:fs');
+      for (const r of readdirSync(join(tmp.dir, 'replicas'))) {
+        for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
+          try {
+            const pid = Number(readFileSync(join(tmp.dir, 'replicas', r, file), 'utf8').split(' ')[0]);
+            process.kill(group ? -pid : pid, 'SIGKILL');
+          } catch {
+            // not there or gone
+          }
+        }
+      }
+      tmp.cleanup();
+    });
+    const api = async (method: string, path: string, body?: string): Promise<Json> => {
+      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
+      return (await r.json()) as Json;
+    };
+    const port = 40_000 + (process.pid % 10_000);
+    await api('POST', '/v1/apply', `service web {\n  image    = "busybox:1.35"\n  command  = ["sh", "-c", "mkdir -p www && echo hi > www/index.html && exec httpd -f -p 127.0.0.1:${port} -h www"]\n  replicas = 1\n  cpu      = 0.25\n  memory   = 64Mi\n}\n`);
+    await waitFor('running', async () => (await api('GET', '/v1/services/web')).service?.running === 1, 30_000, 200);
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('hi\n');
+    const before = ((await api('GET', '/v1/replicas?service=web')).replicas as { id: string }[]).map((r) => r.id);
+    agent.kill('SIGKILL');
+    await new Promise((r) => agent.once('exit', r));
+    agent = spawnAgent();
+    await new Promise((r) => setTimeout(r, 4_000));
+    expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('hi\n');
+    const after = ((await api('GET', '/v1/replicas?service=web')).replicas as { id: string }[]).map((r) => r.id);
+    expect(after).toEqual(before);
+  }, 90_000);
 });

@@ -3,7 +3,9 @@ import { createServer as createTcp } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { parseEventLine } from '../../agent/containerd/ctr.js';
-import { FenceClock } from '../../agent/fence.js';
+import { FENCE, FenceClock } from '../../agent/fence.js';
+
+const FENCE_KILL = FENCE.killMs;
 import { CheckState, probeFor } from '../../agent/health.js';
 import { secretMode } from '../../agent/materialize.js';
 import { parseAgentFlags, parseBytes, parseCpu } from '../../agent/options.js';
@@ -95,5 +97,33 @@ describe('health probes', () => {
     await new Promise((r) => tcp.close(r));
     expect(await probeFor(check({ type: 'tcp', port: closedPort }), spec(closedPort), rt, handle)()).toBe(false);
     expect(await probeFor(check({ type: 'exec', command: ['true'] }), spec(1), rt, handle)()).toBe(true);
+  });
+});
+
+describe('the reconcile plan', async () => {
+  const { plan } = await import('../../agent/plan.js');
+  const { assignmentSchema } = await import('../../core/model/index.js');
+  const spec = serviceSpecSchema.parse({ name: 'web', image: 'busybox:1.35', stopGraceMs: 10_000 });
+  const assign = (replica: string, over: Record<string, unknown> = {}) =>
+    assignmentSchema.parse({ replica, service: 'web', node: 'n1', tenure: 5, resources: spec.resources, specRevision: 1, spec, placedAt: 0, ...over });
+  const slot = (replica: string, over: Record<string, unknown> = {}) => ({ replica, state: 'running' as const, hasHandle: true, held: false, fenced: false, stopGraceMs: 10_000, ...over });
+
+  it('starts what is assigned under our tenure, never twice, never a held or terminal one', () => {
+    const acts = plan([slot('a'), slot('h', { state: 'failed', hasHandle: false, held: true }), slot('x', { state: 'failed' })], [assign('a'), assign('b'), assign('h'), assign('x'), assign('old', { tenure: 4 })], 5, false);
+    expect(acts).toEqual([{ kind: 'start', assignment: assign('b') }]);
+  });
+
+  it('stops the unassigned with their grace, the other-tenure and fenced ones with the kill budget', () => {
+    expect(plan([slot('gone')], [], 5, false)).toEqual([{ kind: 'stop', replica: 'gone', graceMs: 10_000 }]);
+    expect(plan([slot('s')], [assign('s', { desired: 'stop' })], 5, false)).toEqual([{ kind: 'stop', replica: 's', graceMs: 10_000 }]);
+    expect(plan([slot('old')], [assign('old', { tenure: 4 })], 5, false)).toEqual([{ kind: 'stop', replica: 'old', graceMs: FENCE_KILL }]);
+    expect(plan([slot('a')], [assign('a')], 5, true)).toEqual([{ kind: 'stop', replica: 'a', graceMs: FENCE_KILL }]);
+  });
+
+  it('keeps reporting a terminal workload while assigned, forgets it after; forgets a fenced one at once', () => {
+    expect(plan([slot('a', { state: 'failed' })], [assign('a')], 5, false)).toEqual([]);
+    expect(plan([slot('a', { state: 'failed' })], [], 5, false)).toEqual([{ kind: 'forget', replica: 'a' }]);
+    expect(plan([slot('a', { state: 'exited', fenced: true })], [assign('a')], 5, false)).toEqual([{ kind: 'forget', replica: 'a' }]);
+    expect(plan([slot('a', { state: 'stopping' })], [], 5, false)).toEqual([]);
   });
 });

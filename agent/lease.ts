@@ -1,0 +1,128 @@
+import type { NodeRecordInput } from '../core/model/index.js';
+import { ServerError, type AgentClient } from './client.js';
+import { FENCE, FenceClock } from './fence.js';
+import type { Runtime } from './runtime.js';
+import type { LeaseState, StateDir } from './state.js';
+
+export const AGENT_VERSION = '0.1.0';
+
+export interface LeaseKeeperDeps {
+  node: string;
+  token: string;
+  ttl: number;
+  client: AgentClient;
+  state: StateDir;
+  runtime: Runtime;
+  record: Omit<NodeRecordInput, 'name' | 'images' | 'runtime' | 'agentVersion'>;
+  now: () => number;
+  log: (line: string) => void;
+  event: (kind: string, message: string) => void;
+  /** Something the reconcile depends on changed (tenure, fence). */
+  changed: () => void;
+}
+
+/**
+ * The node's registration: enrollment, registration on a lease (tenure), keepalives, and the
+ * fence clock they renew. Writes the fence deadline to the state directory after every
+ * renewal, for the supervisors and the containerd fencer.
+ */
+export class LeaseKeeper {
+  readonly fence: FenceClock;
+  lease: LeaseState | undefined;
+  registered = false;
+
+  constructor(private readonly d: LeaseKeeperDeps) {
+    this.fence = new FenceClock(d.ttl);
+  }
+
+  /** Resume from the state directory; false when there is no lease to resume (fenced until registered). */
+  restore(): boolean {
+    this.d.client.credential = this.d.state.credential() ?? '';
+    this.lease = this.d.state.lease() ?? undefined;
+    const fenceAt = this.d.state.fenceAt();
+    if (this.lease && fenceAt !== undefined) {
+      this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
+      return true;
+    }
+    this.fence.lost();
+    return false;
+  }
+
+  /** Register or keep alive, once; returns how long to wait before the next step. Throws call errors. */
+  async step(): Promise<number> {
+    const interval = (this.d.ttl * 1000) / FENCE.keepalivesPerTtl;
+    if (!this.registered) {
+      await this.register();
+      return interval;
+    }
+    return this.keepalive(interval);
+  }
+
+  lost(why: string): void {
+    if (!this.registered && !this.lease) return;
+    this.d.log(`lease lost (${why}): stopping workloads of tenure ${this.lease?.tenure}, registering again`);
+    this.d.event('lease-lost', `${why}; workloads of tenure ${this.lease?.tenure} stopped`);
+    this.fence.lost();
+    this.saveFence();
+    this.registered = false;
+    this.lease = undefined;
+    this.d.state.saveLease(undefined);
+    this.d.changed();
+  }
+
+  private async ensureCredential(): Promise<void> {
+    if (this.d.client.credential !== '') return;
+    const credential = await this.d.client.enroll(this.d.token);
+    this.d.state.saveCredential(credential);
+    this.d.log('enrolled');
+  }
+
+  private async register(): Promise<void> {
+    await this.ensureCredential();
+    const images = (await this.d.runtime.catalogue()) ?? {};
+    const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
+    const sentAt = this.d.now();
+    const previous = this.lease;
+    const r = await this.d.client.register(record, this.d.ttl, previous?.lease);
+    this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
+    this.d.state.saveLease(this.lease);
+    this.registered = true;
+    this.fence.renewed(sentAt, r.ttl);
+    this.saveFence();
+    const kept = previous?.tenure === r.tenure;
+    this.d.log(`registered: lease ${r.lease}, tenure ${r.tenure}${kept ? ' (kept)' : ''}`);
+    this.d.event('registered', `registered with tenure ${r.tenure}${kept ? ' (same tenure as before)' : ''}`);
+    this.d.changed();
+  }
+
+  private async keepalive(interval: number): Promise<number> {
+    const lease = this.lease;
+    if (!lease) return interval;
+    const sentAt = this.d.now();
+    const wasDue = this.fence.due(sentAt);
+    try {
+      const r = await this.d.client.keepalive(lease.lease);
+      this.fence.renewed(sentAt, r.ttl);
+      this.saveFence();
+      if (wasDue) this.d.changed();
+      return interval;
+    } catch (e) {
+      if (e instanceof ServerError && e.storeUnavailable) {
+        // Lease expiry is a store write: it cannot happen while the server says the store is down.
+        this.fence.renewed(sentAt);
+        this.saveFence();
+        return FENCE.keepaliveRetryMs;
+      }
+      if (e instanceof ServerError && (e.status === 404 || e.diagnostic.code === 'CCA-E0107')) {
+        this.lost('the lease expired');
+        return 0;
+      }
+      throw e;
+    }
+  }
+
+  private saveFence(): void {
+    const at = this.fence.fenceAt();
+    if (at !== undefined) this.d.state.saveFenceAt(Number.isFinite(at) ? at : 0);
+  }
+}
