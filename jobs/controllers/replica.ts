@@ -158,9 +158,10 @@ function retireLiveIfDone(
     evidence.push(evidenceOf(s.lost));
   } else {
     const obs = admissibleObservation(s);
-    if (!obs || (obs.value.state !== 'exited' && obs.value.state !== 'failed')) return undefined;
+    // `lost`: the agent found the workload's supervisor gone and killed its group: a failure.
+    if (!obs || !isStopped(obs.value.state)) return undefined;
     const code = obs.value.exitCode;
-    const failed = obs.value.state === 'failed' || (code !== undefined && code !== 0);
+    const failed = obs.value.state !== 'exited' || (code !== undefined && code !== 0);
     const policy = spec?.value.restart ?? 'always';
     replace = policy === 'always' || (policy === 'on-failure' && failed);
     reason = `${replace ? '' : 'completed: '}${obs.value.state}${code !== undefined ? ` with code ${code}` : ''} on ${obs.value.node} (restart ${policy})`;
@@ -178,13 +179,17 @@ function retireLiveIfDone(
   };
 }
 
+function isStopped(state: string): boolean {
+  return state === 'exited' || state === 'failed' || state === 'lost';
+}
+
 /** A stopping replica retires once it is observed stopped, was never placed, or its grace ran out. */
 function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: number): { txn: Txn } | { at: number } {
   const rec = s.record.value;
   const grace = spec?.value.stopGraceMs ?? s.assignment?.value.spec.stopGraceMs ?? DEFAULTS.stopGraceMs;
   const deadline = (rec.stopRequestedAt ?? now) + grace;
   const obs = s.observation && s.placement && s.observation.value.tenure === s.placement.value.tenure ? s.observation : undefined;
-  const stopped = obs && (obs.value.state === 'exited' || obs.value.state === 'failed');
+  const stopped = obs && isStopped(obs.value.state);
   let why: string;
   if (!s.placement) why = 'it was never placed';
   else if (stopped) why = `${obs.value.node} reports it ${obs.value.state}`;
