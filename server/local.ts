@@ -4,13 +4,14 @@
  * agent. Ctrl-C stops everything.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { renderPlain, toDiagnostic, exitCodeFor } from '../core/diagnostics/index.js';
-import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
+import { startEmbeddedPostgres, traversableByOthers, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
@@ -36,6 +37,18 @@ async function localTokens(): Promise<{ admin: string; join: string }> {
   return tokens;
 }
 
+/**
+ * Where the embedded Postgres keeps its data: CCA_PG_DIR, else .ccattler/postgres — unless
+ * we are root and that folder sits under one the `postgres` user cannot enter (a checkout
+ * under /root), then /var/lib/ccattler, one folder per checkout.
+ */
+async function postgresDir(): Promise<string> {
+  if (process.env.CCA_PG_DIR) return path.resolve(process.env.CCA_PG_DIR);
+  const local = path.join(home, 'postgres');
+  if (process.getuid?.() !== 0 || !(await traversableByOthers(local))) return local;
+  return path.join('/var/lib/ccattler', `postgres-${createHash('sha256').update(home).digest('hex').slice(0, 8)}`);
+}
+
 async function main(): Promise<number> {
   await mkdir(home, { recursive: true });
   const port = Number(process.env.CCA_PORT ?? 7070);
@@ -47,8 +60,9 @@ async function main(): Promise<number> {
   let storeUrl = process.env.DATABASE_URL;
   if (!storeUrl) {
     const pgPort = Number(process.env.CCA_PG_PORT ?? 54329);
-    console.log(`starting Postgres (data in ${path.join(home, 'postgres')}, port ${pgPort})…`);
-    pg = await startEmbeddedPostgres({ dataDir: path.join(home, 'postgres', 'data'), port: pgPort, persistent: true });
+    const pgDir = await postgresDir();
+    console.log(`starting Postgres (data in ${pgDir}, port ${pgPort})…`);
+    pg = await startEmbeddedPostgres({ dataDir: path.join(pgDir, 'data'), port: pgPort, persistent: true });
     storeUrl = pg.url;
   }
   const tokens = await localTokens();
@@ -72,7 +86,7 @@ ccattler ${version} is running.
 
 Next, in another terminal:
   export CCA_SERVER=${server.url} CCA_TOKEN=${tokens.admin}
-  npx cca apply fixtures/web.cca
+  npx cca apply fixtures/hello.cca
   npx cca get services
 
 Ctrl-C stops everything.`);

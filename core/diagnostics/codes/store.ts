@@ -163,4 +163,11 @@ export const storeCodes = [
     cause: 'no lease was reaped for over {seconds} s, so nobody could keep leases alive; {renewed} lease(s) were renewed by their TTL before any could expire',
     fix: 'nothing to do: node loss is detected one TTL later than usual this once; check why the store or every server was down',
   },
+  {
+    code: 'CCA-E0124',
+    blame: 'environment',
+    title: 'Postgres data directory not reachable',
+    cause: 'the embedded Postgres runs as the postgres user, which cannot enter {closed} to reach {dir}',
+    fix: 'put the data elsewhere (npm start: CCA_PG_DIR=/var/lib/ccattler/postgres), or allow others to traverse {closed} (chmod o+x)',
+  },
 ] as const satisfies readonly DiagnosticDef[];
