@@ -12,6 +12,8 @@ import type {
 } from './store.js';
 import { evaluateTxn, validateTxn, type TxnView } from './txn-eval.js';
 import { followWatch, type WatchSource } from './watch-feed.js';
+import { deleteViaTxn, putViaTxn } from './txn-shortcuts.js';
+import { HeadWaiters } from './waiters.js';
 
 export interface MemoryStoreOptions {
   /** Milliseconds; the simulation passes its virtual clock. */
@@ -50,7 +52,7 @@ export class MemoryStore implements Store {
   private log: WatchBatch[] = [];
   private leaseTable = new Map<number, Lease>();
   private nextLeaseId = 1;
-  private waiters = new Set<() => void>();
+  private readonly waiters = new HeadWaiters();
   private isClosed = false;
   private readonly now: () => number;
   private timer: ReturnType<typeof setInterval> | undefined;
@@ -87,16 +89,12 @@ export class MemoryStore implements Store {
     return { ...shapeRange(all, req), revision: this.rev };
   }
 
-  async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ put: { key, value, ...opts } }] });
-    const resp = r.responses[0] as { put: { prevKv?: KeyValue } };
-    return resp.put.prevKv ? { revision: r.revision, prevKv: resp.put.prevKv } : { revision: r.revision };
+  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
+    return putViaTxn((req) => this.txn(req), key, value, opts);
   }
 
-  async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ delete: { key, ...opts } }] });
-    const resp = r.responses[0] as { delete: { deleted: number; prevKvs?: KeyValue[] } };
-    return { revision: r.revision, ...resp.delete };
+  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
+    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   async txn(req: TxnRequest): Promise<TxnResponse> {
@@ -235,9 +233,7 @@ export class MemoryStore implements Store {
   }
 
   private wake(): void {
-    const ws = [...this.waiters];
-    this.waiters.clear();
-    for (const w of ws) w();
+    this.waiters.wake();
   }
 
   private lowerBound(key: string): number {
@@ -310,16 +306,6 @@ export class MemoryStore implements Store {
       const first = this.log[0]?.revision ?? this.rev + 1;
       return { batches: this.log.slice(Math.max(0, from - first)), through: this.rev };
     },
-    waitBeyond: (rev, signal) =>
-      new Promise<void>((resolve) => {
-        if (this.rev > rev || signal.aborted || this.isClosed) return resolve();
-        const done = () => {
-          this.waiters.delete(done);
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        this.waiters.add(done);
-        signal.addEventListener('abort', done, { once: true });
-      }),
+    waitBeyond: (rev, signal) => this.waiters.wait(() => this.rev > rev || this.isClosed, signal),
   };
 }

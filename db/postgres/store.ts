@@ -12,6 +12,7 @@ import type {
   WatchRequest,
 } from '../store.js';
 import { validateTxn } from '../txn-eval.js';
+import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
 import { followWatch } from '../watch-feed.js';
 import { pgFailure, redactUrl } from './errors.js';
 import { migrateStore } from './migrate.js';
@@ -116,16 +117,12 @@ export class PostgresStore implements Store {
     return this.q(() => rangeOn(this.pool, req));
   }
 
-  async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ put: { key, value, ...opts } }] });
-    const resp = r.responses[0] as { put: { prevKv?: KeyValue } };
-    return resp.put.prevKv ? { revision: r.revision, prevKv: resp.put.prevKv } : { revision: r.revision };
+  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
+    return putViaTxn((req) => this.txn(req), key, value, opts);
   }
 
-  async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ delete: { key, ...opts } }] });
-    const resp = r.responses[0] as { delete: { deleted: number; prevKvs?: KeyValue[] } };
-    return { revision: r.revision, ...resp.delete };
+  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
+    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   txn(req: TxnRequest): Promise<TxnResponse> {

@@ -3,6 +3,7 @@ import { CcaError } from '../../core/diagnostics/index.js';
 import { checkLeaseTtl, intervalOf } from '../keyspace.js';
 import type { KeyValue, RangeRequest, RangeResponse, Store, TxnRequest, TxnResponse, WatchBatch } from '../store.js';
 import { validateTxn } from '../txn-eval.js';
+import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
 import { applyWrites, type CommitHook, type WriteRequest } from './batch-apply.js';
 import { pgFailure } from './errors.js';
 import { rangeOn } from './range.js';
@@ -36,16 +37,12 @@ export class PostgresTxStore implements Store {
     return this.q(() => rangeOn(this.client, req));
   }
 
-  async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ put: { key, value, ...opts } }] });
-    const resp = r.responses[0] as { put: { prevKv?: KeyValue } };
-    return resp.put.prevKv ? { revision: r.revision, prevKv: resp.put.prevKv } : { revision: r.revision };
+  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
+    return putViaTxn((req) => this.txn(req), key, value, opts);
   }
 
-  async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ delete: { key, ...opts } }] });
-    const resp = r.responses[0] as { delete: { deleted: number; prevKvs?: KeyValue[] } };
-    return { revision: r.revision, ...resp.delete };
+  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
+    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   async txn(req: TxnRequest): Promise<TxnResponse> {

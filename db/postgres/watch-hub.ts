@@ -2,6 +2,7 @@ import type pg from 'pg';
 import { CcaError } from '../../core/diagnostics/index.js';
 import type { Diagnostic } from '../../core/diagnostics/index.js';
 import { intervalOf, type KeyInterval } from '../keyspace.js';
+import { HeadWaiters } from '../waiters.js';
 import type { WatchBatch } from '../store.js';
 import type { WatchSource } from '../watch-feed.js';
 import { createClient } from './pool.js';
@@ -36,7 +37,7 @@ export class WatchHub implements WatchSource {
   /** The ring holds revisions ringStart..ringEnd (dense: every revision has a batch). */
   private ringEnd = 0;
   private filling: Promise<void> | undefined;
-  private waiters = new Set<() => void>();
+  private readonly waiters = new HeadWaiters();
   private listener: pg.Client | undefined;
   private poller: ReturnType<typeof setInterval> | undefined;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -113,16 +114,7 @@ export class WatchHub implements WatchSource {
   }
 
   waitBeyond(rev: number, signal: AbortSignal): Promise<void> {
-    return new Promise<void>((resolve) => {
-      if (this.known > rev || signal.aborted || this.isClosed) return resolve();
-      const done = () => {
-        this.waiters.delete(done);
-        signal.removeEventListener('abort', done);
-        resolve();
-      };
-      this.waiters.add(done);
-      signal.addEventListener('abort', done, { once: true });
-    });
+    return this.waiters.wait(() => this.known > rev || this.isClosed, signal);
   }
 
   async close(): Promise<void> {
@@ -234,8 +226,6 @@ export class WatchHub implements WatchSource {
   }
 
   private wake(): void {
-    const ws = [...this.waiters];
-    this.waiters.clear();
-    for (const w of ws) w();
+    this.waiters.wake();
   }
 }

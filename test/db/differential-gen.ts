@@ -1,3 +1,4 @@
+import { Rng } from '../../jobs/sim/rng.js';
 import { deleteInterval } from '../../db/txn-eval.js';
 import { inInterval, intervalOf } from '../../db/keyspace.js';
 import type { Compare, CompareOp, CompareTarget, KeyValue, Op, RangeRequest, TxnRequest } from '../../db/store.js';
@@ -35,29 +36,8 @@ export type HOp =
   | { t: 'compact'; revision: number }
   | { t: 'watch'; w: WatchSpec };
 
-/** mulberry32: small, fast, and the same sequence everywhere. */
-export class Rng {
-  private s: number;
-  constructor(seed: number) {
-    this.s = seed >>> 0;
-  }
-  next(): number {
-    this.s = (this.s + 0x6d2b79f5) >>> 0;
-    let t = this.s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  }
-  int(lo: number, hi: number): number {
-    return lo + Math.floor(this.next() * (hi - lo + 1));
-  }
-  chance(p: number): boolean {
-    return this.next() < p;
-  }
-  pick<T>(xs: readonly T[]): T {
-    return xs[Math.floor(this.next() * xs.length)]!;
-  }
-}
+/** The simulation's seeded generator (mulberry32): the same sequence everywhere. */
+export { Rng };
 
 export function seedOf(run: string, history: number): number {
   let h = 0x811c9dc5;

@@ -1,16 +1,11 @@
 import { isCcaError } from '../../core/diagnostics/index.js';
+import { Rng } from '../../jobs/sim/rng.js';
 import type { Compare, CompareTarget, Op, Store, WatchBatch } from '../../db/store.js';
 
-/** mulberry32: small, fast, and the same on every platform, so a seed replays exactly. */
+/** A seeded generator (the simulation's mulberry32), so a seed replays exactly. */
 export function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const r = new Rng(seed);
+  return () => r.next();
 }
 
 /** CCA_SEED replays a run; otherwise a fresh seed every run (printed by the caller). */
