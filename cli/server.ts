@@ -12,7 +12,7 @@ export async function runServer(argv: string[]): Promise<number> {
     const flags = serverConfig(argv, process.env);
     const { startServer } = await import('../server/start.js');
     const { version } = await import('../server/version.js');
-    const server = await startServer({ ...flags, version, onDiagnostic: report });
+    const server = await startServer({ ...flags, version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
     console.log(`ccattler server ${version} listening on ${server.url} (store ${redact(flags.store)})`);
     if (server.tokens.admin) console.log(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
     if (server.tokens.join) console.log(`join token for agents (shown once):      ${server.tokens.join}`);

@@ -2,7 +2,8 @@
  * demo-c0: one node, real processes. A server pod and an agent (process runtime) on a
  * Postgres of the demo's own, driven by the `cca` CLI, every step asserted:
  * apply → kill a replica → scale → unknown image → server SIGKILL → agent SIGKILL →
- * Postgres down for 10 s → a redacted bundle. `npm run demo:c0`; CI runs it as a test.
+ * the store down for 10 s → a redacted bundle. `npm run demo:c0` (`-- --etcd` for the etcd
+ * backend); CI runs both as tests.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
@@ -41,6 +42,50 @@ const ghost = `service ghost {
 
 export interface DemoOptions {
   say?: (line: string) => void;
+  /** The store the server runs on: its own embedded Postgres (graphile-worker jobs) or its own etcd (in-process driver). */
+  store?: 'postgres' | 'etcd';
+}
+
+/** The demo's own store, which step 7 takes down for 10 s. */
+interface DemoStore {
+  url: string;
+  name: string;
+  /** Down for `ms`, then back; `whileDown` runs in the middle of the outage. */
+  outage(ms: number, whileDown: () => Promise<void>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+async function postgresStore(dir: string): Promise<DemoStore> {
+  const port = await freePort();
+  const start = () => startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, persistent: true, noSync: true });
+  let pg: RunningPostgres = await start();
+  return {
+    url: pg.url,
+    name: `Postgres on :${port}`,
+    async outage(ms, whileDown) {
+      await pg.stop();
+      await new Promise((r) => setTimeout(r, ms - 500));
+      await whileDown();
+      pg = await start();
+    },
+    stop: () => pg.stop(),
+  };
+}
+
+async function etcdStore(): Promise<DemoStore> {
+  const { startTestEtcd } = await import('../test/support/etcd-server.js');
+  const etcd = await startTestEtcd({ fresh: true, raft: 'default' });
+  return {
+    url: `etcd://${etcd.hostPort}/demo-c0`,
+    name: `etcd on ${etcd.hostPort}`,
+    async outage(ms, whileDown) {
+      const back = etcd.restart!(ms);
+      await new Promise((r) => setTimeout(r, ms - 500));
+      await whileDown();
+      await back;
+    },
+    stop: () => etcd.stop(),
+  };
 }
 
 export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
@@ -51,15 +96,13 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
   const admin = newRoleToken('admin');
   const join = newRoleToken('join');
   const port = await freePort();
-  const pgPort = await freePort();
   const server = `http://127.0.0.1:${port}`;
   const env = { CCA_SERVER: server, CCA_TOKEN: admin, CCA_STATE_DIR: path.join(dir, 'cli'), CCA_CONFIG: path.join(dir, 'no-config.json') };
   const stateDir = path.join(dir, 'agent');
   const procs: Proc[] = [];
-  let pg: RunningPostgres | undefined;
-  const startPg = async () => (pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: pgPort, persistent: true, noSync: true }));
+  let store: DemoStore | undefined;
   const startPod = () => {
-    const p = new Proc('server', 'server/main.ts', ['--store', pg!.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join });
+    const p = new Proc('server', 'server/main.ts', ['--store', store!.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join });
     procs.push(p);
     return p;
   };
@@ -82,12 +125,12 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
   };
 
   try {
-    await startPg();
+    store = opts.store === 'etcd' ? await etcdStore() : await postgresStore(dir);
     let pod = startPod();
     await until('the server to be ready', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
     let agent = startAgent();
     await until('the node to register', () => api('/v1/nodes'), (r) => r.nodes?.some((n: Json) => n.name === 'local' && n.state === 'ready'));
-    say(`ccattler demo-c0: server ${server}, Postgres on :${pgPort}, agent "local" (process runtime), work dir ${dir}`);
+    say(`ccattler demo-c0: server ${server}, ${store.name}, agent "local" (process runtime), work dir ${dir}`);
 
     step(1, 'cca apply --yes --wait');
     const file = path.join(dir, 'web.cca');
@@ -146,19 +189,18 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     check(readopted.every((r) => before.some((b) => b.id === r.id)), 'the same replica ids, re-adopted', readopted);
     check(before.every((w) => alive(w.pid)), 'the same processes, none restarted');
 
-    step(7, 'Postgres down for 10 s: workloads keep running; the server reports it; nothing lost');
-    const lines = () => pod.output.split('\n').filter((l) => /CCA-E0111/.test(l)).length;
-    await pg!.stop();
-    await new Promise((r) => setTimeout(r, 10_000));
-    check(before.every((w) => alive(w.pid)), 'after 10 s without Postgres every workload is alive');
-    const ready = await fetch(`${server}/readyz`);
-    check(ready.status === 503, `/readyz says 503 (${((await ready.json()) as Json).error?.code})`);
-    await startPg();
+    step(7, `the store (${opts.store ?? 'postgres'}) down for 10 s: workloads keep running; the server reports it; nothing lost`);
+    const reports = () => pod.output.split('\n').filter((l) => /CCA-E01(11|12)|CCA-E0403/.test(l)).length;
+    await store.outage(10_000, async () => {
+      check(before.every((w) => alive(w.pid)), 'after 10 s without the store every workload is alive');
+      const ready = await fetch(`${server}/readyz`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+      check(ready?.status === 503, `/readyz says 503 (${ready ? ((await ready.json()) as Json).error?.code : 'no answer'})`);
+    });
     await until('the server to be ready again', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean, 30_000);
     const status = await until('3 running again', web, (s) => s.running === 3 && s.desired === 3);
     check(status.running === 3, 'web reconverged at 3 running, the ghost still held');
     check(before.every((w) => alive(w.pid)), 'the same processes throughout');
-    check(lines() >= 1 && lines() <= 6, `the server reported the failing store ${lines()} time(s), not once per step`, pod.output);
+    check(reports() >= 1 && reports() <= 6, `the server reported the failing store ${reports()} time(s), not once per step`, pod.output);
 
     step(8, 'cca bundle --last: a redacted archive');
     const bundle = path.join(dir, 'bundle.tar.gz');
@@ -180,7 +222,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     for (const p of procs.reverse()) await p.kill('SIGTERM');
     // Workloads outlive their agent by design: end them so the demo leaves nothing behind.
     await cleanupWorkloads(stateDir);
-    await pg?.stop().catch(() => undefined);
+    await store?.stop().catch(() => undefined);
     if (!process.env.CCA_DEMO_KEEP) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
@@ -207,7 +249,7 @@ async function cleanupWorkloads(stateDir: string): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runDemoC0().then(
+  runDemoC0({ store: process.argv.includes('--etcd') ? 'etcd' : 'postgres' }).then(
     () => process.exit(0),
     () => process.exit(1),
   );

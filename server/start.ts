@@ -16,6 +16,7 @@ import { defaultLimits } from '../handlers/deps.js';
 import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { listen } from '../handlers/serve.js';
+import { watchStoreHealth } from './store-health.js';
 
 export interface ServerConfig {
   /** memory:, postgres://…, etcd://host:port/prefix */
@@ -29,6 +30,8 @@ export interface ServerConfig {
   workers: number;
   version: string;
   onDiagnostic?: (d: Diagnostic) => void;
+  /** The store answers again after a reported failure. */
+  onRecovered?: () => void;
 }
 
 export interface RunningServer {
@@ -89,6 +92,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         stops.unshift(async () => clearInterval(compaction));
       }
     }
+    const health = watchStoreHealth(store, report, () => cfg.onRecovered?.());
+    stops.unshift(async () => health.stop());
     const tokens = await ensureTokens(store, {
       ...(cfg.adminToken ? { admin: cfg.adminToken } : {}),
       ...(cfg.joinToken ? { join: cfg.joinToken } : {}),

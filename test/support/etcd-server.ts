@@ -15,8 +15,8 @@ export interface RunningEtcd {
   /** True when this process started the server (it is then fresh: revision 1, nothing compacted). */
   owned: boolean;
   stop(): Promise<void>;
-  /** Stop the server and start it again on the same ports and data (owned servers only). */
-  restart?(): Promise<void>;
+  /** Stop the server and start it again on the same ports and data (owned servers only), after `downMs`. */
+  restart?(downMs?: number): Promise<void>;
 }
 
 export interface StartEtcdOptions {
@@ -130,8 +130,9 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
       await proc.stop();
       await rm(dir, { recursive: true, force: true });
     },
-    restart: async () => {
+    restart: async (downMs = 0) => {
       await proc.stop();
+      if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
       proc = await launch(binary, args, clientPort);
     },
   };
