@@ -106,6 +106,8 @@ export class Agent {
     return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
   }
 
+  private lastServerError = '';
+
   private log(line: string): void {
     (this.opts.log ?? ((l: string) => process.stderr.write(`${new Date().toISOString()} agent ${this.opts.node}: ${l}\n`)))(line);
   }
@@ -181,6 +183,7 @@ export class Agent {
       try {
         next = await this.leases.step();
         this.unreachableLogged = false;
+        this.lastServerError = '';
       } catch (e) {
         this.onCallError(e, 'lease');
       }
@@ -200,7 +203,10 @@ export class Agent {
       } else if (e.status === 409 && this.leases.registered) {
         this.leases.lost('the server refused our tenure');
       } else {
-        this.log(`${what}: ${e.message}`);
+        // A server that keeps failing the same way (its store down) is logged once, not per retry.
+        const line = `${what}: ${e.message}`;
+        if (line !== this.lastServerError) this.log(line);
+        this.lastServerError = line;
       }
     } else {
       this.log(`${what}: unexpected ${e instanceof Error ? e.message : String(e)}`);
