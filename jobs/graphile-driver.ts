@@ -65,11 +65,18 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       await helpers.withPgClient(async (client) => {
         await client.query('BEGIN');
         try {
+          // A step's change job and its timer job (or two pods) may be taken at once: the
+          // same (controller, subject) must not run twice concurrently, so wait for it.
+          // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
+          // connection dying with its pod — a crash never leaves it held (a named queue would).
+          await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cca-step:${stepKey(name, subject)}`]);
           const store = new PostgresTxStore(client, { hook, target: 'the job database' });
           const wake = await controller.reconcile({ store, now: now(), random, ...(subject !== undefined ? { subject } : {}) });
           if (wake.at !== undefined) {
             const key = `${stepKey(name, subject)}:timer`;
-            await addJobs(client, [{ task: STEP_TASK, payload: { controller: name, ...(subject !== undefined ? { subject } : {}) }, key, runAt: wake.at }]);
+            await addJobs(client, [
+              { task: STEP_TASK, payload: { controller: name, ...(subject !== undefined ? { subject } : {}) }, key, runAt: wake.at },
+            ]);
           }
           await client.query('COMMIT');
         } catch (e) {
@@ -118,17 +125,30 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   await runMigrations({ pgPool: opts.pool, logger: quiet });
   const runner: Runner = await run({
     pgPool: opts.pool,
-    taskList: { [STEP_TASK]: stepTask, [FANOUT_TASK]: fanoutTask, ...maintenanceTasks },
+    taskList: { [STEP_TASK]: stepTask, [FANOUT_TASK]: fanoutTask },
     concurrency: opts.concurrency ?? 4,
     pollInterval: opts.pollIntervalMs ?? 200,
     noHandleSignals: true,
     useNodeTime: true,
     logger: quiet,
   });
+  // Upkeep gets a runner of its own: a worker only takes the tasks it knows, so busy
+  // controllers can never starve lease expiry (a late reaper would look like an outage).
+  const upkeep: Runner | undefined = m
+    ? await run({
+        pgPool: opts.pool,
+        taskList: maintenanceTasks,
+        concurrency: 1,
+        pollInterval: opts.pollIntervalMs ?? 200,
+        noHandleSignals: true,
+        useNodeTime: true,
+        logger: quiet,
+      })
+    : undefined;
 
   return {
     async stop() {
-      await runner.stop();
+      await Promise.all([runner.stop(), upkeep?.stop()]);
     },
     async kickAll() {
       const client = await opts.pool.connect();

@@ -20,7 +20,8 @@ export function jobsForChanges(controllers: readonly Controller[], keys: readonl
     for (const key of keys) {
       if (!wakesOn(c.watches, key)) continue;
       if (!c.subjectOf) {
-        jobs.set(stepKey(c.name, undefined), { task: STEP_TASK, payload: { controller: c.name }, key: stepKey(c.name, undefined) });
+        const k = stepKey(c.name, undefined);
+        jobs.set(k, { task: STEP_TASK, payload: { controller: c.name }, key: k });
         break;
       }
       const subject = c.subjectOf(key);
@@ -46,7 +47,12 @@ export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], s
     `SELECT ${schema}.add_jobs(array(
        SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
          FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)))`,
-    [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key)],
+    [
+      jobs.map((j) => j.task),
+      jobs.map((j) => JSON.stringify(j.payload)),
+      jobs.map((j) => j.runAt ?? null),
+      jobs.map((j) => j.key),
+    ],
   );
 }
 
