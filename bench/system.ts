@@ -19,6 +19,7 @@ import { Agent } from '../agent/agent.js';
 import { FakeRuntime } from '../agent/runtime-fake.js';
 import { StateDir } from '../agent/state.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
+import pg_ from 'pg';
 import { Proc } from '../demo/procs.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
@@ -112,6 +113,19 @@ try {
   const victimNode = agents[0]!;
   const victimName = 'n001';
   const victims = all.filter((r) => r.node === victimName && r.state === 'running').map((r) => r.id as string);
+  // What the pod's job queue holds (graphile-worker): the lease reaper is one of its tasks.
+  const queue = async (): Promise<string> => {
+    const c = new pg_.Client({ connectionString: pg!.url });
+    try {
+      await c.connect();
+      const r = await c.query(`select task_identifier t, count(*)::int n, count(locked_at)::int locked, coalesce(round(extract(epoch from (now() - min(run_at))))::int, 0) late from graphile_worker.jobs where run_at <= now() group by 1 order by 1`);
+      return r.rows.map((x: Json) => `${x.t} ${x.n} due (${x.locked} running, oldest ${x.late} s late)`).join('; ') || 'empty';
+    } catch (e) {
+      return `unreadable: ${String(e)}`;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  };
   const renewalsBefore = renewals();
   const t1 = performance.now();
   await victimNode.close(); // no deregistration: the lease runs out, as after a SIGKILL
@@ -126,7 +140,7 @@ try {
     const rs = (await replicas()).filter((r) => r.state === 'running');
     if (performance.now() - lastLog1 >= 5_000) {
       lastLog1 = performance.now();
-      log(`   +${((lastLog1 - t1) / 1000).toFixed(0)} s: ${victimName} ${expiredAt === undefined ? 'lease live' : 'lease expired'}, ${lostAt === undefined ? 'not yet lost' : 'lost'}, ${rs.length}/${REPLICAS} running, ${rs.filter((r) => r.node === victimName).length} on ${victimName}; lease renewals after reaper silence so far: ${renewals() - renewalsBefore}`);
+      log(`   +${((lastLog1 - t1) / 1000).toFixed(0)} s: ${victimName} ${expiredAt === undefined ? 'lease live' : 'lease expired'}, ${lostAt === undefined ? 'not yet lost' : 'lost'}, ${rs.length}/${REPLICAS} running, ${rs.filter((r) => r.node === victimName).length} on ${victimName}; lease renewals after reaper silence so far: ${renewals() - renewalsBefore}; job queue: ${await queue()}`);
     }
     maxRunning = Math.max(maxRunning, rs.length);
     return rs.length >= REPLICAS && !rs.some((r) => r.node === victimName || victims.includes(r.id)) ? true : undefined;
