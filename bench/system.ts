@@ -1,0 +1,170 @@
+/**
+ * npm run bench:system — the system as a whole, default settings:
+ *   (a) convergence: 1,000 replicas across 100 agents on one server pod (a real `server/main.ts`
+ *       process, two workers) and Postgres (embedded, fsync on): seconds from `POST /v1/apply`
+ *       to the service reporting all replicas running. The 100 agents are real `Agent`s
+ *       (agent/agent.ts) hosted in this one process, each on the fake runtime, talking HTTP to
+ *       the pod exactly as a separate agent process would.
+ *   (b) node-loss recovery: one agent stopped without deregistering (the SIGKILL equivalent:
+ *       its loops end, its lease is not revoked) → all of its replicas running elsewhere under
+ *       new ids, seconds, with the default 10 s lease TTL and 1 s grace.
+ * The last line is JSON.
+ *
+ *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent } from '../agent/agent.js';
+import { FakeRuntime } from '../agent/runtime-fake.js';
+import { StateDir } from '../agent/state.js';
+import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
+import pg_ from 'pg';
+import { Proc } from '../demo/procs.js';
+import { newRoleToken } from '../handlers/auth.js';
+import { freePort } from '../test/support/postgres-server.js';
+
+type Json = Record<string, any>;
+
+const arg = (name: string, dflt: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const AGENTS = arg('agents', 100);
+const REPLICAS = arg('replicas', 1000);
+const ZONES = ['a', 'b', 'c', 'd'];
+const log = (l: string) => process.stderr.write(`${l}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+const dir = mkdtempSync(join(tmpdir(), 'cca-bench-system-'));
+const admin = newRoleToken('admin');
+const joinToken = newRoleToken('join');
+const agents: Agent[] = [];
+let pg: RunningPostgres | undefined;
+let pod: Proc | undefined;
+
+async function waitFor<T>(what: string, f: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {
+  const start = performance.now();
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+try {
+  const pgPort = await freePort();
+  pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: pgPort, persistent: false });
+  const port = await freePort();
+  const server = `http://127.0.0.1:${port}`;
+  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: joinToken });
+  const api = async (method: string, path: string, body?: string): Promise<Json> => {
+    const r = await fetch(`${server}${path}`, { method, headers: { authorization: `Bearer ${admin}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
+    return (await r.json()) as Json;
+  };
+  const renewals = () => (pod!.output.match(/CCA-E0123/g) ?? []).length;
+  await waitFor('the server', async () => ((await fetch(`${server}/readyz`)).ok ? true : undefined), 60_000);
+
+  // Room for twice the replicas: 0.1 CPU / 32Mi each.
+  const perNode = Math.ceil((2 * REPLICAS) / AGENTS);
+  for (let n = 0; n < AGENTS; n++) {
+    const name = `n${String(n + 1).padStart(3, '0')}`;
+    const agent = new Agent({
+      server, node: name, token: joinToken, state: new StateDir(join(dir, 'agents', name)),
+      runtime: new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } }),
+      record: { address: '127.0.0.1', zone: ZONES[n % ZONES.length]!, capacity: { cpuMillis: perNode * 100, memoryBytes: perNode * 32 * 2 ** 20 } },
+      log: () => undefined,
+    });
+    agents.push(agent);
+  }
+  await Promise.all(agents.map((a) => a.start()));
+  await waitFor(`${AGENTS} ready nodes`, async () => {
+    const nodes = (await api('GET', '/v1/nodes')).nodes as Json[];
+    return nodes.filter((n) => n.state === 'ready').length === AGENTS ? true : undefined;
+  }, 120_000, 250);
+  log(`${AGENTS} agents registered (fake runtime, one process); server pod ${server}, Postgres (embedded, fsync on)`);
+
+  // (a) convergence
+  const spec = `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
+  const t0 = performance.now();
+  const applied = await api('POST', '/v1/apply', spec);
+  if (applied.error) throw new Error(`apply failed: ${JSON.stringify(applied.error)}`);
+  let lastLog = t0;
+  let maxRunning = 0;
+  await waitFor(`${REPLICAS} running`, async () => {
+    const s = (await api('GET', '/v1/services/bench')).service as Json;
+    maxRunning = Math.max(maxRunning, s.running);
+    if (performance.now() - lastLog >= 5_000) {
+      lastLog = performance.now();
+      log(`   +${((lastLog - t0) / 1000).toFixed(0)} s: ${s.running}/${REPLICAS} running`);
+    }
+    return s.running >= REPLICAS ? true : undefined;
+  }, 300_000);
+  const convergence = (performance.now() - t0) / 1000;
+  log(`   lease renewals after reaper silence (CCA-E0123) during convergence: ${renewals()}`);
+  log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s`);
+  // Let the agents' reports settle before the next measurement.
+  await sleep(3_000);
+
+  // (b) node-loss recovery
+  const replicas = async () => (await api('GET', '/v1/replicas?service=bench')).replicas as Json[];
+  const all = await replicas();
+  const victimNode = agents[0]!;
+  const victimName = 'n001';
+  const victims = all.filter((r) => r.node === victimName && r.state === 'running').map((r) => r.id as string);
+  // What the pod's job queue holds (graphile-worker): the lease reaper is one of its tasks.
+  const queue = async (): Promise<string> => {
+    const c = new pg_.Client({ connectionString: pg!.url });
+    try {
+      await c.connect();
+      const r = await c.query(`select task_identifier t, count(*)::int n, count(locked_at)::int locked, coalesce(round(extract(epoch from (now() - min(run_at))))::int, 0) late from graphile_worker.jobs where run_at <= now() group by 1 order by 1`);
+      return r.rows.map((x: Json) => `${x.t} ${x.n} due (${x.locked} running, oldest ${x.late} s late)`).join('; ') || 'empty';
+    } catch (e) {
+      return `unreadable: ${String(e)}`;
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  };
+  const renewalsBefore = renewals();
+  const t1 = performance.now();
+  await victimNode.close(); // no deregistration: the lease runs out, as after a SIGKILL
+  const stoppedAt = performance.now();
+  let lostAt: number | undefined;
+  let expiredAt: number | undefined;
+  let lastLog1 = t1;
+  const recovered = await waitFor(`${victims.length} replicas of ${victimName} running elsewhere`, async () => {
+    const n = ((await api('GET', '/v1/nodes')).nodes as Json[]).find((x) => x.name === victimName);
+    if (lostAt === undefined && n?.state === 'lost') lostAt = performance.now();
+    if (expiredAt === undefined && n?.registered === false) expiredAt = performance.now();
+    const rs = (await replicas()).filter((r) => r.state === 'running');
+    if (performance.now() - lastLog1 >= 5_000) {
+      lastLog1 = performance.now();
+      log(`   +${((lastLog1 - t1) / 1000).toFixed(0)} s: ${victimName} ${expiredAt === undefined ? 'lease live' : 'lease expired'}, ${lostAt === undefined ? 'not yet lost' : 'lost'}, ${rs.length}/${REPLICAS} running, ${rs.filter((r) => r.node === victimName).length} on ${victimName}; lease renewals after reaper silence so far: ${renewals() - renewalsBefore}; job queue: ${await queue()}`);
+    }
+    maxRunning = Math.max(maxRunning, rs.length);
+    return rs.length >= REPLICAS && !rs.some((r) => r.node === victimName || victims.includes(r.id)) ? true : undefined;
+  }, 90_000).catch((e: Error) => {
+    log(`(b) node-loss recovery FAILED: ${e.message}; lease renewals after reaper silence (CCA-E0123) meanwhile: ${renewals() - renewalsBefore}`);
+    process.exitCode = 1;
+    return false;
+  });
+  const recovery = (performance.now() - t1) / 1000;
+  if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL 10 s)`);
+  process.stdout.write(`${JSON.stringify({
+    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,
+    convergenceSeconds: Number(convergence.toFixed(3)),
+    maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(),
+    nodeLoss: { leaseTtlSeconds: 10, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
+  })}\n`);
+} catch (e) {
+  log(`bench:system failed: ${e instanceof Error ? e.message : String(e)}`);
+  if (pod) log(`--- server output (CCA-E0123 lines: ${(pod.output.match(/CCA-E0123/g) ?? []).length}) ---\n${pod.output.replace(/.*CCA-E0123.*\n.*\n/g, '').slice(-3000)}`);
+  process.exitCode = 1;
+} finally {
+  await Promise.allSettled(agents.map((a) => a.close()));
+  await pod?.kill('SIGTERM');
+  await pg?.stop().catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(process.exitCode ?? 0);
