@@ -112,7 +112,7 @@ export const storeCodes = [
     blame: 'user',
     title: 'unknown store URL',
     cause: 'the store URL {url} is not understood: {reason}',
-    fix: 'use memory:, postgres://user:pass@host:port/db or etcd://host:port/prefix',
+    fix: 'use memory:, sqlite:./path/to/file.db, postgres://user:pass@host:port/db or etcd://host:port/prefix',
   },
   {
     code: 'CCA-E0117',
@@ -162,5 +162,12 @@ export const storeCodes = [
     title: 'leases renewed after an outage',
     cause: 'no lease was reaped for over {seconds} s, so nobody could keep leases alive; {renewed} lease(s) were renewed by their TTL before any could expire',
     fix: 'nothing to do: node loss is detected one TTL later than usual this once; check why the store or every server was down',
+  },
+  {
+    code: 'CCA-E0124',
+    blame: 'user',
+    title: 'SQLite store already has a driver',
+    cause: 'another server pod is already running the controllers on the SQLite store {file}; a SQLite store takes one pod',
+    fix: 'stop the other pod first, or start this one with --workers 0 to serve the API only; for several pods use Postgres or etcd',
   },
 ] as const satisfies readonly DiagnosticDef[];
