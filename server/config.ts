@@ -17,7 +17,7 @@ export type ServerFlags = z.output<typeof configSchema>;
 
 export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--open-reads] [--workers N]
 
-  --store URL         memory:, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
+  --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
   --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
   --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
   --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)

@@ -3,6 +3,7 @@ import { openStore } from '../db/index.js';
 import { migrateStore } from '../db/postgres/migrate.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
+import type { SqliteStore } from '../db/sqlite/store.js';
 import type { Store } from '../db/store.js';
 import { controllers as allControllers } from '../jobs/controllers/index.js';
 import { startDriver } from '../jobs/driver.js';
@@ -18,7 +19,7 @@ import { requestIdGenerator } from '../handlers/request-id.js';
 import { listen } from '../handlers/serve.js';
 
 export interface ServerConfig {
-  /** memory:, postgres://…, etcd://host:port/prefix */
+  /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix */
   store: string;
   port: number;
   host: string;
@@ -74,6 +75,12 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       store = await openStore(cfg.store);
       stops.unshift(() => store.close());
       if (cfg.workers > 0) {
+        // One pod per SQLite file runs the controllers: a second refuses (CCA-E0124)
+        // rather than silently running two drivers.
+        if ('claimDriver' in store) {
+          const claim = (store as SqliteStore).claimDriver();
+          stops.unshift(async () => claim.release());
+        }
         const driver = startDriver({
           store,
           controllers,
