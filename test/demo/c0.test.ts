@@ -7,3 +7,10 @@ test('demo-c0: real server, agent and cca processes through kill, scale, unknown
   console.log(lines.join('\n'));
   expect(lines.at(-1)?.trim()).toBe('demo-c0 passed.');
 }, 240_000);
+
+test('demo-c0 on SQLite: the same steps (no store outage) with the server on a SQLite file', async () => {
+  const lines: string[] = [];
+  await runDemoC0({ say: (l) => lines.push(l), store: 'sqlite' });
+  console.log(lines.join('\n'));
+  expect(lines.at(-1)?.trim()).toBe('demo-c0 passed.');
+}, 240_000);
