@@ -3,8 +3,8 @@
  * Postgres of the demo's own, driven by the `cca` CLI, every step asserted:
  * apply → kill a replica → scale → unknown image → server SIGKILL → agent SIGKILL →
  * Postgres down for 10 s → a redacted bundle. `npm run demo:c0`; CI runs it as a test.
- * With `store: 'sqlite'` (CCA_DEMO_STORE=sqlite) the server runs on a SQLite file and the
- * store outage is skipped.
+ * With `store: 'sqlite' | 'etcd'` (CCA_DEMO_STORE) the server runs on a SQLite file or an
+ * etcd of the demo's own, and the store outage is skipped.
  */
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
@@ -12,6 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
+import { startTestEtcd, type RunningEtcd } from '../test/support/etcd-server.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { alive, cca, DemoFailure, Proc, until } from './procs.js';
 
@@ -43,8 +44,8 @@ const ghost = `service ghost {
 
 export interface DemoOptions {
   say?: (line: string) => void;
-  /** The server's store: Postgres of the demo's own (default), or a SQLite file. */
-  store?: 'postgres' | 'sqlite';
+  /** The server's store: Postgres of the demo's own (default), a SQLite file, or an etcd of its own. */
+  store?: 'postgres' | 'sqlite' | 'etcd';
 }
 
 export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
@@ -61,8 +62,10 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
   const stateDir = path.join(dir, 'agent');
   const procs: Proc[] = [];
   let pg: RunningPostgres | undefined;
-  const onSqlite = opts.store === 'sqlite';
-  const storeUrl = () => (onSqlite ? `sqlite:${path.join(dir, 'store.db')}` : pg!.url);
+  const kind = opts.store ?? 'postgres';
+  let etcd: RunningEtcd | undefined;
+  const storeUrl = () =>
+    kind === 'sqlite' ? `sqlite:${path.join(dir, 'store.db')}` : kind === 'etcd' ? `etcd://${etcd!.hostPort}/demo-c0` : pg!.url;
   const startPg = async () => (pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: pgPort, persistent: true, noSync: true }));
   const startPod = () => {
     const p = new Proc('server', 'server/main.ts', ['--store', storeUrl(), '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join });
@@ -88,12 +91,13 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
   };
 
   try {
-    if (!onSqlite) await startPg();
+    if (kind === 'postgres') await startPg();
+    if (kind === 'etcd') etcd = await startTestEtcd({ fresh: true, raft: 'default' });
     let pod = startPod();
     await until('the server to be ready', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
     let agent = startAgent();
     await until('the node to register', () => api('/v1/nodes'), (r) => r.nodes?.some((n: Json) => n.name === 'local' && n.state === 'ready'));
-    say(`ccattler demo-c0: server ${server}, ${onSqlite ? `SQLite ${storeUrl()}` : `Postgres on :${pgPort}`}, agent "local" (process runtime), work dir ${dir}`);
+    say(`ccattler demo-c0: server ${server}, ${kind === 'postgres' ? `Postgres on :${pgPort}` : storeUrl()}, agent "local" (process runtime), work dir ${dir}`);
 
     step(1, 'cca apply --yes --wait');
     const file = path.join(dir, 'web.cca');
@@ -152,8 +156,8 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     check(readopted.every((r) => before.some((b) => b.id === r.id)), 'the same replica ids, re-adopted', readopted);
     check(before.every((w) => alive(w.pid)), 'the same processes, none restarted');
 
-    if (onSqlite) {
-      step(7, 'store outage: skipped on SQLite (a local file; step 5 restarted the pod on it)');
+    if (kind !== 'postgres') {
+      step(7, `store outage: skipped on ${kind} (the demo stops only its own Postgres)`);
     } else {
       step(7, 'Postgres down for 10 s: workloads keep running; the server reports it; nothing lost');
       const lines = () => pod.output.split('\n').filter((l) => /CCA-E0111/.test(l)).length;
@@ -191,6 +195,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     // Workloads outlive their agent by design: end them so the demo leaves nothing behind.
     await cleanupWorkloads(stateDir);
     await pg?.stop().catch(() => undefined);
+    await etcd?.stop().catch(() => undefined);
     if (!process.env.CCA_DEMO_KEEP) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
   }
 }
@@ -217,7 +222,8 @@ async function cleanupWorkloads(stateDir: string): Promise<void> {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runDemoC0({ store: process.env.CCA_DEMO_STORE === 'sqlite' ? 'sqlite' : 'postgres' }).then(
+  const store = process.env.CCA_DEMO_STORE;
+  runDemoC0({ store: store === 'sqlite' || store === 'etcd' ? store : 'postgres' }).then(
     () => process.exit(0),
     () => process.exit(1),
   );

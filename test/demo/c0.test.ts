@@ -14,3 +14,10 @@ test('demo-c0 on SQLite: the same steps (no store outage) with the server on a S
   console.log(lines.join('\n'));
   expect(lines.at(-1)?.trim()).toBe('demo-c0 passed.');
 }, 240_000);
+
+test('demo-c0 on etcd: the same steps (no store outage) with the server on an etcd of its own', async () => {
+  const lines: string[] = [];
+  await runDemoC0({ say: (l) => lines.push(l), store: 'etcd' });
+  console.log(lines.join('\n'));
+  expect(lines.at(-1)?.trim()).toBe('demo-c0 passed.');
+}, 240_000);
