@@ -75,3 +75,18 @@ test('leases expire on the injected clock, deleting their keys in one revision',
   expect(await s.revision()).toBe(4);
   await s.close();
 });
+
+test('the driver claim holds across processes and is released when its process is SIGKILLed', async () => {
+  const path = join(dir, 'driver-proc.db');
+  const script = `import { SqliteStore } from ${JSON.stringify(new URL('../../db/sqlite/store.ts', import.meta.url).pathname)};
+    const s = await SqliteStore.open(${JSON.stringify(`sqlite:${path}`)}); s.claimDriver(); console.log('claimed'); setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve) => child.stdout!.on('data', (d) => String(d).includes('claimed') && resolve()));
+  const store = await SqliteStore.open(`sqlite:${path}`);
+  expect(await codeOf(() => store.claimDriver())).toBe('CCA-E0124');
+  child.kill('SIGKILL');
+  await new Promise((r) => child.on('exit', r));
+  const claim = store.claimDriver();
+  claim.release();
+  await store.close();
+}, 20_000);
