@@ -3,6 +3,7 @@ import { MemoryStore, type MemoryStoreOptions } from './memory.js';
 import type { Store } from './store.js';
 import type { PostgresStoreOptions } from './postgres/store.js';
 import type { EtcdStoreOptions } from './etcd/store.js';
+import type { SqliteStoreOptions } from './sqlite/store.js';
 
 export type { Store } from './store.js';
 export * from './store.js';
@@ -11,10 +12,11 @@ export interface OpenStoreOptions {
   memory?: MemoryStoreOptions;
   postgres?: PostgresStoreOptions;
   etcd?: EtcdStoreOptions;
+  sqlite?: SqliteStoreOptions;
 }
 
 /**
- * Open a store by URL: `memory:`, `postgres://…` (or `postgresql://…`), `etcd://host:port/prefix`.
+ * Open a store by URL: `memory:`, `sqlite:./file.db` (or `sqlite::memory:`), `postgres://…` (or `postgresql://…`), `etcd://host:port/prefix`.
  * Backends load lazily so that a process (or the browser) pulls in only the driver it uses.
  */
 export async function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -22,6 +24,10 @@ export async function openStore(url: string, opts: OpenStoreOptions = {}): Promi
   switch (scheme) {
     case 'memory':
       return new MemoryStore(opts.memory);
+    case 'sqlite': {
+      const { SqliteStore } = await import('./sqlite/store.js');
+      return SqliteStore.open(url, opts.sqlite);
+    }
     case 'postgres':
     case 'postgresql': {
       const { PostgresStore } = await import('./postgres/store.js');

@@ -11,18 +11,20 @@ const configSchema = z.object({
   adminToken: z.string().regex(/^cca_admin_[\w-]{43}$/, 'must look like cca_admin_<43 characters>').optional(),
   joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
   workers: z.coerce.number().int().min(0).max(64).default(4),
+  leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
 });
 
 export type ServerFlags = z.output<typeof configSchema>;
 
-export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--open-reads] [--workers N]
+export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--open-reads] [--workers N] [--leader-ttl S]
 
-  --store URL         memory:, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
+  --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
   --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
   --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
   --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)
   --open-reads        let anyone read without a token                                           (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
+  --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
 export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlags {
@@ -37,6 +39,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         host: { type: 'string' },
         'open-reads': { type: 'boolean' },
         workers: { type: 'string' },
+        'leader-ttl': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -51,6 +54,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     adminToken: env.CCA_ADMIN_TOKEN || undefined,
     joinToken: env.CCA_JOIN_TOKEN || undefined,
     workers: values.workers ?? env.CCA_WORKERS,
+    leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

@@ -3,6 +3,8 @@ import { openStore } from '../db/index.js';
 import { migrateStore } from '../db/postgres/migrate.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
+import { runForLeader } from '../db/etcd/election.js';
+import type { SqliteStore } from '../db/sqlite/store.js';
 import type { Store } from '../db/store.js';
 import { controllers as allControllers } from '../jobs/controllers/index.js';
 import { startDriver } from '../jobs/driver.js';
@@ -19,7 +21,7 @@ import { listen } from '../handlers/serve.js';
 import { watchStoreHealth } from './store-health.js';
 
 export interface ServerConfig {
-  /** memory:, postgres://…, etcd://host:port/prefix */
+  /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix */
   store: string;
   port: number;
   host: string;
@@ -29,6 +31,10 @@ export interface ServerConfig {
   /** Controller steps this pod runs at once (Postgres) — 0 runs no controllers on this pod. */
   workers: number;
   version: string;
+  /** etcd: the leader election's lease TTL (default 10 s): a killed leader is replaced within it. */
+  leaderTtlSeconds?: number;
+  /** etcd: this pod's value in the election (default host/pid). */
+  leaderValue?: string;
   onDiagnostic?: (d: Diagnostic) => void;
   /** The store answers again after a reported failure. */
   onRecovered?: () => void;
@@ -39,6 +45,8 @@ export interface RunningServer {
   store: Store;
   /** Tokens this start created (first start only): print them once. */
   tokens: BootstrapTokens;
+  /** Whether this pod runs the in-process driver now (etcd: the elected leader; Postgres: never). */
+  leading(): boolean;
   stop(): Promise<void>;
 }
 
@@ -53,6 +61,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const metrics = new ServerMetrics();
   const stops: (() => Promise<void>)[] = [];
   let store: Store;
+  let leading = () => false;
   try {
     if (/^postgres(ql)?:/i.test(cfg.store)) {
       const pool = createPool(cfg.store, 10);
@@ -77,19 +86,52 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       store = await openStore(cfg.store);
       stops.unshift(() => store.close());
       if (cfg.workers > 0) {
-        const driver = startDriver({
-          store,
-          controllers,
-          onDiagnostic: report,
-          onStep: (s) => {
-            metrics.jobRuns.inc({ controller: s.controller, result: s.ok ? 'ok' : 'error' });
-            metrics.stepDuration.observe({ controller: s.controller }, s.ms / 1000);
-          },
-        });
-        stops.unshift(() => driver.stop());
-        const compaction = setInterval(() => void compactOnce(store).catch(() => undefined), 60_000);
-        compaction.unref();
-        stops.unshift(async () => clearInterval(compaction));
+        // One pod per SQLite file runs the controllers: a second refuses (CCA-E0125)
+        // rather than silently running two drivers.
+        if ('claimDriver' in store) {
+          const claim = (store as SqliteStore).claimDriver();
+          stops.unshift(async () => claim.release());
+        }
+        const s = store;
+        const launch = (): (() => Promise<void>) => {
+          const driver = startDriver({
+            store: s,
+            controllers,
+            onDiagnostic: report,
+            onStep: (st) => {
+              metrics.jobRuns.inc({ controller: st.controller, result: st.ok ? 'ok' : 'error' });
+              metrics.stepDuration.observe({ controller: st.controller }, st.ms / 1000);
+            },
+          });
+          const compaction = setInterval(() => void compactOnce(s).catch(() => undefined), 60_000);
+          compaction.unref();
+          return async () => {
+            clearInterval(compaction);
+            await driver.stop();
+          };
+        };
+        if (/^etcd:/i.test(cfg.store)) {
+          // Several pods may share one etcd: they elect a leader, and only it runs the
+          // driver; a killed leader's campaign lease expires and the next pod takes over.
+          let stopDriver: (() => Promise<void>) | undefined;
+          const leadership = await runForLeader(cfg.store, {
+            ttlSeconds: cfg.leaderTtlSeconds ?? 10,
+            ...(cfg.leaderValue ? { value: cfg.leaderValue } : {}),
+            onElected: () => {
+              stopDriver ??= launch();
+            },
+            onDeposed: async () => {
+              const stop = stopDriver;
+              stopDriver = undefined;
+              await stop?.();
+            },
+          });
+          stops.unshift(() => leadership.stop());
+          leading = () => leadership.isLeader();
+        } else {
+          stops.unshift(launch());
+          leading = () => true;
+        }
       }
     }
     const health = watchStoreHealth(store, report, () => cfg.onRecovered?.());
@@ -113,6 +155,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       url: http.url,
       store,
       tokens,
+      leading: () => leading(),
       stop: async () => {
         for (const s of stops) await s().catch(() => undefined);
       },

@@ -1,9 +1,13 @@
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Etcd3, type IOptions } from 'etcd3';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { EtcdStore } from '../../db/etcd/store.js';
 import { MemoryStore } from '../../db/memory.js';
 import { PostgresStore } from '../../db/postgres/store.js';
+import { SqliteStore } from '../../db/sqlite/store.js';
 import type { KeyValue, Store } from '../../db/store.js';
 import { createTestDatabase } from '../support/databases.js';
 import { startTestEtcd, type RunningEtcd } from '../support/etcd-server.js';
@@ -13,7 +17,7 @@ import { fenceKey, HistoryGen, Rng, seedOf, type GenState, type HOp, type WatchS
 
 /*
  * Differential test: random histories against raw etcd (the oracle, through etcd3's own
- * clients) and against MemoryStore, PostgresStore and EtcdStore. Every answer must match the
+ * clients) and against MemoryStore, PostgresStore, SqliteStore and EtcdStore. Every answer must match the
  * oracle's apart from the allowed differences in differential-compare.ts, and the Store
  * backends must match each other exactly.
  *
@@ -41,6 +45,8 @@ let storeEtcd: RunningEtcd;
 let client: Etcd3;
 let pgDb: { url: string; drop(): Promise<void> };
 let memoryStore: Store | undefined;
+const sqliteDir = mkdtempSync(join(tmpdir(), 'cca-diff-sqlite-'));
+let sqliteFiles = 0;
 let oracle: RawEtcdBackend;
 let stores: StoreBackend[];
 /** What the oracle answered, by operation and outcome: shows what a run covered. */
@@ -66,6 +72,7 @@ beforeAll(async () => {
       true,
     ),
     new StoreBackend('postgres', () => PostgresStore.open(pgDb.url, { leaseReaperMs: 60_000 }), false),
+    new StoreBackend('sqlite', () => SqliteStore.open(`sqlite:${join(sqliteDir, `h${sqliteFiles++}.db`)}`), true),
     new StoreBackend('etcdStore', () => EtcdStore.open(`etcd://${storeEtcd.hostPort}/cca/diff`), false),
   ];
 });
@@ -75,6 +82,7 @@ afterAll(async () => {
   await oracle?.close().catch(() => undefined);
   client?.close();
   await Promise.all([oracleEtcd?.stop(), storeEtcd?.stop(), pgDb?.drop()]);
+  rmSync(sqliteDir, { recursive: true, force: true });
 });
 
 async function genState(
@@ -180,7 +188,7 @@ async function runHistory(h: number, out: Mismatch[]): Promise<number> {
   return out.length - before;
 }
 
-test(`differential: ${HISTORIES} random histories, raw etcd vs memory, postgres, EtcdStore`, async () => {
+test(`differential: ${HISTORIES} random histories, raw etcd vs memory, postgres, sqlite, EtcdStore`, async () => {
   // eslint-disable-next-line no-console
   console.log(`differential: seed ${RUN} — replay with CCA_SEED=${RUN}`);
   const mismatches: Mismatch[] = [];

@@ -1,4 +1,8 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
+import { isCcaError } from '../../core/diagnostics/index.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { eventually } from '../db/conformance.js';
 import { createTestDatabase } from '../support/databases.js';
@@ -31,6 +35,14 @@ async function api(server: RunningServer, method: string, path: string, body?: s
 
 const backends: [string, () => Promise<string>][] = [
   ['memory', async () => 'memory:'],
+  [
+    'sqlite (in-process driver)',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'cca-server-sqlite-'));
+      cleanups.unshift(async () => rmSync(dir, { recursive: true, force: true }));
+      return `sqlite:${join(dir, 'store.db')}`;
+    },
+  ],
   [
     'etcd (in-process driver)',
     async () => {
@@ -82,3 +94,26 @@ describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
     expect(gone.replicas).toEqual([]);
   }, 60_000);
 });
+
+test('a second pod on the same SQLite file refuses to run the controllers (CCA-E0125); with --workers 0 it serves the API', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cca-server-sqlite2-'));
+  cleanups.unshift(async () => rmSync(dir, { recursive: true, force: true }));
+  const store = `sqlite:${join(dir, 'store.db')}`;
+  const base = { store, port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, version: 'test' };
+  const first = await startServer({ ...base, workers: 2 });
+  cleanups.push(() => first.stop());
+  const err = await startServer({ ...base, workers: 2 }).then(
+    (s) => s.stop().then(() => 'started'),
+    (e: unknown) => e,
+  );
+  expect(isCcaError(err) && err.code).toBe('CCA-E0125');
+  const reader = await startServer({ ...base, workers: 0 });
+  cleanups.push(() => reader.stop());
+  await api(first, 'POST', '/v1/apply', spec);
+  const seen = await eventually(() => api(reader, 'GET', '/v1/services/web'), (r) => r.service?.desired === 3, 20_000);
+  expect(seen.service).toMatchObject({ desired: 3 });
+  // Once the driver's pod stops, another may take over.
+  await first.stop();
+  const next = await startServer({ ...base, workers: 2 });
+  cleanups.push(() => next.stop());
+}, 60_000);

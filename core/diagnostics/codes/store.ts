@@ -112,7 +112,7 @@ export const storeCodes = [
     blame: 'user',
     title: 'unknown store URL',
     cause: 'the store URL {url} is not understood: {reason}',
-    fix: 'use memory:, postgres://user:pass@host:port/db or etcd://host:port/prefix',
+    fix: 'use memory:, sqlite:./path/to/file.db, postgres://user:pass@host:port/db or etcd://host:port/prefix',
   },
   {
     code: 'CCA-E0117',
@@ -169,5 +169,12 @@ export const storeCodes = [
     title: 'Postgres data directory not reachable',
     cause: 'the embedded Postgres runs as the postgres user, which cannot enter {closed} to reach {dir}',
     fix: 'put the data elsewhere (npm start: CCA_PG_DIR=/var/lib/ccattler/postgres), or allow others to traverse {closed} (chmod o+x)',
+  },
+  {
+    code: 'CCA-E0125',
+    blame: 'user',
+    title: 'SQLite store already has a driver',
+    cause: 'another server pod is already running the controllers on the SQLite store {file}; a SQLite store takes one pod',
+    fix: 'stop the other pod first, or start this one with --workers 0 to serve the API only; for several pods use Postgres or etcd',
   },
 ] as const satisfies readonly DiagnosticDef[];
