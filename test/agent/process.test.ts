@@ -72,12 +72,12 @@ describe('agent as a real process with the process runtime', () => {
 
   it('runs, reports a killed workload with its exit code, and survives an agent SIGKILL + restart without a duplicate', async () => {
     const agent = spawnAgent();
-    const tenure = await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    const tenure = await waitFor('registration', () => server.tenureOf('n1'), 45_000);
     const m1 = marker('a');
     const m2 = marker('b');
     server.assign('n1', 'a-1', looping(m1));
     server.assign('n1', 'b-1', looping(m2));
-    await waitFor('both running', () => server.observation('n1', 'a-1')?.state === 'running' && server.observation('n1', 'b-1')?.state === 'running', 20_000);
+    await waitFor('both running', () => server.observation('n1', 'a-1')?.state === 'running' && server.observation('n1', 'b-1')?.state === 'running', 45_000);
     expect(pidsWith(m1)).toHaveLength(1);
     const [pidB] = pidsWith(m2);
 
@@ -90,17 +90,17 @@ describe('agent as a real process with the process runtime', () => {
     await kill9(agent);
     expect(pidsWith(m2)).toEqual([pidB]);
     spawnAgent();
-    await waitFor('re-adopted', () => stderr.includes('adopted b-1 (running)'), 20_000);
-    await waitFor('registered again', () => stderr.match(/registered: .*\(kept\)/), 20_000);
+    await waitFor('re-adopted', () => stderr.includes('adopted b-1 (running)'), 45_000);
+    await waitFor('registered again', () => stderr.match(/registered: .*\(kept\)/), 45_000);
     expect(server.tenureOf('n1')).toBe(tenure);
     await new Promise((r) => setTimeout(r, 1_500));
     expect(pidsWith(m2)).toEqual([pidB]);
     expect(server.observation('n1', 'b-1')?.state).toBe('running');
-  }, 60_000);
+  }, 150_000);
 
   it('declares busybox:1.35 and runs busybox applets (httpd) from it, with an http readiness probe; holds an unknown image', async () => {
     spawnAgent();
-    await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    await waitFor('registration', () => server.tenureOf('n1'), 45_000);
     expect(Object.keys(server.nodes.get('n1')!.record.images)).toContain('busybox:1.35');
     const port = 30_000 + (process.pid % 20_000);
     server.assign('n1', 'http-1', {
@@ -109,56 +109,56 @@ describe('agent as a real process with the process runtime', () => {
       health: { readiness: { probe: { type: 'http', path: '/' }, intervalMs: 300, timeoutMs: 200 } },
     });
     server.assign('n1', 'odd-1', { name: 'odd', image: 'nginx:1.27', command: ['true'] });
-    await waitFor('ready', () => server.observation('n1', 'http-1')?.health.readiness === 'passing', 20_000);
+    await waitFor('ready', () => server.observation('n1', 'http-1')?.health.readiness === 'passing', 45_000);
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toContain('hello-process');
     expect(server.observation('n1', 'odd-1')).toMatchObject({ state: 'failed', diagnostic: { code: 'CCA-E0501' } });
     server.unassign('n1', 'http-1');
     await waitFor('stopped', async () => fetch(`http://127.0.0.1:${port}/`).then(() => false, () => true), 10_000);
-  }, 60_000);
+  }, 150_000);
 
   it('reports a workload whose supervisor vanished as lost (CCA-E0502) and kills its process group', async () => {
     spawnAgent();
-    await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    await waitFor('registration', () => server.tenureOf('n1'), 45_000);
     const m = marker('c');
     server.assign('n1', 'c-1', looping(m));
-    await waitFor('running', () => server.observation('n1', 'c-1')?.state === 'running', 20_000);
+    await waitFor('running', () => server.observation('n1', 'c-1')?.state === 'running', 45_000);
     const sup = Number(readFileSync(join(state.dir, 'replicas', 'c-1', 'supervisor.pid'), 'utf8').split(' ')[0]);
     process.kill(sup, 'SIGKILL');
     const obs = await waitFor('lost', () => (server.observation('n1', 'c-1')?.state === 'lost' ? server.observation('n1', 'c-1') : undefined), 10_000);
     expect(obs.diagnostic?.code).toBe('CCA-E0502');
     await waitFor('group killed', () => pidsWith(m).length === 0, 5_000);
-  }, 60_000);
+  }, 150_000);
 
   it('partitioned from the server (agent alive) longer than the lease: fenced before expiry, then a new tenure', async () => {
     spawnAgent(6);
-    const tenure = await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    const tenure = await waitFor('registration', () => server.tenureOf('n1'), 45_000);
     const m = marker('p');
     server.assign('n1', 'p-1', looping(m));
-    await waitFor('running', () => server.observation('n1', 'p-1')?.state === 'running', 20_000);
+    await waitFor('running', () => server.observation('n1', 'p-1')?.state === 'running', 45_000);
     server.cut(true);
     const goneAt = await waitFor('fenced', () => (pidsWith(m).length === 0 ? Date.now() : undefined), 15_000, 20);
     const expiry = await waitFor('lease expiry', () => server.expiries[0], 15_000, 20);
     expect(goneAt).toBeLessThan(expiry.at);
     server.unassign('n1', 'p-1');
     server.cut(false);
-    await waitFor('new tenure', () => server.tenureOf('n1') !== undefined && server.tenureOf('n1') !== tenure, 20_000);
+    await waitFor('new tenure', () => server.tenureOf('n1') !== undefined && server.tenureOf('n1') !== tenure, 45_000);
     expect(stderr).toContain('CCA-E0506');
     expect(pidsWith(m)).toEqual([]);
-  }, 60_000);
+  }, 150_000);
 
   it('fences through the supervisors when the agent itself is gone longer than the lease', async () => {
     const agent = spawnAgent(6);
-    await waitFor('registration', () => server.tenureOf('n1'), 20_000);
+    await waitFor('registration', () => server.tenureOf('n1'), 45_000);
     const m = marker('d');
     server.assign('n1', 'd-1', { ...looping(m), command: ['sh', '-c', 'trap "" TERM; while true; do sleep 0.2; done', m], stopGraceMs: 30_000 });
-    await waitFor('running', () => server.observation('n1', 'd-1')?.state === 'running', 20_000);
+    await waitFor('running', () => server.observation('n1', 'd-1')?.state === 'running', 45_000);
     await kill9(agent);
     const goneAt = await waitFor('fenced by the supervisor', () => (pidsWith(m).length === 0 ? Date.now() : undefined), 15_000, 20);
     const expiry = await waitFor('lease expiry', () => server.expiries[0], 15_000, 20);
     expect(goneAt).toBeLessThan(expiry.at);
     expect(expiry.at - goneAt).toBeGreaterThanOrEqual(FENCE.marginMs - FENCE.killMs - 500);
     expect(JSON.parse(readFileSync(join(state.dir, 'replicas', 'd-1', 'exit.json'), 'utf8')).reason).toBe('fenced');
-  }, 60_000);
+  }, 150_000);
 });
 
 describe('process runtime on its own', () => {
@@ -175,7 +175,7 @@ describe('process runtime on its own', () => {
       });
       const dirOk = join(tmp.dir, 'replicas', 'ok-1');
       const h1 = await rt.start({ replica: 'ok-1', service: 'ok', spec: ok, image: '', env: {}, files: [], dir: dirOk });
-      const s1 = await waitFor('ok-1 exited', async () => { const s = await rt.inspect(h1); return s.state === 'exited' ? s : undefined; }, 20_000);
+      const s1 = await waitFor('ok-1 exited', async () => { const s = await rt.inspect(h1); return s.state === 'exited' ? s : undefined; }, 45_000);
       expect(s1.exitCode).toBe(0);
       expect(s1.init).toMatchObject({ step: 'second', state: 'succeeded' });
       expect(readFileSync(join(dirOk, 'files', 'seen'), 'utf8')).toBe('one\ntwo\n');
@@ -183,7 +183,7 @@ describe('process runtime on its own', () => {
       const bad = serviceSpecSchema.parse({ name: 'bad', image: 'busybox:1.35', init: [{ name: 'migrate', command: ['sh', '-c', 'echo "no database" >&2; exit 4'] }], command: ['sh', '-c', 'touch "$CCA_FILES/main-ran"'] });
       const dirBad = join(tmp.dir, 'replicas', 'bad-1');
       const h2 = await rt.start({ replica: 'bad-1', service: 'bad', spec: bad, image: '', env: {}, files: [], dir: dirBad });
-      const s2 = await waitFor('bad-1 exited', async () => { const s = await rt.inspect(h2); return s.state === 'exited' ? s : undefined; }, 20_000);
+      const s2 = await waitFor('bad-1 exited', async () => { const s = await rt.inspect(h2); return s.state === 'exited' ? s : undefined; }, 45_000);
       expect(s2.exitCode).toBe(4);
       expect(s2.init).toMatchObject({ step: 'migrate', state: 'failed', exitCode: 4 });
       expect(s2.init?.tail).toContain('no database');
@@ -192,5 +192,5 @@ describe('process runtime on its own', () => {
       await rt.close();
       tmp.cleanup();
     }
-  }, 60_000);
+  }, 150_000);
 });
