@@ -208,11 +208,6 @@ test(`differential: ${HISTORIES} random histories, raw etcd vs memory, postgres,
     );
   }
   if (mismatches.length > 0) console.log('mismatches by backend:', Object.fromEntries(byBackend));
-  // Known EtcdStore divergence, not yet understood: a txn whose compares should hold comes
-  // back not succeeded (replay: CCA_SEED=69f00d99 CCA_DIFF_ONLY=41). Until it is fixed,
-  // EtcdStore mismatches are printed above but do not fail the run; EtcdStore still runs
-  // the whole conformance suite, and every other backend must match raw etcd exactly.
-  const failing = mismatches.filter((m) => !m.backend.startsWith('etcdStore'));
-  const shown = failing.slice(0, 3).map((m) => ({ ...m, replay: `CCA_SEED=${RUN} CCA_DIFF_ONLY=${m.history}` }));
+  const shown = mismatches.slice(0, 3).map((m) => ({ ...m, replay: `CCA_SEED=${RUN} CCA_DIFF_ONLY=${m.history}` }));
   expect(shown, `seed ${RUN}: replay with CCA_SEED=${RUN}`).toEqual([]);
 }, 600_000);
