@@ -1,3 +1,4 @@
+import { sleep } from '../watch-feed.js';
 import type { IDuplexStream, IEvent, IWatchRequest, IWatchResponse } from 'etcd3';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { intervalOf, type KeyInterval } from '../keyspace.js';
@@ -112,17 +113,6 @@ function batchesOf(keys: EtcdKeys, events: IEvent[], withPrev: boolean): WatchBa
   return out;
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
-}
 
 /**
  * An etcd watch as the Store's watch batches. The start revision is settled at call time:

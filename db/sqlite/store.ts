@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
 import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
 import { checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
 import type {
@@ -184,16 +185,12 @@ export class SqliteStore implements Store {
     });
   }
 
-  async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ put: { key, value, ...opts } }] });
-    const resp = r.responses[0] as { put: { prevKv?: KeyValue } };
-    return resp.put.prevKv ? { revision: r.revision, prevKv: resp.put.prevKv } : { revision: r.revision };
+  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
+    return putViaTxn((req) => this.txn(req), key, value, opts);
   }
 
-  async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    const r = await this.txn({ compare: [], success: [{ delete: { key, ...opts } }] });
-    const resp = r.responses[0] as { delete: { deleted: number; prevKvs?: KeyValue[] } };
-    return { revision: r.revision, ...resp.delete };
+  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
+    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   async txn(req: TxnRequest): Promise<TxnResponse> {
