@@ -64,6 +64,10 @@ export interface WorkloadStatus {
   lost?: { code: string; message: string };
   usage?: Usage;
   init?: InitProgress;
+  /** Where the workload listens, when the runtime knows (its own network namespace, or the host). */
+  address?: string;
+  /** Port name → port at `address`. */
+  ports?: Record<string, number>;
 }
 
 export type RuntimeEvent =

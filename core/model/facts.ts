@@ -97,6 +97,10 @@ export const observationSchema = z.object({
   usage: resources.optional(),
   /** The image digest actually run. */
   image: z.string().default(''),
+  /** Where the workload can be reached: its own address (own network namespace) or the node's (host network). */
+  address: z.string().optional(),
+  /** Port name → the port to connect to at `address` (the container port unless the runtime maps it). */
+  ports: z.record(z.string(), z.int().min(1).max(65_535)).optional(),
   /** Init step progress: name of the step running or failed, with its output tail. */
   init: z.object({ step: z.string(), state: z.enum(['running', 'succeeded', 'failed']), exitCode: z.int().optional(), tail: z.string().default('') }).optional(),
   /** An attached coded diagnostic (e.g. image not in catalogue). */

@@ -1,12 +1,26 @@
 import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scenarios.js';
 import type { SimOptions } from './world.js';
 
-export type ScenarioName = 'sim-c0' | 'sim-c1' | 'random';
+/**
+ * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
+ * rollouts, autoscaling, ordering, volumes, network) each live in their own module.
+ */
+const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
+  'sim-c0': simC0,
+  'sim-c1': simC1,
+};
+
+export type ScenarioName = string;
+
+export function scenarioNames(): string[] {
+  return [...Object.keys(stories), 'random'];
+}
 
 export async function runScenario(name: ScenarioName, opts: SimOptions, only?: readonly number[]): Promise<ScenarioResult> {
-  if (name === 'sim-c0') return simC0(opts);
-  if (name === 'sim-c1') return simC1(opts);
-  return simRandom(opts, only);
+  if (name === 'random') return simRandom(opts, only);
+  const story = stories[name];
+  if (!story) throw new Error(`unknown scenario ${name}; known: ${scenarioNames().join(', ')}`);
+  return story(opts);
 }
 
 export interface Summary {

@@ -21,7 +21,7 @@ export interface ScenarioResult {
 }
 
 /** A check a scenario makes about its own story; a failed one is a violation like any other. */
-function expectThat(w: SimWorld, ok: boolean, what: string): void {
+export function expectThat(w: SimWorld, ok: boolean, what: string): void {
   if (w.violations.length > 0) return; // the story stopped at the first failure
   if (!ok) w.violate(`scenario: ${what}`, what);
   else w.log(`ok: ${what}`);
@@ -37,7 +37,7 @@ async function runningOn(w: SimWorld, node: string): Promise<string[]> {
   return (w.agents.get(node)?.runtime.running() ?? []).map((r) => r.replica).sort();
 }
 
-const web = (replicas: number, extra: Partial<ServiceSpecInput> = {}): ServiceSpecInput => ({
+export const web = (replicas: number, extra: Partial<ServiceSpecInput> = {}): ServiceSpecInput => ({
   name: 'web',
   image: 'web:1',
   replicas,
@@ -295,7 +295,7 @@ export async function simRandom(opts: SimOptions, only?: readonly number[]): Pro
   return r;
 }
 
-function result(scenario: string, w: SimWorld, notes: string[]): ScenarioResult {
+export function result(scenario: string, w: SimWorld, notes: string[]): ScenarioResult {
   return { scenario, seed: w.opts.seed, ok: w.violations.length === 0, violations: w.violations, trace: w.trace, stats: w.stats, notes };
 }
 
