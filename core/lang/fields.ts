@@ -106,7 +106,7 @@ export const BLOCKS: Record<string, BlockDef> = {
   },
   autoscale: {
     labels: [],
-    fields: { min: f(v.int, 'min'), max: f(v.int, 'max'), target_cpu: f(v.percent, 'targetCpuPercent') },
+    fields: { min: f(v.int, 'min'), max: f(v.int, 'max'), target_cpu: f(v.percent, 'targetCpuPercent'), scale_down_window: f(v.duration, 'scaleDownWindowMs') },
     required: { max: 'max = 10' },
     example: 'autoscale { min = 2 max = 10 target_cpu = 70% }',
     into: () => ({ path: ['autoscale'], init: {} }),

@@ -51,7 +51,10 @@ function serviceText(s: ServiceSpec): string {
   if (u.maxSurge !== DEFAULTS.maxSurge || u.maxUnavailable !== DEFAULTS.maxUnavailable) {
     l.push(`update { max_surge = ${countOrPercent(u.maxSurge)} max_unavailable = ${countOrPercent(u.maxUnavailable)} }`);
   }
-  if (s.autoscale) l.push(`autoscale { min = ${s.autoscale.min} max = ${s.autoscale.max} target_cpu = ${s.autoscale.targetCpuPercent}% }`);
+  if (s.autoscale) {
+    const w = s.autoscale.scaleDownWindowMs === undefined ? '' : ` scale_down_window = ${formatDuration(s.autoscale.scaleDownWindowMs)}`;
+    l.push(`autoscale { min = ${s.autoscale.min} max = ${s.autoscale.max} target_cpu = ${s.autoscale.targetCpuPercent}%${w} }`);
+  }
   for (const i of s.init) {
     const f = [`command = ${list(i.command)}`];
     if (i.image !== undefined) f.unshift(`image = ${quote(i.image)}`);

@@ -177,9 +177,18 @@ export const endpointsSchema = z.object({
 export const autoscaleIntentSchema = z.object({
   service: z.string(),
   desired: z.int().min(0),
+  /** The mean CPU utilisation (percent of request) the last write saw. */
   observedCpuPercent: z.number().min(0),
+  /** When `desired` last changed. */
   stableSince: ms,
   at: ms,
+  /** The decision that set `desired` (the replica controller cites it as its cause). */
+  decision: z.string().optional(),
+  /**
+   * The stabilisation window's record: each recommendation in force from `at` until the
+   * next one. Scale-down goes only to the highest of those in the window (docs/autoscaling.md).
+   */
+  recommendations: z.array(z.object({ at: ms, desired: z.int().min(0) })).default([]),
 });
 
 /** `/rollouts/<service>`: a rolling update in progress or stuck. */

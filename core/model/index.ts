@@ -13,4 +13,5 @@ export * from './node.js';
 export * from './facts.js';
 export * from './auth.js';
 export * from './resolve.js';
+export * from './autoscale.js';
 export * from './diff.js';

@@ -71,6 +71,8 @@ export const autoscaleSchema = z.strictObject({
   min: z.int().min(1).max(LIMITS.replicas).default(DEFAULTS.autoscaleMin),
   max: z.int().min(1).max(LIMITS.replicas),
   targetCpuPercent: z.int().min(1).max(100).default(DEFAULTS.autoscaleTargetCpuPercent),
+  /** Scale down only to the highest recommendation of this window; omitted: the autoscaler's default (5 min). */
+  scaleDownWindowMs: durationMs.optional(),
 });
 
 const envSchema = z.record(z.string().regex(envNamePattern, 'must be a valid environment variable name'), text);

@@ -1,5 +1,6 @@
 import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
 import { DEFAULTS } from '../../core/model/defaults.js';
+import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
@@ -28,11 +29,11 @@ interface Txn {
  */
 export const replicaController: Controller = {
   name: REPLICA_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost')],
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale')],
   subjectOf(key) {
     const p = parseKey(key);
     if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica') return p.params.service;
+    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'autoscale') return p.params.service;
     if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'lost') return serviceOfReplica(p.params.replica!);
     return undefined;
   },
@@ -59,7 +60,10 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
   const states: ReplicaState[] = [];
   for (const r of records) states.push(await readReplicaState(store, r));
-  const desired = spec?.value.replicas ?? 0;
+  // The autoscaler's intent, when the spec autoscales, within the spec's bounds; compared by every txn it sizes.
+  const intent = spec?.value.autoscale ? await getFact(store, 'autoscale', service) : undefined;
+  const intentRead: Compare[] = spec?.value.autoscale ? [unchanged(intent, buildKey('autoscale', service))] : [];
+  const desired = spec ? desiredReplicas(spec.value, intent?.value.desired) : 0;
   let live = states.filter(isLive).length;
   const completed = spec ? states.filter(isCompleted).length : 0;
   const txns: Txn[] = [];
@@ -67,7 +71,9 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const replaceIfShort = (cause: Cause, reason: string): ReplicaDraft | undefined => {
     if (!spec || live + completed >= desired) return undefined;
     live++;
-    return draftReplica(ctx, spec, cause, reason);
+    const d = draftReplica(ctx, spec, cause, reason);
+    d.compares.push(...intentRead);
+    return d;
   };
   const retiredNow = new Set<string>();
   for (const s of states.filter(isLive)) {
@@ -88,7 +94,7 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
       txns.push({ compares: [unchanged(s.record), absent(buildKey('placement', s.record.value.id))], ops: [deleteKey(s.record.key)] });
     }
   }
-  const scale = planScale(ctx, service, spec, states.filter((s) => !retiredNow.has(s.record.value.id)), desired - live - completed);
+  const scale = planScale(ctx, service, spec, states.filter((s) => !retiredNow.has(s.record.value.id)), desired - live - completed, { desired, intent, compares: intentRead });
   if (scale) {
     txns.push(scale.txn);
     // Replicas stopped now retire when their grace runs out: wake then without waiting to be woken.
@@ -216,11 +222,21 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
 }
 
 /** Scale up (new ids) or down (the stated order), or stop everything of a deleted service. */
-function planScale(ctx: StepContext, service: string, spec: Fact<'service'> | undefined, states: ReplicaState[], diff: number): { txn: Txn; more: boolean; stopping?: boolean } | undefined {
+function planScale(
+  ctx: StepContext,
+  service: string,
+  spec: Fact<'service'> | undefined,
+  states: ReplicaState[],
+  diff: number,
+  target: { desired: number; intent: Fact<'autoscale'> | undefined; compares: Compare[] },
+): { txn: Txn; more: boolean; stopping?: boolean } | undefined {
   const { now } = ctx;
   const liveStates = states.filter(isLive).filter((s) => !s.lost);
   if (diff === 0 || (diff < 0 && liveStates.length === 0)) return undefined;
   const serviceKey = buildKey('service', service);
+  // Sized by the autoscaler's intent (unclamped): its decision is the cause; otherwise the spec is.
+  const { intent } = target;
+  const byIntent = intent?.value.decision !== undefined && intent.value.desired === target.desired ? intent.value.decision : undefined;
   const sd = decide({
     kind: 'service',
     subject: service,
@@ -228,11 +244,11 @@ function planScale(ctx: StepContext, service: string, spec: Fact<'service'> | un
     action: !spec ? 'deleted: stopping every replica' : diff > 0 ? `scaled up by ${diff}` : `scaled down by ${-diff}`,
     tag: !spec ? 'rc-delete' : diff > 0 ? 'rc-scale-up' : 'rc-scale-down',
     at: now,
-    evidence: spec ? [evidenceOf(spec)] : [],
-    cause: spec ? causedByFact(spec) : causedByFact({ key: serviceKey, modRevision: 0 }),
-    reasons: [spec ? `wants ${spec.value.replicas}, has ${liveStates.length} live` : 'the service was deleted'],
+    evidence: spec ? [evidenceOf(spec), ...(intent ? [evidenceOf(intent)] : [])] : [],
+    cause: byIntent ? causedBy(byIntent) : spec ? causedByFact(spec) : causedByFact({ key: serviceKey, modRevision: 0 }),
+    reasons: [spec ? `wants ${target.desired}${intent ? ' (autoscaler intent)' : ''}, has ${liveStates.length} live` : 'the service was deleted'],
   });
-  const compares: Compare[] = [unchanged(spec, serviceKey), ...sd.compares];
+  const compares: Compare[] = [unchanged(spec, serviceKey), ...target.compares, ...sd.compares];
   const ops: Op[] = [...sd.ops];
   if (diff > 0 && spec) {
     const n = Math.min(diff, MAX_CREATE);
