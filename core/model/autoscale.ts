@@ -87,9 +87,12 @@ export function recommend(input: RecommendInput): Recommendation | undefined {
     ratio = filled / current;
     if (Math.abs(ratio - 1) <= tolerance || (raw > 1) !== (ratio > 1)) return keep(`${missing} unsampled replica(s) make the change uncertain`);
   }
-  const desired = clamp(ceil(current * ratio), min, max);
-  const bounded = desired !== ceil(current * ratio) ? ` (bounded to ${min}..${max})` : '';
-  return { desired, utilisation, ratio, missing, reason: `${seen}: ceil(${current} × ${ratio.toFixed(2)}) = ${ceil(current * ratio)}${bounded}` };
+  // Reports are whole millicores: their rounding (±0.5m each) alone never adds a replica.
+  const slack = samples.reduce((sum, s) => sum + (s.requestedMillis > 0 ? 0.5 / (s.requestedMillis * target) : 0), 0);
+  const want = ceil(current * ratio - slack);
+  const desired = clamp(want, min, max);
+  const bounded = desired !== want ? ` (bounded to ${min}..${max})` : '';
+  return { desired, utilisation, ratio, missing, reason: `${seen}: ceil(${current} × ${ratio.toFixed(2)}) = ${want}${bounded}` };
 }
 
 /** A recommendation as recorded in the intent: in force from `at` until the next one. */

@@ -38,7 +38,9 @@ export function autoscaler(opts: AutoscalerOptions = {}): Controller {
   const syncMs = opts.syncMs ?? AUTOSCALE.syncMs;
   return {
     name: AUTOSCALER,
-    watches: [prefixOf('service'), prefixOf('autoscale')],
+    // Not its own prefix: a step woken by its own write would re-plan before the replica
+    // controller acted, and scale up twice on the same samples. Usage is polled (syncMs).
+    watches: [prefixOf('service')],
     subjectOf(key) {
       const p = parseKey(key);
       return p && (p.kind === 'service' || p.kind === 'autoscale') ? p.params.service : undefined;
@@ -98,6 +100,8 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   });
   if (!rec) return 'sync'; // no usage reported yet: nothing to go on
   const current = desiredReplicas(spec.value, intent?.value.desired);
+  // The replica controller has not caught up with the last intent yet: its count is no basis.
+  if (live.length !== current) return 'sync';
   // First sight: the window starts with what runs now, so a fresh intent never scales down at once.
   const before = intent?.value.recommendations.length ? intent.value.recommendations : [{ at: now, desired: current }];
   const history = recordRecommendation(before, rec.desired, now, windowMs);

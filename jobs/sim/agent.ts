@@ -194,6 +194,7 @@ export class SimAgent {
     for (const w of this.runtime.workloads.values()) {
       const a = assigned.get(w.replica);
       if (!a || a.tenure !== tenure || w.tenure !== tenure) continue;
+      const cpu = w.state === 'running' ? this.runtime.cpuUsage(w) : undefined;
       const obs: Observation = {
         replica: w.replica,
         service: w.service,
@@ -204,6 +205,7 @@ export class SimAgent {
         restarts: 0,
         health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
         image: a.spec.image,
+        ...(cpu !== undefined ? { usage: { cpuMillis: cpu, memoryBytes: 64 * 1024 * 1024 } } : {}),
         at: w.endedAt ?? w.startedAt,
       };
       const value = encodeFact('observed', obs);

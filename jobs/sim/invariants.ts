@@ -1,4 +1,5 @@
 import { decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import { desiredReplicas } from '../../core/model/resolve.js';
 import type { Store, WatchBatch } from '../../db/store.js';
 import { listFacts } from '../facts.js';
 import { why } from '../decisions/why.js';
@@ -105,12 +106,14 @@ export async function checkEventuallyRunning(store: Store, agents: ReadonlyMap<s
   const services = await listFacts(store, 'service', prefixOf('service'));
   const records = await listFacts(store, 'replica', prefixOf('replica'));
   const live = (id: string) => records.some((r) => r.value.id === id && r.value.desired === 'run' && !r.value.retired);
+  const intents = new Map((await listFacts(store, 'autoscale', prefixOf('autoscale'))).map((f) => [f.value.service, f.value.desired]));
   for (const s of services) {
+    const desired = desiredReplicas(s.value, intents.get(s.value.name));
     const mine = records.filter((r) => r.value.service === s.value.name && r.value.desired === 'run' && !r.value.retired);
     const completed = records.filter((r) => r.value.service === s.value.name && r.value.retired && r.value.reason.startsWith('completed')).length;
     // Replicas that ran to completion (no-restart policies) count toward the desired number.
-    const want = Math.max(0, s.value.replicas - completed);
-    if (mine.length !== want) out.push(`${s.value.name} wants ${s.value.replicas} replicas (${completed} completed), has ${mine.length} live`);
+    const want = Math.max(0, desired - completed);
+    if (mine.length !== want) out.push(`${s.value.name} wants ${desired} replicas (${completed} completed), has ${mine.length} live`);
     for (const r of mine) {
       const a = view.assignments.get(r.value.id);
       if (!a) {

@@ -20,6 +20,8 @@ export class FakeRuntime {
   fenceDeadline = Infinity;
   /** The next this-many kills fail (a stuck process); each is retried. */
   failingKills = 0;
+  /** CPU millicores a running workload reports now, or undefined (no sample yet, no load); the world sets it. */
+  cpuUsage: (w: Workload) => number | undefined = () => undefined;
 
   start(replica: string, service: string, tenure: number, at: number): void {
     this.workloads.set(replica, { replica, service, tenure, state: 'running', startedAt: at });

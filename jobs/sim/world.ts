@@ -86,6 +86,7 @@ export class SimWorld {
   private stepsThisInstant = 0;
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
+  private readonly loads = new Map<string, { curve: (t: number) => number; every: number }>();
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -151,6 +152,7 @@ export class SimWorld {
       runtime: 'fake',
     };
     const agent = new SimAgent(record, gated, this.timing, (e) => this.onAgentEvent(name, e));
+    agent.runtime.cpuUsage = (w) => this.cpuUsage(w);
     this.agents.set(name, agent);
     this.scheduleTick(name, this.t + this.agentRng.int(0, this.timing.tickMs));
     this.log(`node ${name} added (zone ${record.zone}, ${spec.cpuMillis}m cpu)`);
@@ -185,6 +187,25 @@ export class SimWorld {
     const spec = serviceSpecSchema.parse(input);
     await this.store.put(buildKey('service', spec.name), encodeFact('service', spec));
     this.log(`apply ${spec.name} (${spec.replicas} replicas, image ${spec.image})`);
+  }
+
+  /**
+   * A service's total CPU demand over time (millicores), shared evenly by its running
+   * replicas, as a load balancer would. Agents report it like the real one: a sample every
+   * `usageEveryMs`, the first one a full period after the workload started.
+   */
+  setLoad(service: string, curve: (t: number) => number, usageEveryMs = 5_000): void {
+    this.loads.set(service, { curve, every: usageEveryMs });
+    this.log(`load of ${service} follows a new curve`);
+  }
+
+  private cpuUsage(w: { service: string; startedAt: number }): number | undefined {
+    const load = this.loads.get(w.service);
+    if (!load || this.t - w.startedAt < load.every) return undefined;
+    let n = 0;
+    for (const a of this.agents.values()) n += a.runtime.running().filter((r) => r.service === w.service).length;
+    const sampledAt = Math.floor(this.t / load.every) * load.every;
+    return Math.round(load.curve(sampledAt) / Math.max(1, n));
   }
 
   async scale(service: string, replicas: number): Promise<void> {
