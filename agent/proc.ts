@@ -52,16 +52,30 @@ export function groupUsage(pgid: number): { cpuSeconds: number; memoryBytes: num
 
 /** Turns cumulative CPU seconds into millicores between two samples. */
 export class CpuRate {
-  private readonly last = new Map<string, { cpuSeconds: number; at: number }>();
+  private readonly last = new Map<string, { cpuSeconds: number; at: number; rate?: number }>();
 
+  /** The rate since the previous sample, 0 for the first (kept for callers that need a number). */
   millis(key: string, cpuSeconds: number, at: number): number {
+    return this.rate(key, cpuSeconds, at) ?? 0;
+  }
+
+  /**
+   * The rate since the previous sample; undefined for the first, so a workload that just
+   * started reports no usage rather than a false 0 (the autoscaler counts only real samples).
+   * Samples closer than MIN_WINDOW_MS to the previous one return the previous rate and keep
+   * the baseline: /proc counts CPU in 10 ms ticks, so a short window is mostly noise.
+   */
+  rate(key: string, cpuSeconds: number, at: number): number | undefined {
     const prev = this.last.get(key);
-    this.last.set(key, { cpuSeconds, at });
-    if (!prev || at <= prev.at) return 0;
-    return Math.max(0, Math.round(((cpuSeconds - prev.cpuSeconds) * 1_000_000) / (at - prev.at)));
+    if (prev && at - prev.at < MIN_WINDOW_MS) return prev.rate;
+    const rate = prev ? Math.max(0, Math.round(((cpuSeconds - prev.cpuSeconds) * 1_000_000) / (at - prev.at))) : undefined;
+    this.last.set(key, { cpuSeconds, at, ...(rate !== undefined ? { rate } : {}) });
+    return rate;
   }
 
   forget(key: string): void {
     this.last.delete(key);
   }
 }
+
+const MIN_WINDOW_MS = 1_000;

@@ -194,8 +194,9 @@ export class ProcessRuntime implements Runtime {
     const stopping = existsSync(join(dir, 'stop-grace'));
     if (!withUsage) return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, ...withInit };
     const u = groupUsage(work.pid);
-    const usage = { cpuMillis: this.cpu.millis(replica, u.cpuSeconds, Date.now()), memoryBytes: u.memoryBytes };
-    return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, usage, ...withInit };
+    const cpuMillis = this.cpu.rate(replica, u.cpuSeconds, Date.now());
+    const usage = cpuMillis === undefined ? {} : { usage: { cpuMillis, memoryBytes: u.memoryBytes } };
+    return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, ...usage, ...withInit };
   }
 
   private markLost(dir: string, handle: WorkloadHandle, work: { pid: number; startTime: string } | undefined, supPid: number): WorkloadStatus {

@@ -34,6 +34,7 @@ export const apiService = z.looseObject({
   running: count,
   ready: count,
   pending: z.array(z.looseObject({ replica: z.string(), reason: z.string() })),
+  autoscale: z.looseObject({ min: count, max: count, targetCpuPercent: count, cpuPercent: count.optional() }).optional(),
 });
 export const servicesAnswer = z.looseObject({ revision: count, services: z.array(apiService) });
 export const serviceAnswer = z.looseObject({ revision: count, service: apiService });

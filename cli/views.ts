@@ -16,6 +16,8 @@ export interface ServiceItem {
   running: number;
   ready: number;
   pending: { replica: string; reason: string }[];
+  /** Only for autoscaled services: bounds, target and the mean CPU utilisation now (null before any sample). */
+  autoscale?: { min: number; max: number; targetCpuPercent: number; cpuPercent: number | null };
 }
 
 export interface ReplicaItem {
@@ -61,7 +63,15 @@ const service = (s: ApiService): ServiceItem => ({
   running: s.running,
   ready: s.ready,
   pending: s.pending.map((p) => ({ replica: p.replica, reason: p.reason })),
+  ...(s.autoscale ? { autoscale: { min: s.autoscale.min, max: s.autoscale.max, targetCpuPercent: s.autoscale.targetCpuPercent, cpuPercent: s.autoscale.cpuPercent ?? null } } : {}),
 });
+
+/** "3 (autoscaled 2–10, cpu 71%/60%)": the count the replica controller aims for, and why. */
+export function scaleText(s: ServiceItem): string {
+  if (!s.autoscale) return String(s.desired);
+  const a = s.autoscale;
+  return `${s.desired} (autoscaled ${a.min}–${a.max}, cpu ${a.cpuPercent === null ? '-' : `${a.cpuPercent}%`}/${a.targetCpuPercent}%)`;
+}
 
 const replica = (r: ApiReplica): ReplicaItem => ({
   name: r.id,
@@ -116,14 +126,17 @@ const frac = (a: number, b: number) => `${a}/${b}`;
 export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: string[][] } {
   if (l.kind === 'services') {
     const items = l.items as ServiceItem[];
+    // The column appears only when a service autoscales: other listings read as before.
+    const scaled = items.some((s) => s.autoscale);
     return {
-      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(wide ? ['IMAGE', 'WHY PENDING'] : [])],
+      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(scaled ? ['DESIRED'] : []), ...(wide ? ['IMAGE', 'WHY PENDING'] : [])],
       rows: items.map((s) => [
         s.name,
         frac(s.ready, s.desired),
         frac(s.running, s.desired),
         frac(s.placed, s.desired),
         String(s.pending.length),
+        ...(scaled ? [scaleText(s)] : []),
         ...(wide ? [s.image, s.pending[0] ? `${s.pending[0].replica}: ${s.pending[0].reason}` : '-'] : []),
       ]),
     };

@@ -1,4 +1,4 @@
-import { desiredReplicas, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type ServiceSpec } from '../core/model/index.js';
+import { desiredReplicas, meanUtilisation, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
 import { listFacts } from './facts.js';
 import { decodeFact, prefixOf } from '../core/keys.js';
@@ -17,6 +17,8 @@ export interface ReplicaView {
   createdAt: number;
   reason: string;
   diagnostic?: Observation['diagnostic'];
+  /** The last reported CPU use against the replica's request (running replicas with a sample). */
+  cpu?: { usedMillis: number; requestedMillis: number };
 }
 
 export interface ServiceStatus {
@@ -28,6 +30,8 @@ export interface ServiceStatus {
   running: number;
   ready: number;
   pending: { replica: string; reason: string }[];
+  /** For autoscaled services: the bounds, the target, and the mean CPU utilisation now (percent of request). */
+  autoscale?: { min: number; max: number; targetCpuPercent: number; cpuPercent?: number };
 }
 
 /**
@@ -60,6 +64,7 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
       if (admissible?.health) view.health = admissible.health;
       if (admissible?.exitCode !== undefined) view.exitCode = admissible.exitCode;
       if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;
+      if (a && admissible?.state === 'running' && admissible.usage) view.cpu = { usedMillis: admissible.usage.cpuMillis, requestedMillis: a.resources.cpuMillis };
       return view;
     }),
   };
@@ -104,6 +109,13 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
       .map(({ value: spec }) => {
         const mine = replicas.filter((r) => r.service === spec.name && !r.retired && r.desired === 'run');
         const readinessChecked = spec.health.readiness !== undefined;
+        const cpu = meanUtilisation(mine.flatMap((r) => (r.cpu ? [{ replica: r.id, ...r.cpu }] : [])));
+        const autoscale = spec.autoscale && {
+          min: spec.autoscale.min,
+          max: spec.autoscale.max,
+          targetCpuPercent: spec.autoscale.targetCpuPercent,
+          ...(cpu !== undefined ? { cpuPercent: Math.round(cpu * 100) } : {}),
+        };
         return {
           name: spec.name,
           spec,
@@ -118,6 +130,7 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
               replica: r.id,
               reason: r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : unplaced.get(r.id) ?? (r.reason || 'not placed yet'),
             })),
+          ...(autoscale ? { autoscale } : {}),
         };
       }),
   };

@@ -6,7 +6,7 @@ import { PostgresStore } from '../db/postgres/store.js';
 import { runForLeader } from '../db/etcd/election.js';
 import type { SqliteStore } from '../db/sqlite/store.js';
 import type { Store } from '../db/store.js';
-import { controllers as allControllers } from '../jobs/controllers/index.js';
+import { controllers as allControllers, type ControllerOptions } from '../jobs/controllers/index.js';
 import { startDriver } from '../jobs/driver.js';
 import { startGraphileDriver } from '../jobs/graphile-driver.js';
 import { why } from '../jobs/decisions/why.js';
@@ -36,6 +36,8 @@ export interface ServerConfig {
   /** etcd: this pod's value in the election (default host/pid). */
   leaderValue?: string;
   onDiagnostic?: (d: Diagnostic) => void;
+  /** Controller tuning (tests: e.g. a short autoscaler sync period); defaults otherwise. */
+  controllers?: ControllerOptions;
   /** The store answers again after a reported failure. */
   onRecovered?: () => void;
 }
@@ -56,7 +58,7 @@ export interface RunningServer {
  * other backends. Nothing else is kept in memory that another pod would need.
  */
 export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
-  const controllers = allControllers();
+  const controllers = allControllers(cfg.controllers);
   const report = cfg.onDiagnostic ?? (() => undefined);
   const metrics = new ServerMetrics();
   const stops: (() => Promise<void>)[] = [];

@@ -1,0 +1,99 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { Agent } from '../../agent/agent.js';
+import { FENCE } from '../../agent/fence.js';
+import { ProcessRuntime } from '../../agent/runtime-process.js';
+import { StateDir } from '../../agent/state.js';
+import { startServer } from '../../server/start.js';
+import { ADMIN, JOIN } from '../handlers/harness.js';
+import { tempDir, waitFor } from './support.js';
+
+type Json = Record<string, any>;
+
+/**
+ * Autoscaling end to end: a real server (handlers + controllers on a MemoryStore), the agent
+ * with the process runtime, and a service whose replicas burn CPU until a flag file appears.
+ * CPU comes from /proc through the agent's usage reports; nothing is faked. The burner runs
+ * in bursts (~0.1 core each under this machine's load), its request is 20m, so each replica
+ * is several times over the 50% target: the autoscaler takes it from 1 to max 3; the flag
+ * stops the burn and, after the spec's 8 s scale-down window, it returns to 1.
+ */
+const cleanups: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+it('a CPU-burning service scales up to max on the process runtime, and back down after the window once idle', async () => {
+  const server = await startServer({
+    store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test',
+    controllers: { autoscaler: { syncMs: 1_000 } },
+  });
+  cleanups.push(() => server.stop());
+  const tmp = tempDir('autoscale');
+  const state = new StateDir(join(tmp.dir, 'state'));
+  const runtime = new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs });
+  const agent = new Agent({
+    server: server.url, node: 'p1', token: JOIN, state, runtime,
+    record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: 2_000, memoryBytes: 2 * 2 ** 30 } },
+    pollWaitMs: 2_000, reportEveryMs: 1_000, log: () => undefined,
+  });
+  await agent.start();
+  cleanups.push(async () => {
+    await agent.close();
+    // Workloads outlive their agent by design: end any left (and their supervisors) by pid.
+    for (const r of readdirSync(state.replicas).filter((n) => !n.startsWith('.'))) {
+      for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
+        try {
+          const pid = Number(readFileSync(join(state.replicas, r, file), 'utf8').split(' ')[0]);
+          process.kill(group ? -pid : pid, 'SIGKILL');
+        } catch {
+          // not there or gone
+        }
+      }
+    }
+    tmp.cleanup();
+  });
+  const api = async (method: string, path: string, body?: string): Promise<Json> => {
+    const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
+    return (await r.json()) as Json;
+  };
+  await waitFor('registered', () => agent.status().registered, 10_000);
+
+  const flag = join(tmp.dir, 'idle');
+  const burn = `while :; do if [ -f ${flag} ]; then sleep 0.5; else i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.2; fi; done`;
+  const applied = await api('POST', '/v1/apply', `service burn {
+  image      = "busybox:1.35"
+  command    = ["sh", "-c", ${JSON.stringify(burn)}]
+  cpu        = 20m
+  memory     = 32Mi
+  stop_grace = 1s
+  autoscale { min = 1 max = 3 target_cpu = 50% scale_down_window = 8s }
+}
+`);
+  expect(applied.plan?.added).toEqual(['burn']);
+  const service = async () => (await api('GET', '/v1/services/burn')).service as Json;
+
+  await waitFor('scaled up to 3 running', async () => (await service())?.running === 3, 90_000, 500);
+  const up = await service();
+  expect(up.desired).toBe(3);
+  expect(up.spec.replicas).toBe(1); // the user's replicas stay the user's
+  expect(up.autoscale).toMatchObject({ min: 1, max: 3, targetCpuPercent: 50 });
+  // cca why service burn: the replica controller's scale-up, caused by the autoscaler's decision with the utilisation it saw.
+  const why = await api('GET', '/v1/why/service/burn');
+  const scaled = (why.chain as Json[]).map((l) => l.decision).find((d) => d.controller === 'autoscaler');
+  expect(scaled?.action).toMatch(/^autoscaled up to [23] \(from [12]\)$/);
+  expect(scaled?.reasons[0]).toMatch(/^cpu \d+% of request over \d replica\(s\) \(target 50%\)/);
+  expect(why.complete).toBe(true);
+  const utilisation = Number(/^cpu (\d+)%/.exec(scaled!.reasons[0])![1]);
+  console.log(`autoscale e2e: scaled up on ${utilisation}% of request; ${scaled!.reasons[2]}`);
+
+  writeFileSync(flag, '');
+  await waitFor('back down to 1 running', async () => {
+    const s = await service();
+    return s?.desired === 1 && s.running === 1 && s.replicas === 1;
+  }, 90_000, 500);
+
+  await api('DELETE', '/v1/services/burn');
+  await waitFor('everything stopped', async () => runtime.list({ usage: false }).then((l) => l.every((w) => w.state !== 'running')), 30_000, 200);
+}, 240_000);
