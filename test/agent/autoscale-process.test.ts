@@ -12,7 +12,7 @@ import { tempDir, waitFor } from './support.js';
 type Json = Record<string, any>;
 
 /**
- * Autoscaling end to end: a real server (handlers + controllers on a MemoryStore), the agent
+ * Autoscaling end to end (fixtures/autoscale.cca): a real server (handlers + controllers on a MemoryStore), the agent
  * with the process runtime, and a service whose replicas burn CPU until a flag file appears.
  * CPU comes from /proc through the agent's usage reports; nothing is faked. The burner runs
  * in bursts (~0.1 core each under this machine's load), its request is 20m, so each replica
@@ -60,17 +60,12 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   };
   await waitFor('registered', () => agent.status().registered, 10_000);
 
+  // fixtures/autoscale.cca as written, with this test's own idle flag and a shorter window.
   const flag = join(tmp.dir, 'idle');
-  const burn = `while :; do if [ -f ${flag} ]; then sleep 0.5; else i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done; sleep 0.2; fi; done`;
-  const applied = await api('POST', '/v1/apply', `service burn {
-  image      = "busybox:1.35"
-  command    = ["sh", "-c", ${JSON.stringify(burn)}]
-  cpu        = 20m
-  memory     = 32Mi
-  stop_grace = 1s
-  autoscale { min = 1 max = 3 target_cpu = 50% scale_down_window = 8s }
-}
-`);
+  const fixture = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'autoscale.cca'), 'utf8');
+  const text = fixture.replaceAll('/tmp/cca-burn-idle', flag).replace(/scale_down_window = 1m/, 'scale_down_window = 8s');
+  expect(text).toContain('scale_down_window = 8s');
+  const applied = await api('POST', '/v1/apply', text);
   expect(applied.plan?.added).toEqual(['burn']);
   const service = async () => (await api('GET', '/v1/services/burn')).service as Json;
 
