@@ -102,6 +102,10 @@ ${show('apply-wait', 'apply-wait-timeout')}
 
 ${show('get-services-plain', 'get-services-wide', 'get-replicas-plain', 'get-replicas-wide', 'get-nodes-plain', 'get-nodes-wide', 'get-service-by-name', 'get-unknown-service')}
 
+When a service autoscales, a \`DESIRED\` column shows the count aimed for, its bounds and the
+mean CPU utilisation against the target, e.g. \`3 (autoscaled 1–3, cpu 410%/50%)\`
+([autoscaling](autoscaling.md)); listings without autoscaled services are unchanged.
+
 \`-w\` prints the table, then follows the watch and prints it again after every change
 (redrawn in place on a terminal; with \`-o json\`, one compact listing per line) until Ctrl-C:
 
@@ -113,7 +117,7 @@ ${show('get-watch')}
 revision the listing was read at and each item has exactly these fields (new fields may be
 added; none are removed or renamed):
 
-- **services**: \`name, image, desired, replicas, placed, running, ready, pending: [{replica, reason}]\`
+- **services**: \`name, image, desired, replicas, placed, running, ready, pending: [{replica, reason}]\`, and for autoscaled services only \`autoscale: {min, max, targetCpuPercent, cpuPercent (or null)}\`
 - **replicas**: \`name, service, node (null when unplaced), state, desired ("run"|"stop"), health ({liveness, readiness} or null), restarts, exitCode (or null), reason\`
 - **nodes**: \`name, state, registered, zone, runtime, tenure, capacity {cpuMillis, memoryBytes}, used {cpuMillis, memoryBytes}, replicas, labels, taints\`
 
