@@ -83,6 +83,8 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   }
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
   const live: ReplicaState[] = [];
+  // Replicas that ran to completion count toward the desired number (restart never / on-failure).
+  const completed = records.filter((r) => r.value.retired && r.value.reason.startsWith('completed')).length;
   for (const r of records) {
     if (r.value.desired !== 'run' || r.value.retired) continue;
     const s = await readReplicaState(store, r);
@@ -101,7 +103,7 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   if (!rec) return 'sync'; // no usage reported yet: nothing to go on
   const current = desiredReplicas(spec.value, intent?.value.desired);
   // The replica controller has not caught up with the last intent yet: its count is no basis.
-  if (live.length !== current) return 'sync';
+  if (live.length + completed !== current) return 'sync';
   // First sight: the window starts with what runs now, so a fresh intent never scales down at once.
   const before = intent?.value.recommendations.length ? intent.value.recommendations : [{ at: now, desired: current }];
   const history = recordRecommendation(before, rec.desired, now, windowMs);
