@@ -74,6 +74,7 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   expect(up.desired).toBe(3);
   expect(up.spec.replicas).toBe(1); // the user's replicas stay the user's
   expect(up.autoscale).toMatchObject({ min: 1, max: 3, targetCpuPercent: 50 });
+  expect(up.autoscale.cpuPercent).toBeGreaterThan(55); // measured from /proc, against the 20m request
   // cca why service burn: the replica controller's scale-up, caused by the autoscaler's decision with the utilisation it saw.
   const why = await api('GET', '/v1/why/service/burn');
   const scaled = (why.chain as Json[]).map((l) => l.decision).find((d) => d.controller === 'autoscaler');
