@@ -199,6 +199,32 @@ describe('autoscaler controller', () => {
     expect((await listFacts(b.store, 'decision', prefixOf('decision', 'service', 'web'))).filter((d) => d.value.controller === 'autoscaler')).toEqual([]);
   });
 
+  test('the replica controller compares the intent it sized with: a changed intent voids its plan', async () => {
+    const b = await bench();
+    await b.apply(svc());
+    await b.settle(rest);
+    const put = (desired: number) => b.store.put(buildKey('autoscale', 'web'), encodeFact('autoscale', { service: 'web', desired, observedCpuPercent: 0, stableSince: 0, at: 0, recommendations: [] }));
+    await put(5);
+    await advance(b, 1_000);
+    const store = b.store;
+    const orig = store.txn.bind(store);
+    let injected = false;
+    store.txn = async (t) => {
+      if (!injected) {
+        injected = true;
+        await put(3); // the autoscaler changed its mind between the read and the write
+      }
+      return orig(t);
+    };
+    const w = await b.step(replicaController, 'web');
+    store.txn = orig;
+    expect(w.at).toBe(b.t + 100); // retry
+    expect(await b.live('web')).toHaveLength(2); // nothing created on the stale intent
+    await advance(b, 1_000);
+    await b.step(replicaController, 'web');
+    expect(await b.live('web')).toHaveLength(3);
+  });
+
   test('autoscale removed from the spec: the intent is deleted and the spec’s replicas rule', async () => {
     const b = await bench();
     await b.apply(svc());
