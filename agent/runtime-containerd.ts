@@ -310,7 +310,9 @@ export class ContainerdRuntime implements Runtime {
       const cpuSeconds = v1
         ? Number(readFileSync(this.cgroupFile(handle, 'cpuacct', 'cpuacct.usage'), 'utf8')) / 1e9
         : Number(/usage_usec (\d+)/.exec(readFileSync(this.cgroupFile(handle, 'cpuacct', 'cpu.stat'), 'utf8'))?.[1] ?? 0) / 1e6;
-      return { cpuMillis: this.cpu.millis(handle.id, cpuSeconds, Date.now()), memoryBytes };
+      // No rate before two readings: a container that just started reports no usage, not a false 0.
+      const cpuMillis = this.cpu.rate(handle.id, cpuSeconds, Date.now());
+      return cpuMillis === undefined ? undefined : { cpuMillis, memoryBytes };
     } catch {
       return undefined;
     }
