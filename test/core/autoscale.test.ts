@@ -92,3 +92,19 @@ describe('stabilisation window', () => {
     expect(stabilise({ current: 6, recommended: 2, history: mid, now: 400_001, windowMs: W }).desired).toBe(4);
   });
 });
+
+describe('scale_down_window in the language', () => {
+  test('parses to scaleDownWindowMs, prints back, and is optional', async () => {
+    const { parse, toCca } = await import('../../core/lang/index.js');
+    const r = parse('service web {\n  image = "busybox:1.35"\n  autoscale { min = 2 max = 6 target_cpu = 60% scale_down_window = 90s }\n}\n', 'a.cca');
+    expect(r.diagnostics).toEqual([]);
+    const spec = r.services[0]!;
+    expect(spec.autoscale).toEqual({ min: 2, max: 6, targetCpuPercent: 60, scaleDownWindowMs: 90_000 });
+    const text = toCca(spec);
+    expect(text).toContain('scale_down_window = 1m30s');
+    expect(parse(text, 'b.cca').services[0]).toEqual(spec);
+    const plain = parse('service web {\n  image = "busybox:1.35"\n  autoscale { max = 3 }\n}\n', 'c.cca').services[0]!;
+    expect(plain.autoscale).toEqual({ min: 1, max: 3, targetCpuPercent: 70 });
+    expect(toCca(plain)).not.toContain('scale_down_window');
+  });
+});
