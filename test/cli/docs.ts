@@ -103,8 +103,10 @@ ${show('apply-wait', 'apply-wait-timeout')}
 ${show('get-services-plain', 'get-services-wide', 'get-replicas-plain', 'get-replicas-wide', 'get-nodes-plain', 'get-nodes-wide', 'get-service-by-name', 'get-unknown-service')}
 
 When a service autoscales, a \`DESIRED\` column shows the count aimed for, its bounds and the
-mean CPU utilisation against the target, e.g. \`3 (autoscaled 1–3, cpu 410%/50%)\`
-([autoscaling](autoscaling.md)); listings without autoscaled services are unchanged.
+mean CPU utilisation of its running replicas against the target ([autoscaling](autoscaling.md));
+listings without autoscaled services are unchanged:
+
+${show('get-services-autoscaled')}
 
 \`-w\` prints the table, then follows the watch and prints it again after every change
 (redrawn in place on a terminal; with \`-o json\`, one compact listing per line) until Ctrl-C:
