@@ -131,7 +131,7 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
       reasons: [
         rec.reason,
         st.reason,
-        `samples: ${sampled.map((s) => `${s.sample.replica} ${s.sample.usedMillis}m/${s.sample.requestedMillis}m`).join(', ')}${sampled.length > shown.length ? ` (${sampled.length - shown.length} not embedded as evidence)` : ''}`,
+        samplesText(sampled, shown.length),
         ...(rec.missing > 0 ? [`${rec.missing} live replica(s) had no usage sample yet`] : []),
       ],
     });
@@ -151,6 +151,16 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   ops.push(putFact('autoscale', [service], value));
   const r = await store.txn({ compare: compares, success: ops });
   return r.succeeded ? 'sync' : 'retry';
+}
+
+/** Samples listed in a decision's reasons; a service with more says how many it left out. */
+const MAX_LISTED = 100;
+
+function samplesText(sampled: readonly Sampled[], embedded: number): string {
+  const listed = sampled.slice(0, MAX_LISTED).map((s) => `${s.sample.replica} ${s.sample.usedMillis}m/${s.sample.requestedMillis}m`);
+  const more = sampled.length > MAX_LISTED ? ` and ${sampled.length - MAX_LISTED} more` : '';
+  const notEmbedded = sampled.length > embedded ? ` (${sampled.length - embedded} not embedded as evidence)` : '';
+  return `samples: ${listed.join(', ')}${more}${notEmbedded}`;
 }
 
 const ratio = (s: CpuSample) => s.usedMillis / Math.max(1, s.requestedMillis);
