@@ -90,7 +90,7 @@ class Timeline {
 /**
  * sim-autoscale: three nodes, a service autoscaled between 2 and 8 toward 50% of its 250m
  * request, under synthetic load: flat on target, a step up, a step down, then noise (with a
- * machine lost and back in the middle of it), and flat again to settle.
+ * machine lost and back, the store down, an agent restarted), and flat again to settle.
  */
 export async function simAutoscale(opts: SimOptions): Promise<ScenarioResult> {
   const w = new SimWorld(opts);
@@ -126,7 +126,8 @@ export async function simAutoscale(opts: SimOptions): Promise<ScenarioResult> {
   expectThat(w, (await running(w, 'web')).length === downTo, `step down to ${low}m: ${downTo} replicas after the window`);
   expectThat(w, tl.changes.some((c) => c.at >= downAt && c.to < c.from && c.at - downAt >= WINDOW), 'the scale-down came no sooner than the window');
 
-  // Noise: ±30% around a level, a fresh value every 5 s, with a machine lost and back in the middle.
+  // Noise: ±30% around a level, a fresh value every 5 s, with faults in the middle: a machine
+  // lost and back, the store down for 10 s, an agent restarted.
   const level = 500;
   const noiseAt = w.t;
   w.setLoad('web', curves.noisy(level, 0.3, opts.seed));
@@ -134,7 +135,15 @@ export async function simAutoscale(opts: SimOptions): Promise<ScenarioResult> {
   w.powerOff('node3');
   await tl.follow(w, 60_000);
   w.powerOn('node3');
-  await tl.follow(w, 150_000);
+  await tl.follow(w, 30_000);
+  w.setStoreDown(true);
+  await tl.follow(w, 10_000);
+  w.setStoreDown(false);
+  await tl.follow(w, 20_000);
+  w.killAgent('node1');
+  await tl.follow(w, 5_000);
+  w.restartAgent('node1');
+  await tl.follow(w, 85_000);
   const noisyChanges = tl.changes.filter((c) => c.at >= noiseAt);
   const bound = 2 * Math.ceil(300_000 / WINDOW) + 2;
   expectThat(w, tl.directionChanges(noiseAt) <= bound, `noise: ${tl.directionChanges(noiseAt)} direction change(s) in 300 s, at most ${bound}`);
