@@ -29,7 +29,7 @@ export function renderServices(el, { services }) {
     columns: [
       { title: 'service', cell: (s) => whyLink('service', s.name) },
       { title: 'image', cell: (s) => s.spec.image },
-      { title: 'desired', cls: 'num', cell: (s) => String(s.desired) },
+      { title: 'desired', cls: 'num', cell: (s) => (s.autoscale ? `${s.desired} (autoscaled ${s.autoscale.min}–${s.autoscale.max}, cpu ${s.autoscale.cpuPercent ?? '-'}${s.autoscale.cpuPercent === undefined ? '' : '%'}/${s.autoscale.targetCpuPercent}%)` : String(s.desired)) },
       { title: 'running', cls: 'num', cell: (s) => h('span', { 'data-running': s.running }, String(s.running)) },
       { title: 'ready', cls: 'num', cell: (s) => String(s.ready) },
       { title: 'progress', cell: (s) => h('span.bar', { title: `${s.running} of ${s.desired} running` }, h('span.fill', { style: `width:${pct(s.running, s.desired)}%` })) },
