@@ -65,6 +65,7 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   const fixture = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'autoscale.cca'), 'utf8');
   const text = fixture.replaceAll('/tmp/cca-burn-idle', flag).replace(/scale_down_window = 1m/, 'scale_down_window = 8s');
   expect(text).toContain('scale_down_window = 8s');
+  const appliedAt = Date.now();
   const applied = await api('POST', '/v1/apply', text);
   expect(applied.plan?.added).toEqual(['burn']);
   const service = async () => (await api('GET', '/v1/services/burn')).service as Json;
@@ -82,13 +83,15 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   expect(scaled?.reasons[0]).toMatch(/^cpu \d+% of request over \d replica\(s\) \(target 50%\)/);
   expect(why.complete).toBe(true);
   const utilisation = Number(/^cpu (\d+)%/.exec(scaled!.reasons[0])![1]);
-  console.log(`autoscale e2e: scaled up on ${utilisation}% of request; ${scaled!.reasons[2]}`);
+  console.log(`autoscale e2e: 3 running ${((Date.now() - appliedAt) / 1000).toFixed(1)} s after apply; scaled up on ${utilisation}% of request; ${scaled!.reasons[2]}`);
 
   writeFileSync(flag, '');
+  const idleAt = Date.now();
   await waitFor('back down to 1 running', async () => {
     const s = await service();
     return s?.desired === 1 && s.running === 1 && s.replicas === 1;
   }, 90_000, 500);
+  console.log(`autoscale e2e: back to 1 running ${((Date.now() - idleAt) / 1000).toFixed(1)} s after the burn stopped (window 8 s)`);
 
   await api('DELETE', '/v1/services/burn');
   await waitFor('everything stopped', async () => runtime.list({ usage: false }).then((l) => l.every((w) => w.state !== 'running')), 30_000, 200);
