@@ -86,4 +86,32 @@ export const agentCodes = [
     cause: 'the agent cannot use its state directory {dir}: {reason}',
     fix: 'give the agent a writable directory on a local disk with --state-dir',
   },
+  {
+    code: 'CCA-E0525',
+    blame: 'environment',
+    title: 'network isolation tools missing',
+    cause: 'network isolation (--network netns) needs `{tool}`, which is not installed or not runnable: {reason}',
+    fix: 'install it (`apt-get install -y nftables iproute2 util-linux`), run the agent as root, or run without --network netns (host networking, no policies enforced)',
+  },
+  {
+    code: 'CCA-E0526',
+    blame: 'environment',
+    title: 'replica network setup failed',
+    cause: 'the agent could not give replica {replica} its network namespace: {reason}',
+    fix: 'check that the agent runs as root with CAP_NET_ADMIN and that no other interface uses the names or the range it was given (--network-cidr, --network-prefix)',
+  },
+  {
+    code: 'CCA-E0527',
+    blame: 'environment',
+    title: 'network policy not applied',
+    cause: 'nft refused the network policy of replica {replica}: {reason}',
+    fix: 'the previous rules stay in force; check `ip netns exec {netns} nft list ruleset` and the nftables version (1.0 or later)',
+  },
+  {
+    code: 'CCA-E0528',
+    blame: 'environment',
+    title: 'replica network full',
+    cause: 'the replica network {cidr} of this node has no free address ({used} in use)',
+    fix: 'give the agent a larger range with --network-cidr, or run fewer replicas on this node',
+  },
 ] as const satisfies readonly DiagnosticDef[];
