@@ -204,6 +204,7 @@ export class SimAgent {
         restarts: 0,
         health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
         image: a.spec.image,
+        ...(w.address !== undefined && w.state === 'running' ? { address: w.address } : {}),
         at: w.endedAt ?? w.startedAt,
       };
       const value = encodeFact('observed', obs);

@@ -12,6 +12,8 @@ export interface Workload {
   exitCode?: number;
   startedAt: number;
   endedAt?: number;
+  /** Its own address (a node with a replica network); never reused within a run. */
+  address?: string;
 }
 
 export class FakeRuntime {
@@ -20,9 +22,13 @@ export class FakeRuntime {
   fenceDeadline = Infinity;
   /** The next this-many kills fail (a stuck process); each is retried. */
   failingKills = 0;
+  /** A node's replica network ("10.88.1"): each workload gets an address of its own. Unset: host networking. */
+  subnet: string | undefined;
+  private nextHost = 2;
 
   start(replica: string, service: string, tenure: number, at: number): void {
-    this.workloads.set(replica, { replica, service, tenure, state: 'running', startedAt: at });
+    const address = this.subnet === undefined ? undefined : `${this.subnet}.${this.nextHost++}`;
+    this.workloads.set(replica, { replica, service, tenure, state: 'running', startedAt: at, ...(address === undefined ? {} : { address }) });
   }
 
   /** False when the kill failed; the workload keeps running. */

@@ -32,6 +32,8 @@ export interface NodeSpec {
   labels?: Record<string, string>;
   taints?: string[];
   images?: Record<string, string>;
+  /** A replica network ("10.88.1"): each replica gets its own address (network namespaces). */
+  subnet?: string;
 }
 
 interface Event {
@@ -86,6 +88,8 @@ export class SimWorld {
   private stepsThisInstant = 0;
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
+  /** Invariants a story adds: run after every step and agent tick, with the step's label (e.g. a controller's name). */
+  readonly extraChecks: { invariant: string; check: (label: string) => Promise<string[]> }[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -151,6 +155,7 @@ export class SimWorld {
       runtime: 'fake',
     };
     const agent = new SimAgent(record, gated, this.timing, (e) => this.onAgentEvent(name, e));
+    agent.runtime.subnet = spec.subnet;
     this.agents.set(name, agent);
     this.scheduleTick(name, this.t + this.agentRng.int(0, this.timing.tickMs));
     this.log(`node ${name} added (zone ${record.zone}, ${spec.cpuMillis}m cpu)`);
@@ -388,6 +393,7 @@ export class SimWorld {
     await this.drain();
     for (const d of inv.checkOvercommit(this.mirror)) this.violate(inv.INVARIANTS.noOvercommit, d);
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
+    for (const c of this.extraChecks) for (const d of await c.check(label)) this.violate(c.invariant, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
   }
