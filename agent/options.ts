@@ -50,7 +50,8 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token TOKEN] 
   --images DIR             image catalogue directory (default fixtures/images/out)
   --tini PATH              static tini mounted as PID 1 (default /usr/bin/tini-static)
   --network M              host | netns: each replica in its own network namespace with its
-                           own address, network policies enforced (process runtime; default host)
+                           own address, network policies enforced (process or containerd
+                           runtime; default host)
   --network-cidr C         the node's replica network, a /24 (default 10.88.0.0/24; give each
                            agent on one machine its own)
   --network-prefix P       names of the bridge, veths and namespaces (default from the node name)
@@ -107,7 +108,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   if (!['fake', 'process', 'containerd'].includes(runtime)) bad(`--runtime must be fake, process or containerd, not ${JSON.stringify(runtime)}`);
   const network = get('network', 'host');
   if (network !== 'host' && network !== 'netns') bad(`--network must be host or netns, not ${JSON.stringify(network)}`);
-  if (network === 'netns' && runtime !== 'process') bad(`--network netns needs --runtime process (the ${runtime} runtime uses host networking)`);
+  if (network === 'netns' && runtime === 'fake') bad('--network netns needs --runtime process or containerd (the fake runtime runs nothing)');
   const ttl = Number(get('lease-ttl', '10'));
   if (!Number.isInteger(ttl) || ttl < FENCE.minTtlSeconds) bad(`--lease-ttl must be a whole number of seconds, at least ${FENCE.minTtlSeconds}`);
   const labels: Record<string, string> = { ...((config.labels as Record<string, string> | undefined) ?? {}) };

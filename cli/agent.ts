@@ -33,7 +33,7 @@ function processCatalogue(flags: AgentFlags): Record<string, string> {
   return { 'busybox:1.35': 'process:host' };
 }
 
-/** Network isolation for the process runtime: the tools checked up front (CCA-E0525), not at the first replica. */
+/** Network isolation (process or containerd runtime): the tools checked up front (CCA-E0525), not at the first replica. */
 async function makeNetwork(flags: AgentFlags, state: StateDir): Promise<NetnsManager | undefined> {
   if (flags.network !== 'netns') return undefined;
   const net = new NetnsManager({ prefix: flags.networkPrefix || defaultPrefix(flags.node), cidr: flags.networkCidr, dir: join(state.dir, 'network') });
@@ -56,6 +56,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
     imagesDir: resolve(flags.imagesDir),
     tini: flags.tini,
     fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
+    ...(network ? { network } : {}),
   });
 }
 
