@@ -448,6 +448,11 @@ export class Agent {
       slot.handle = await this.opts.runtime.start({ replica: a.replica, service: a.service, spec: a.spec, image, env, files, dir });
       this.log(`started ${a.replica} (${a.service})`);
       this.event('started', `started on the ${this.opts.runtime.name} runtime`, a.replica);
+      if (!this.opts.network && a.spec.network.allow.length > 0) {
+        const d = makeDiagnostic('CCA-E0529', { service: a.service, node: this.opts.node, replica: a.replica });
+        this.log(`${d.code} ${d.message}`);
+        this.event('network-policy-unenforced', `${d.code} ${d.message}`, a.replica);
+      }
     } catch (e) {
       const d = makeDiagnostic('CCA-E0504', { runtime: this.opts.runtime.name, replica: a.replica, reason: e instanceof Error ? e.message : String(e) });
       slot.state = 'failed';

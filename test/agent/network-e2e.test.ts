@@ -49,7 +49,7 @@ describe.skipIf(!can)('network policies end to end (process runtime in network n
     for (const c of cleanups.reverse()) await c();
   });
 
-  it('db admits api, not other; a policy change lets other in without restarting anything; removal cleans up', async () => {
+  it('db admits api, not other; an agent restart keeps it so; a policy change lets other in without restarting anything; removal cleans up', async () => {
     const { startServer } = (await import(join(root, 'server', 'start.ts'))) as { startServer: (cfg: Json) => Promise<{ url: string; stop: () => Promise<void> }> };
     const { ADMIN, JOIN } = (await import(join(root, 'test', 'handlers', 'harness.ts'))) as { ADMIN: string; JOIN: string };
     const server = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
@@ -80,13 +80,17 @@ describe.skipIf(!can)('network policies end to end (process runtime in network n
       }
       tmp.cleanup();
     });
-    agent = spawn(
-      process.execPath,
-      ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'n1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi', '--network', 'netns', '--network-cidr', cidr, '--network-prefix', prefix],
-      { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
-    );
     let agentLog = '';
-    agent.stderr?.on('data', (b: Buffer) => (agentLog += b.toString()));
+    const spawnAgent = () => {
+      const child = spawn(
+        process.execPath,
+        ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'n1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi', '--network', 'netns', '--network-cidr', cidr, '--network-prefix', prefix],
+        { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      child.stderr?.on('data', (b: Buffer) => (agentLog += b.toString()));
+      return child;
+    };
+    agent = spawnAgent();
     const api = async (method: string, path: string, body?: string): Promise<Json> => {
       const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
       return (await r.json()) as Json;
@@ -118,6 +122,18 @@ describe.skipIf(!can)('network policies end to end (process runtime in network n
     const pids = () => Object.fromEntries([...nets().keys()].map((r) => [r, readFileSync(join(tmp.dir, 'replicas', r, 'workload.pid'), 'utf8')]));
     const before = pids();
     const idsBefore = ((await api('GET', '/v1/replicas')).replicas as Json[]).map((r) => r.id as string).sort();
+
+    // The agent dies and comes back: the namespaces, addresses and rules stay; nothing restarts.
+    agent.kill('SIGKILL');
+    await new Promise((r) => agent!.once('exit', r));
+    expect(await probe(fromNs(apis[0]!), db!.address, 8080)).toBe(true);
+    agent = spawnAgent();
+    await waitFor('the restarted agent re-adopted its replicas', () => agentLog.split('adopted').length > 4, 30_000, 200);
+    await new Promise((r) => setTimeout(r, 2_000));
+    for (const a of apis) expect(await probe(fromNs(a), db!.address, 8080)).toBe(true);
+    expect(await probe(fromNs(other!), db!.address, 8080)).toBe(false);
+    expect(pids()).toEqual(before);
+    expect([...nets().values()].map((n) => n.address).sort()).toEqual([db!, other!, ...apis].map((n) => n.address).sort());
 
     // The policy changes: other is allowed too. Nothing restarts.
     const changed = await api('POST', '/v1/apply', spec('  allow from service api on port http\n  allow from service other on port http'));

@@ -71,3 +71,31 @@ describe('nft ruleset renderer', () => {
     expect(defaultPrefix('n1')).not.toBe(defaultPrefix('n2'));
   });
 });
+
+describe('an agent on the host network', () => {
+  test('runs a policed replica but says, coded, that its policy is not enforced (CCA-E0529)', async () => {
+    const { FakeRuntime } = await import('../../agent/runtime-fake.js');
+    const { FakeAgentServer } = await import('./fake-server.js');
+    const { startAgent, tempDir, waitFor } = await import('./support.js');
+    const server = new FakeAgentServer();
+    await server.listen();
+    const state = tempDir('host-net');
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb' } });
+    const a = await startAgent(server, runtime, state.dir);
+    try {
+      await waitFor('registration', () => server.tenureOf('n1'));
+      server.assign('n1', 'db-1', { name: 'db', image: 'busybox:1.35', network: { allow: [{ service: 'api' }] } });
+      server.assign('n1', 'web-1', { name: 'web', image: 'busybox:1.35' });
+      await waitFor('both running', () => server.observation('n1', 'db-1')?.state === 'running' && server.observation('n1', 'web-1')?.state === 'running', 10_000);
+      const lines = a.logs.filter((l) => l.startsWith('CCA-E0529'));
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toContain('replica db-1');
+      expect(server.observation('n1', 'db-1')?.address).toBeUndefined();
+    } finally {
+      await a.agent.close();
+      await server.close();
+      await runtime.close();
+      state.cleanup();
+    }
+  }, 20_000);
+});

@@ -114,4 +114,11 @@ export const agentCodes = [
     cause: 'the replica network {cidr} of this node has no free address ({used} in use)',
     fix: 'give the agent a larger range with --network-cidr, or run fewer replicas on this node',
   },
+  {
+    code: 'CCA-E0529',
+    blame: 'environment',
+    title: 'network policy not enforced',
+    cause: 'service {service} has a network policy, but node {node} runs its replica {replica} on the host network, where the policy cannot be enforced',
+    fix: 'run the agent with --network netns (root, nftables) so each replica gets its own network namespace, or keep policed services off this node with a placement rule',
+  },
 ] as const satisfies readonly DiagnosticDef[];
