@@ -33,6 +33,8 @@ export interface NetworkView {
   nodes: Map<string, Fact<'node'>>;
   statuses: Map<string, Fact<'nodeStatus'>>;
   records: Map<string, Fact<'network'>>;
+  /** Assignments per node, sorted by replica id. */
+  byNode: Map<string, Fact<'assigned'>[]>;
 }
 
 export async function readNetworkView(ctx: Pick<StepContext, 'store'>): Promise<NetworkView> {
@@ -46,9 +48,16 @@ export async function readNetworkView(ctx: Pick<StepContext, 'store'>): Promise<
     listFacts(store, 'nodeStatus', prefixOf('nodeStatus')),
     listFacts(store, 'network', prefixOf('network')),
   ]);
+  const byNode = new Map<string, Fact<'assigned'>[]>();
+  for (const a of [...assignments].sort((x, y) => (x.value.replica < y.value.replica ? -1 : 1))) {
+    const list = byNode.get(a.value.node) ?? [];
+    list.push(a);
+    byNode.set(a.value.node, list);
+  }
   return {
     services: indexBy(services, (s) => s.value.name),
     assignments,
+    byNode,
     placements: indexBy(placements, (p) => p.value.replica),
     observations,
     nodes: indexBy(nodes, (n) => n.value.name),
@@ -102,8 +111,7 @@ export function planNode(view: NetworkView, node: string, clients: Map<string, C
   const services = new Map<string, Fact<'service'>>();
   const notes: string[] = [];
   const rules: ReplicaPolicy[] = [];
-  const here = view.assignments.filter((a) => a.value.node === node).sort((x, y) => (x.value.replica < y.value.replica ? -1 : 1));
-  for (const a of here) {
+  for (const a of view.byNode.get(node) ?? []) {
     const { spec, fact } = policySpec(view, a);
     if (fact) services.set(fact.value.name, fact);
     if (spec.network.allow.length === 0) {
@@ -206,7 +214,7 @@ function planWrite(ctx: StepContext, view: NetworkView, node: string, clients: M
   const record = view.records.get(node);
   const plan = planNode(view, node, clients);
   const before = record?.value.replicas ?? [];
-  const here = view.assignments.filter((a) => a.value.node === node);
+  const here = view.byNode.get(node) ?? [];
   // Nothing on the node is policed, now or in the spec it was placed with: the agent's default (open) is right.
   const needed = plan.rules.some((r) => r.policy === 'allow') || here.some((a) => a.value.spec.network.allow.length > 0);
   const gone = !needed || (plan.rules.length === 0 && !view.nodes.has(node));
