@@ -99,3 +99,23 @@ describe('an agent on the host network', () => {
     }
   }, 20_000);
 });
+
+describe('network isolation tools', () => {
+  test('a missing ip/nsenter/nft is a coded environment error (CCA-E0525), found before any replica starts', async () => {
+    const { NetnsManager } = await import('../../agent/netns.js');
+    const { tempDir } = await import('./support.js');
+    const { isCcaError } = await import('../../core/diagnostics/index.js');
+    const tmp = tempDir('tools');
+    const path = process.env.PATH;
+    process.env.PATH = tmp.dir; // nothing in it
+    try {
+      const err = await new NetnsManager({ prefix: 'tt', cidr: '10.240.0.0/24', dir: tmp.dir }).checkTools().catch((e: unknown) => e);
+      expect(isCcaError(err, 'CCA-E0525')).toBe(true);
+      expect((err as { diagnostic: { blame: string; params: { tool: string } } }).diagnostic.blame).toBe('environment');
+      expect((err as { diagnostic: { params: { tool: string } } }).diagnostic.params.tool).toBe('ip');
+    } finally {
+      process.env.PATH = path;
+      tmp.cleanup();
+    }
+  });
+});
