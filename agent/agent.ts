@@ -7,6 +7,8 @@ import { LeaseKeeper } from './lease.js';
 import { FENCE } from './fence.js';
 import { CheckState, probeFor } from './health.js';
 import { materialize } from './materialize.js';
+import type { NetnsManager } from './netns.js';
+import { PolicyFollower } from './network-policy.js';
 import { plan, type SlotView } from './plan.js';
 import type { Runtime, RuntimeEvent, WorkloadStatus } from './runtime.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
@@ -27,6 +29,8 @@ export interface AgentOptions {
   reportEveryMs?: number;
   now?: () => number;
   log?: (line: string) => void;
+  /** Network isolation (the runtime puts replicas in these namespaces): follow and enforce `/network/<node>`. */
+  network?: NetnsManager;
 }
 
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
@@ -59,10 +63,23 @@ export class Agent {
   private readonly loops: Promise<void>[] = [];
   private unsubscribe: (() => void) | undefined;
   private wake: (() => void) | undefined;
+  private readonly policy: PolicyFollower | undefined;
 
   constructor(private readonly opts: AgentOptions) {
     this.now = opts.now ?? Date.now;
     this.client = new AgentClient(opts.server, opts.node);
+    if (opts.network) {
+      this.policy = new PolicyFollower({
+        client: this.client,
+        netns: opts.network,
+        replicas: () => [...this.slots.values()].flatMap((s) => (s.handle && s.assignment ? [{ replica: s.replica, spec: s.assignment.spec }] : [])),
+        pollWaitMs: opts.pollWaitMs ?? 30_000,
+        isClosed: () => this.closed,
+        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+        log: (l) => this.log(l),
+        event: (kind, message, replica) => this.event(kind, message, replica),
+      });
+    }
     this.leases = new LeaseKeeper({
       node: opts.node,
       token: opts.token,
@@ -87,6 +104,7 @@ export class Agent {
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
     this.timer = setInterval(() => this.tick(), FENCE.checkMs);
     this.loops.push(this.leaseLoop(), this.pollLoop());
+    if (this.policy) this.loops.push(this.policy.loop());
     this.kick();
   }
 
@@ -138,6 +156,11 @@ export class Agent {
     }
     if (s.usage) slot.usage = s.usage;
     if (s.init) slot.init = s.init;
+    // A workload that ended has no address any more (its namespace may be gone, or reused).
+    if (s.address !== undefined && s.state !== 'exited' && s.state !== 'lost') slot.address = s.address;
+    else delete slot.address;
+    if (s.ports !== undefined && slot.address !== undefined) slot.ports = s.ports;
+    else delete slot.ports;
   }
 
   private onRuntimeEvent(e: RuntimeEvent): void {
@@ -148,6 +171,8 @@ export class Agent {
       // died on its own (or never got going) is `failed`.
       slot.state = e.exitCode === 0 || (slot.state === 'stopping' && !e.oom) ? 'exited' : 'failed';
       slot.exitCode = e.exitCode;
+      delete slot.address;
+      delete slot.ports;
       if (e.oom) {
         const d = makeDiagnostic('CCA-E0511', { replica: e.replica, service: slot.handle?.service ?? '', memoryBytes: slot.assignment?.spec.resources.memoryBytes ?? 0 });
         slot.diagnostic = { code: d.code, message: d.message };
@@ -276,7 +301,7 @@ export class Agent {
         if (!check) continue;
         const cs = (slot[kind] ??= new CheckState(check, now));
         if (!cs.due(now)) continue;
-        void cs.run(now, probeFor(check, a.spec, this.opts.runtime, slot.handle)).then((changed) => {
+        void cs.run(now, probeFor(check, a.spec, this.opts.runtime, slot.handle, slot.address)).then((changed) => {
           if (changed) this.event(kind, `${kind} ${cs.state}`, slot.replica);
         });
       }
@@ -376,6 +401,8 @@ export class Agent {
     };
     await Promise.all(Array.from({ length: Math.min(START_CONCURRENCY, queue.length) }, worker));
     await this.refresh(false);
+    // New namespaces start with the fallback policy; put the node's rules in place now.
+    if (this.policy) void this.policy.sync();
   }
 
   private updateFenced(now: number): void {
@@ -417,9 +444,15 @@ export class Agent {
       delete slot.diagnostic;
       delete slot.liveness;
       delete slot.readiness;
+      this.policy?.forget(a.replica);
       slot.handle = await this.opts.runtime.start({ replica: a.replica, service: a.service, spec: a.spec, image, env, files, dir });
       this.log(`started ${a.replica} (${a.service})`);
       this.event('started', `started on the ${this.opts.runtime.name} runtime`, a.replica);
+      if (!this.opts.network && a.spec.network.allow.length > 0) {
+        const d = makeDiagnostic('CCA-E0529', { service: a.service, node: this.opts.node, replica: a.replica });
+        this.log(`${d.code} ${d.message}`);
+        this.event('network-policy-unenforced', `${d.code} ${d.message}`, a.replica);
+      }
     } catch (e) {
       const d = makeDiagnostic('CCA-E0504', { runtime: this.opts.runtime.name, replica: a.replica, reason: e instanceof Error ? e.message : String(e) });
       slot.state = 'failed';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
-import type { Assignment, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
+import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
 
 /** A coded answer from the server (4xx/5xx with `{ error: Diagnostic }`). */
 export class ServerError extends Error {
@@ -68,6 +68,11 @@ export class AgentClient {
 
   assignments(after: number, waitMs: number): Promise<AssignmentsAnswer> {
     return this.call('GET', `${this.path('assignments')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
+  }
+
+  /** The node's network rule set, long-polled: answers at once when it changed after `after`. */
+  network(after: number, waitMs: number): Promise<{ revision: number; changed: boolean; rules: NetworkRules | null }> {
+    return this.call('GET', `${this.path('network')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
   }
 
   observations(tenure: number, observations: Observation[]): Promise<{ revision: number }> {

@@ -22,6 +22,10 @@ export interface AgentFlags {
   namespace: string;
   imagesDir: string;
   tini: string;
+  /** host: replicas share the node's network; netns: each in its own namespace, policies enforced. */
+  network: 'host' | 'netns';
+  networkCidr: string;
+  networkPrefix: string;
   help: boolean;
 }
 
@@ -45,6 +49,12 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token TOKEN] 
   --namespace NS           containerd namespace (default cca-<node>)
   --images DIR             image catalogue directory (default fixtures/images/out)
   --tini PATH              static tini mounted as PID 1 (default /usr/bin/tini-static)
+  --network M              host | netns: each replica in its own network namespace with its
+                           own address, network policies enforced (process or containerd
+                           runtime; default host)
+  --network-cidr C         the node's replica network, a /24 (default 10.88.0.0/24; give each
+                           agent on one machine its own)
+  --network-prefix P       names of the bridge, veths and namespaces (default from the node name)
 `;
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
@@ -87,7 +97,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'node', 'token', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'help']);
+  const known = new Set(['server', 'node', 'token', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'network', 'network-cidr', 'network-prefix', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -96,6 +106,9 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   if (!help && server === '') bad('--server is required (or CCA_SERVER)');
   const runtime = get('runtime', 'process');
   if (!['fake', 'process', 'containerd'].includes(runtime)) bad(`--runtime must be fake, process or containerd, not ${JSON.stringify(runtime)}`);
+  const network = get('network', 'host');
+  if (network !== 'host' && network !== 'netns') bad(`--network must be host or netns, not ${JSON.stringify(network)}`);
+  if (network === 'netns' && runtime === 'fake') bad('--network netns needs --runtime process or containerd (the fake runtime runs nothing)');
   const ttl = Number(get('lease-ttl', '10'));
   if (!Number.isInteger(ttl) || ttl < FENCE.minTtlSeconds) bad(`--lease-ttl must be a whole number of seconds, at least ${FENCE.minTtlSeconds}`);
   const labels: Record<string, string> = { ...((config.labels as Record<string, string> | undefined) ?? {}) };
@@ -122,6 +135,9 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     namespace: get('namespace', `cca-${node}`),
     imagesDir: get('images', 'fixtures/images/out'),
     tini: get('tini', '/usr/bin/tini-static'),
+    network,
+    networkCidr: get('network-cidr', '10.88.0.0/24'),
+    networkPrefix: get('network-prefix', ''),
     help,
   };
 }

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 
 import { Ctr, parseEventLine } from './containerd/ctr.js';
+import type { NetnsManager } from './netns.js';
 import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
 import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
 import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
@@ -25,6 +26,8 @@ export interface ContainerdRuntimeOptions {
   cgroupRoot?: string;
   /** The node's fence deadline file: a detached fencer stops the containers when it passes. */
   fence?: { file: string; killMs: number; pidFile: string };
+  /** Network isolation: each replica's containers join a namespace the agent made (`ctr run --with-ns`). Omitted: host networking. */
+  network?: NetnsManager;
 }
 
 const fencerPath = join(dirname(fileURLToPath(import.meta.url)), 'containerd', 'fencer.ts');
@@ -33,7 +36,8 @@ const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).h
 const PREFIX = 'cca-';
 
 /**
- * Real containers through the `ctr` CLI (docs/agent.md says why not gRPC). Host networking,
+ * Real containers through the `ctr` CLI (docs/agent.md says why not gRPC). Host networking
+ * (or, with `network`, a namespace per replica that the agent made: docs/network.md),
  * memory and CPU limits from the spec, tini as PID 1, logs to a file, exits and OOMs from
  * `ctr events`, usage from the container's cgroup. The containerd shim is each container's
  * supervisor: it outlives the agent, and a new runtime re-adopts from `ctr task ls` plus the
@@ -98,6 +102,8 @@ export class ContainerdRuntime implements Runtime {
     for (const stale of ['exit.json', 'init.json']) rmSync(join(dir, stale), { force: true });
     const handle: WorkloadHandle = { runtime: 'containerd', replica: req.replica, service: req.service, id, image: req.image, startedAt: Date.now() };
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
+    // The namespace (address, route, default-deny table) exists before any container of the replica runs.
+    if (this.opts.network) await this.opts.network.setup(req.replica, req.spec);
     if (req.spec.init.length === 0) {
       await this.runContainer(req, entry.name, id, argvOf(req.spec), { detach: true });
       return handle;
@@ -157,7 +163,8 @@ export class ContainerdRuntime implements Runtime {
     writeFileSync(envFile, Object.entries(env).map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`).join('\n') + '\n', { mode: 0o600 });
     const tini = this.opts.tini ?? '/usr/bin/tini-static';
     const args = [
-      'run', ...(how.detach ? ['-d', '--log-uri', `file://${join(dir, 'stdout.log')}`] : ['--rm']), '--net-host',
+      'run', ...(how.detach ? ['-d', '--log-uri', `file://${join(dir, 'stdout.log')}`] : ['--rm']),
+      ...(this.opts.network ? ['--with-ns', `network:${this.opts.network.netnsPath(req.replica)}`] : ['--net-host']),
       '--memory-limit', String(req.spec.resources.memoryBytes),
       '--cpus', String(req.spec.resources.cpuMillis / 1000),
       '--label', `cca.replica=${req.replica}`, '--label', `cca.service=${req.service}`,
@@ -204,6 +211,7 @@ export class ContainerdRuntime implements Runtime {
     await this.forget(handle.id);
     this.cpu.forget(handle.id);
     rmSync(join(this.opts.root, handle.replica), { recursive: true, force: true });
+    await this.opts.network?.teardown(handle.replica);
   }
 
   async inspect(handle: WorkloadHandle): Promise<WorkloadStatus> {
@@ -280,6 +288,12 @@ export class ContainerdRuntime implements Runtime {
   }
 
   private async statusOf(handle: WorkloadHandle, tasks: Map<string, { pid: number; status: string }>, containers: Set<string>, withUsage: boolean): Promise<WorkloadStatus> {
+    const s = await this.bareStatusOf(handle, tasks, containers, withUsage);
+    const net = this.opts.network?.info(handle.replica);
+    return net && s.state !== 'exited' && s.state !== 'lost' ? { ...s, address: net.address, ports: net.ports } : s;
+  }
+
+  private async bareStatusOf(handle: WorkloadHandle, tasks: Map<string, { pid: number; status: string }>, containers: Set<string>, withUsage: boolean): Promise<WorkloadStatus> {
     const init = this.readJson<InitProgress>(handle.replica, 'init.json');
     const withInit = init ? { init } : {};
     const exit = this.readJson<{ exitCode: number; oom: boolean }>(handle.replica, 'exit.json');

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
+import type { NetnsManager } from './netns.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
 import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
@@ -22,6 +23,11 @@ export interface ProcessRuntimeOptions {
    */
   catalogue?: Record<string, string>;
   busybox?: string;
+  /**
+   * Network isolation: each replica in its own network namespace (its own address, the
+   * node's policies enforced there). Omitted: host networking.
+   */
+  network?: NetnsManager;
 }
 
 const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
@@ -93,7 +99,11 @@ export class ProcessRuntime implements Runtime {
     const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init };
     writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
-    const sup = spawn(process.execPath, ['--import', tsxLoader, supervisorPath, dir], { detached: true, stdio: 'ignore', cwd: dir });
+    // In a namespace of its own, the supervisor (and so the workload and its init steps) joins it before it starts.
+    if (this.opts.network) await this.opts.network.setup(req.replica, req.spec);
+    const argv = [process.execPath, '--import', tsxLoader, supervisorPath, dir];
+    const [file, ...args] = this.opts.network ? this.opts.network.wrap(req.replica, argv) : argv;
+    const sup = spawn(file!, args, { detached: true, stdio: 'ignore', cwd: dir });
     sup.unref();
     this.announced.delete(req.replica);
     return handle;
@@ -110,6 +120,7 @@ export class ProcessRuntime implements Runtime {
     this.cpu.forget(handle.replica);
     this.announced.delete(handle.replica);
     rmSync(join(this.opts.root, handle.replica), { recursive: true, force: true });
+    await this.opts.network?.teardown(handle.replica);
   }
 
   async inspect(handle: WorkloadHandle): Promise<WorkloadStatus> {
@@ -129,7 +140,7 @@ export class ProcessRuntime implements Runtime {
   async exec(handle: WorkloadHandle, command: string[], timeoutMs: number): Promise<number> {
     const dir = join(this.opts.root, handle.replica);
     const cfg = JSON.parse(readFileSync(join(dir, 'supervisor.json'), 'utf8')) as { env: Record<string, string>; cwd: string };
-    const [file, ...args] = command;
+    const [file, ...args] = this.opts.network ? this.opts.network.wrap(handle.replica, command) : command;
     return new Promise((resolve) => {
       const p = spawn(file ?? 'true', args, { env: cfg.env, cwd: cfg.cwd, stdio: 'ignore', timeout: timeoutMs, killSignal: 'SIGKILL' });
       p.on('error', () => resolve(127));
@@ -171,6 +182,12 @@ export class ProcessRuntime implements Runtime {
 
   /** Exit recorded, supervisor gone (lost: kill the group once), or running with usage. */
   private statusOf(replica: string, handle: WorkloadHandle, withUsage = true): WorkloadStatus {
+    const s = this.bareStatusOf(replica, handle, withUsage);
+    const net = this.opts.network?.info(replica);
+    return net && s.state !== 'exited' && s.state !== 'lost' ? { ...s, address: net.address, ports: net.ports } : s;
+  }
+
+  private bareStatusOf(replica: string, handle: WorkloadHandle, withUsage: boolean): WorkloadStatus {
     const dir = join(this.opts.root, replica);
     if (!existsSync(dir)) return { handle, state: 'lost', lost: diag('CCA-E0503', { replica, runtime: 'process' }) };
     const init = this.readJson<InitProgress>(dir, 'init.json');

@@ -13,6 +13,9 @@ export interface Slot {
   usage?: Usage;
   init?: InitProgress;
   diagnostic?: { code: string; message: string };
+  /** Where the workload is reached, when the runtime knows (its own network namespace). */
+  address?: string;
+  ports?: Record<string, number>;
   /** Held (e.g. image not in the catalogue): never started, not retried. */
   held: boolean;
   /** Stopped by the fence: forgotten once exited, so it starts again if still assigned after. */
@@ -44,6 +47,8 @@ export function observationOf(slot: Slot, node: string, tenure: number, now: num
     image: slot.handle?.image ?? '',
     ...(slot.init === undefined ? {} : { init: { step: slot.init.step, state: slot.init.state, ...(slot.init.exitCode === undefined ? {} : { exitCode: slot.init.exitCode }), tail: slot.init.tail ?? '' } }),
     ...(slot.diagnostic === undefined ? {} : { diagnostic: slot.diagnostic }),
+    ...(slot.address === undefined ? {} : { address: slot.address }),
+    ...(slot.ports === undefined ? {} : { ports: slot.ports }),
     at: now,
   };
 }

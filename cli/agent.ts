@@ -11,6 +11,7 @@ import { FakeRuntime } from '../agent/runtime-fake.js';
 import { ProcessRuntime } from '../agent/runtime-process.js';
 import { StateDir } from '../agent/state.js';
 import { FENCE } from '../agent/fence.js';
+import { defaultPrefix, NetnsManager } from '../agent/netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';
 
 async function containerdAddress(flags: AgentFlags): Promise<string> {
@@ -32,13 +33,21 @@ function processCatalogue(flags: AgentFlags): Record<string, string> {
   return { 'busybox:1.35': 'process:host' };
 }
 
-async function makeRuntime(flags: AgentFlags, state: StateDir): Promise<Runtime> {
+/** Network isolation (process or containerd runtime): the tools checked up front (CCA-E0525), not at the first replica. */
+async function makeNetwork(flags: AgentFlags, state: StateDir): Promise<NetnsManager | undefined> {
+  if (flags.network !== 'netns') return undefined;
+  const net = new NetnsManager({ prefix: flags.networkPrefix || defaultPrefix(flags.node), cidr: flags.networkCidr, dir: join(state.dir, 'network') });
+  await net.checkTools();
+  return net;
+}
+
+async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsManager): Promise<Runtime> {
   if (flags.runtime === 'fake') {
     const catalogue = readCatalogue(resolve(flags.imagesDir));
     return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
   }
   if (flags.runtime === 'process') {
-    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags) });
+    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags), ...(network ? { network } : {}) });
   }
   return new ContainerdRuntime({
     address: await containerdAddress(flags),
@@ -47,6 +56,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir): Promise<Runtime>
     imagesDir: resolve(flags.imagesDir),
     tini: flags.tini,
     fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
+    ...(network ? { network } : {}),
   });
 }
 
@@ -63,7 +73,8 @@ export async function runAgent(argv: string[]): Promise<number> {
       return 0;
     }
     const state = new StateDir(resolve(flags.stateDir));
-    const runtime = await makeRuntime(flags, state);
+    const network = await makeNetwork(flags, state);
+    const runtime = await makeRuntime(flags, state, network);
     agent = new Agent({
       server: flags.server,
       node: flags.node,
@@ -72,6 +83,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       runtime,
       record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes } },
       leaseTtlSeconds: flags.leaseTtlSeconds,
+      ...(network ? { network } : {}),
     });
     await agent.start();
     process.stderr.write(`agent ${flags.node}: running (${flags.runtime} runtime, state ${state.dir})\n`);

@@ -145,7 +145,11 @@ function checkSet(stages: FileStage[], opts: ParseOptions): void {
   const issues = validateServiceSet(
     valid.map((x) => x.spec),
     { existing: existing ?? [] },
-  ).filter((i) => existing !== undefined || i.code !== 'CCA-E0305');
+  )
+    .filter((i) => existing !== undefined || i.code !== 'CCA-E0305')
+    // Allowed clients are checked against a cluster's services (at apply), not in a lone file:
+    // a file of servers whose clients live in another file is normal.
+    .filter((i) => (opts.existing !== undefined && opts.existing !== 'unchecked') || i.code !== 'CCA-E0323');
   for (const issue of issues) {
     // Point at the duplicate's later definition, else at the named service.
     const owners = valid.filter((x) => x.spec.name === issue.service);

@@ -207,16 +207,31 @@ export const volumeRecordSchema = z.object({ node: z.string(), service: z.string
 /** `/observed-volumes/<node>/<service>/<volume>`: the agent's report of that volume. */
 export const volumeObservationSchema = z.object({ state: z.enum(['creating', 'ready', 'failed']), path: z.string(), sizeBytes: z.int().min(0), at: ms });
 
-/** `/network/<node>`: the per-node rule set the agent applies with nftables. */
+/** One allowance of a policed replica: these source addresses may reach it on this port. */
+export const networkRuleSchema = z.object({
+  /** Omitted: every port (an `allow` without `on port`). */
+  port: z.int().min(1).max(65_535).optional(),
+  /** Omitted with the port: every protocol. */
+  protocol: z.enum(['tcp', 'udp']).optional(),
+  /** The client services this rule admits (for people and `cca why`). */
+  services: z.array(z.string()),
+  /** Addresses of those services' replicas, from admissible observations, sorted. */
+  from: z.array(z.string()),
+});
+
+/**
+ * `/network/<node>`: the per-node rule set the agent applies with nftables. Every replica
+ * assigned to the node is listed: `open` (its service has no policy: every source may reach
+ * it) or `allow` (only `rules` may; everything else is dropped).
+ */
 export const networkRulesSchema = z.object({
   node: z.string(),
-  rules: z.array(
+  replicas: z.array(
     z.object({
       replica: z.string(),
-      port: z.int().min(1).max(65_535),
-      protocol: z.enum(['tcp', 'udp']),
-      /** Addresses allowed in; every other service is denied once the target has a policy. */
-      from: z.array(z.string()),
+      service: z.string(),
+      policy: z.enum(['open', 'allow']),
+      rules: z.array(networkRuleSchema),
     }),
   ),
   at: ms,
@@ -241,3 +256,5 @@ export type Rollout = z.output<typeof rolloutSchema>;
 export type VolumeRecord = z.output<typeof volumeRecordSchema>;
 export type VolumeObservation = z.output<typeof volumeObservationSchema>;
 export type NetworkRules = z.output<typeof networkRulesSchema>;
+export type NetworkRule = z.output<typeof networkRuleSchema>;
+export type ReplicaPolicy = NetworkRules['replicas'][number];

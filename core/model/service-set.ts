@@ -24,7 +24,24 @@ export function validateServiceSet(specs: readonly ServiceSpec[], opts: ServiceS
       out.push({ code: 'CCA-E0305', params: { service: s.name, target, hint }, path: ['after', i], service: s.name });
     }
   }
-  return [...out, ...findCycles(specs)];
+  return [...out, ...checkAllowClients(specs, known), ...findCycles(specs)];
+}
+
+/**
+ * `allow from service X` names a service defined in the set or already applied (CCA-E0323):
+ * a misspelt client would otherwise be a silent deny. Apply the clients first or together.
+ */
+function checkAllowClients(specs: readonly ServiceSpec[], known: ReadonlySet<string>): SpecIssue[] {
+  const out: SpecIssue[] = [];
+  for (const s of specs) {
+    for (const [i, rule] of s.network.allow.entries()) {
+      if (known.has(rule.service)) continue;
+      const near = closest(rule.service, [...known]);
+      const hint = near ? `did you mean \`${near}\`?` : `apply service ${rule.service} first or in the same set, or remove the rule`;
+      out.push({ code: 'CCA-E0323', params: { service: s.name, client: rule.service, hint }, path: ['network', 'allow', i, 'service'], service: s.name });
+    }
+  }
+  return out;
 }
 
 /**

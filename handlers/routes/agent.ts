@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
-import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
+import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema } from '../../core/model/index.js';
 import type { Store } from '../../db/store.js';
 import { newNodeCredential, requireJoin, requireNode, storeTokenHash, type AuthEnv } from '../auth.js';
@@ -128,6 +128,36 @@ export function agentRoutes(deps: ServerDeps) {
     }
     const { revision, facts } = await listFacts(store, 'assigned', [node]);
     return c.json({ revision, changed, assignments: facts.map((f) => f.value) });
+  });
+
+  // The node's network rule set (`/network/<node>`), long-polled like the assignments.
+  app.get('/v1/agent/nodes/:node/network', requireNode('read network rules'), async (c) => {
+    const node = c.req.param('node');
+    const q = parseQuery(c, assignmentsQuery);
+    const key = buildKey('network', node);
+    const waitMs = q.waitMs ?? deps.limits.longPollMs;
+    let changed = q.after === 0;
+    if (!changed && waitMs > 0) {
+      const ac = new AbortController();
+      const timer = setTimeout(() => ac.abort(), waitMs);
+      c.req.raw.signal.addEventListener('abort', () => ac.abort(), { once: true });
+      deps.metrics.watchers.inc();
+      try {
+        for await (const _ of store.watch({ key, fromRevision: q.after + 1, signal: ac.signal })) {
+          changed = true;
+          break;
+        }
+      } catch {
+        changed = true; // compacted past `after`: the current value is the answer anyway
+      } finally {
+        clearTimeout(timer);
+        ac.abort();
+        deps.metrics.watchers.dec();
+      }
+    }
+    const revision = await store.revision();
+    const kv = await store.get(key, { revision });
+    return c.json({ revision, changed, rules: kv ? decodeFact('network', key, kv.value) : null });
   });
 
   app.post('/v1/agent/nodes/:node/observations', requireNode('report observations'), async (c) => {

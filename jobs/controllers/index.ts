@@ -2,12 +2,14 @@ import type { Controller } from '../controller.js';
 import { retention, type RetentionOptions } from '../decisions/retention.js';
 import { auditor } from './auditor.js';
 import { autoscaler, type AutoscalerOptions } from './autoscaler.js';
+import { networkController } from './network.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaController } from './replica.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } from './autoscaler.js';
+export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, REPLICA_CONTROLLER } from './replica.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
@@ -21,7 +23,15 @@ export interface ControllerOptions {
 
 /** Every controller a ccattler server runs, in one list for either driver. */
 export function controllers(opts: ControllerOptions = {}): Controller[] {
-  const list = [replicaController, schedulerWith(opts.scheduler ?? {}), nodeController(opts.node), auditor, autoscaler(opts.autoscaler)];
+  // One controller per line: the order is the simulation's step order for a seed.
+  const list = [
+    replicaController,
+    schedulerWith(opts.scheduler ?? {}),
+    nodeController(opts.node),
+    auditor,
+    autoscaler(opts.autoscaler),
+    networkController,
+  ];
   if (opts.retention !== false) list.push(retention(opts.retention ?? {}));
   return list;
 }

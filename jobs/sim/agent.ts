@@ -206,6 +206,7 @@ export class SimAgent {
         health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
         image: a.spec.image,
         ...(cpu !== undefined ? { usage: { cpuMillis: cpu, memoryBytes: 64 * 1024 * 1024 } } : {}),
+        ...(w.address !== undefined && w.state === 'running' ? { address: w.address } : {}),
         at: w.endedAt ?? w.startedAt,
       };
       const value = encodeFact('observed', obs);

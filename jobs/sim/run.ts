@@ -1,5 +1,6 @@
 import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scenarios.js';
 import { simAutoscale } from './story-autoscale.js';
+import { simNetwork } from './story-network.js';
 import type { SimOptions } from './world.js';
 
 /**
@@ -10,6 +11,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-c0': simC0,
   'sim-c1': simC1,
   'sim-autoscale': simAutoscale,
+  'sim-network': simNetwork,
 };
 
 export type ScenarioName = string;

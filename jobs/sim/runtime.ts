@@ -12,6 +12,8 @@ export interface Workload {
   exitCode?: number;
   startedAt: number;
   endedAt?: number;
+  /** Its own address (a node with a replica network); never reused within a run. */
+  address?: string;
 }
 
 export class FakeRuntime {
@@ -22,9 +24,13 @@ export class FakeRuntime {
   failingKills = 0;
   /** CPU millicores a running workload reports now, or undefined (no sample yet, no load); the world sets it. */
   cpuUsage: (w: Workload) => number | undefined = () => undefined;
+  /** A node's replica network ("10.88.1"): each workload gets an address of its own. Unset: host networking. */
+  subnet: string | undefined;
+  private nextHost = 2;
 
   start(replica: string, service: string, tenure: number, at: number): void {
-    this.workloads.set(replica, { replica, service, tenure, state: 'running', startedAt: at });
+    const address = this.subnet === undefined ? undefined : `${this.subnet}.${this.nextHost++}`;
+    this.workloads.set(replica, { replica, service, tenure, state: 'running', startedAt: at, ...(address === undefined ? {} : { address }) });
   }
 
   /** False when the kill failed; the workload keeps running. */

@@ -32,6 +32,8 @@ export interface NodeSpec {
   labels?: Record<string, string>;
   taints?: string[];
   images?: Record<string, string>;
+  /** A replica network ("10.88.1"): each replica gets its own address (network namespaces). */
+  subnet?: string;
 }
 
 interface Event {
@@ -87,6 +89,8 @@ export class SimWorld {
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
   private readonly loads = new Map<string, { curve: (t: number) => number; every: number }>();
+  /** Invariants a story adds: run after every step and agent tick, with the step's label (e.g. a controller's name). */
+  readonly extraChecks: { invariant: string; check: (label: string) => Promise<string[]> }[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -153,6 +157,7 @@ export class SimWorld {
     };
     const agent = new SimAgent(record, gated, this.timing, (e) => this.onAgentEvent(name, e));
     agent.runtime.cpuUsage = (w) => this.cpuUsage(w);
+    agent.runtime.subnet = spec.subnet;
     this.agents.set(name, agent);
     this.scheduleTick(name, this.t + this.agentRng.int(0, this.timing.tickMs));
     this.log(`node ${name} added (zone ${record.zone}, ${spec.cpuMillis}m cpu)`);
@@ -409,6 +414,7 @@ export class SimWorld {
     await this.drain();
     for (const d of inv.checkOvercommit(this.mirror)) this.violate(inv.INVARIANTS.noOvercommit, d);
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
+    for (const c of this.extraChecks) for (const d of await c.check(label)) this.violate(c.invariant, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
   }

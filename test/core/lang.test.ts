@@ -121,6 +121,18 @@ describe('structure', () => {
     expect(codes(svc('port http { container = 80 }\nallow from service api on port admin'))).toEqual(['CCA-E0310']);
   });
 
+  test('allow from an unknown service is an error against the cluster\'s services (apply), with a suggestion', () => {
+    const text = svc('port http { container = 80 }\nallow from service apii on port http');
+    expect(codes(text)).toEqual([]); // a lone file: its clients may be applied from another
+    const r = parse(text, 't.cca', { existing: ['api', 'db'] });
+    expect(r.diagnostics.map((d) => d.code)).toEqual(['CCA-E0323']);
+    expect(r.diagnostics[0]!.message).toContain('`apii`');
+    expect(r.diagnostics[0]!.fix).toContain('did you mean `api`?');
+    expect(r.diagnostics[0]!.span?.line).toBe(4);
+    expect(parse(text.replace('apii', 'api'), 't.cca', { existing: ['api'] }).diagnostics).toEqual([]);
+    expect(parse(`${text}service apii {\n  image = "busybox:1.35"\n}\n`, 't.cca', { existing: [] }).diagnostics).toEqual([]);
+  });
+
   test('health checks of each kind, with the first port as default', () => {
     const s = one('port http { container = 8080 }\nhealth liveness { exec = ["true"] }\nhealth readiness { tcp = http every = 5s timeout = 2s failures = 5 delay = 1s }');
     expect(s.health.liveness!.probe).toEqual({ type: 'exec', command: ['true'] });

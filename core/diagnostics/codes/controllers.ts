@@ -44,4 +44,11 @@ export const controllerCodes = [
     cause: 'there is no decision about {kind} {name}',
     fix: 'check the name (`cca get {kind}s`); decisions about subjects gone longer than the retention period are evicted',
   },
+  {
+    code: 'CCA-E0423',
+    blame: 'user',
+    title: 'policy port not declared by the running replica',
+    cause: 'the policy of service {service} allows port `{port}`, which replica {replica} does not declare (it runs an older spec)',
+    fix: 'nothing reaches that port of the replica until it is replaced by one whose spec declares the port; roll the service or name a port it declares',
+  },
 ] as const satisfies readonly DiagnosticDef[];

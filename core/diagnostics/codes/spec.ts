@@ -121,4 +121,11 @@ export const specCodes = [
     cause: 'the node record for `{node}` is not valid: {reason}',
     fix: 'check the agent flags or its config file (cpu, memory, zone, labels, taints)',
   },
+  {
+    code: 'CCA-E0323',
+    blame: 'user',
+    title: 'allow from an unknown service',
+    cause: 'service {service} allows connections from `{client}`, but no service of that name is defined or running',
+    fix: '{hint}',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -1,0 +1,109 @@
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { networkRulesSchema, type NetworkRules, type ServiceSpec } from '../core/model/index.js';
+import type { AgentClient } from './client.js';
+import type { NetnsManager } from './netns.js';
+import { fallbackPolicy, renderPolicy, type Enforced } from './nft.js';
+
+export interface PolicyFollowerOptions {
+  client: AgentClient;
+  netns: NetnsManager;
+  /** The replicas the agent holds now, with the spec each was assigned with. */
+  replicas: () => { replica: string; spec: Pick<ServiceSpec, 'network'> }[];
+  pollWaitMs: number;
+  isClosed: () => boolean;
+  sleep: (ms: number) => Promise<void>;
+  log: (line: string) => void;
+  event: (kind: string, message: string, replica?: string) => void;
+}
+
+/** What one replica's namespace should enforce: its entry in the node's rule set, else the fallback. */
+export function enforcedFor(rules: NetworkRules | undefined, replica: string, spec: Pick<ServiceSpec, 'network'>): Enforced {
+  const entry = rules?.replicas.find((r) => r.replica === replica);
+  return entry ?? fallbackPolicy(spec);
+}
+
+/**
+ * Follows `/network/<node>` (long poll through the agent API) and applies it to each local
+ * replica's namespace with nft, only where the script changed, without touching the
+ * workloads. The last rule set is kept in the state directory: an agent restarted while the
+ * server is away re-applies what it last knew, never the deny-all fallback (rule 8).
+ */
+export class PolicyFollower {
+  private rules: NetworkRules | undefined;
+  private readonly applied = new Map<string, string>();
+  private syncing: Promise<void> = Promise.resolve();
+  private readonly file: string;
+
+  constructor(private readonly opts: PolicyFollowerOptions) {
+    this.file = join(opts.netns.opts.dir, '.rules.json');
+    try {
+      this.rules = networkRulesSchema.parse(JSON.parse(readFileSync(this.file, 'utf8')));
+    } catch {
+      this.rules = undefined; // never received one
+    }
+  }
+
+  /** A replica about to (re)start gets its namespace's fallback from the runtime: forget what we applied. */
+  forget(replica: string): void {
+    this.applied.delete(replica);
+  }
+
+  async loop(): Promise<void> {
+    let after = 0;
+    let backoff = 200;
+    while (!this.opts.isClosed()) {
+      if (this.opts.client.credential === '') {
+        await this.opts.sleep(100);
+        continue;
+      }
+      try {
+        const r = await this.opts.client.network(after, this.opts.pollWaitMs);
+        if (r.changed || after === 0) {
+          this.rules = r.rules ?? undefined;
+          this.save();
+          await this.sync();
+        }
+        after = r.revision;
+        backoff = 200;
+      } catch {
+        // The agent's other loops report an unreachable server; keep enforcing what we know.
+        await this.opts.sleep(backoff);
+        backoff = Math.min(backoff * 2, 5_000);
+      }
+    }
+  }
+
+  private save(): void {
+    const tmp = `${this.file}.tmp`;
+    writeFileSync(tmp, JSON.stringify(this.rules ?? null));
+    renameSync(tmp, this.file);
+  }
+
+  /** Apply what changed; serialised, so the newest rule set is always applied last. */
+  sync(): Promise<void> {
+    this.syncing = this.syncing.then(() => this.syncNow());
+    return this.syncing;
+  }
+
+  private async syncNow(): Promise<void> {
+    const live = new Set<string>();
+    for (const { replica, spec } of this.opts.replicas()) {
+      live.add(replica);
+      if (!this.opts.netns.info(replica)) continue; // not set up yet: the runtime applies the fallback first
+      const script = renderPolicy(enforcedFor(this.rules, replica, spec), this.opts.netns.gateway);
+      if (this.applied.get(replica) === script) continue;
+      try {
+        await this.opts.netns.apply(replica, script);
+        this.applied.set(replica, script);
+        this.opts.event('network-policy', 'network policy applied', replica);
+      } catch (e) {
+        // A CcaError's message carries its code (CCA-E0527); the previous rules stay in force.
+        const message = e instanceof Error ? e.message : String(e);
+        this.opts.log(message);
+        this.opts.event('network-policy-failed', message, replica);
+      }
+    }
+    for (const r of this.applied.keys()) if (!live.has(r)) this.applied.delete(r);
+  }
+}
