@@ -4,11 +4,13 @@ import { auditor } from './auditor.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaController } from './replica.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
+import { storageController } from './storage.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, REPLICA_CONTROLLER } from './replica.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
+export { storageController, STORAGE_CONTROLLER } from './storage.js';
 
 export interface ControllerOptions {
   node?: NodeControllerOptions;
@@ -18,7 +20,7 @@ export interface ControllerOptions {
 
 /** Every controller a ccattler server runs, in one list for either driver. */
 export function controllers(opts: ControllerOptions = {}): Controller[] {
-  const list = [replicaController, schedulerWith(opts.scheduler ?? {}), nodeController(opts.node), auditor];
+  const list = [replicaController, schedulerWith(opts.scheduler ?? {}), nodeController(opts.node), auditor, storageController];
   if (opts.retention !== false) list.push(retention(opts.retention ?? {}));
   return list;
 }

@@ -44,4 +44,18 @@ export const controllerCodes = [
     cause: 'there is no decision about {kind} {name}',
     fix: 'check the name (`cca get {kind}s`); decisions about subjects gone longer than the retention period are evicted',
   },
+  {
+    code: 'CCA-E0419',
+    blame: 'environment',
+    title: 'stateful replica waits for a fencing proof',
+    cause: 'replica {replica} of service {service} has a volume and node {node} lost tenure {tenure}; a lease expiry alone does not prove it stopped',
+    fix: 'bring node {node} back (its agent confirms the stop), or if the machine is down for good assert it with `cca fence node {node} --confirm`',
+  },
+  {
+    code: 'CCA-E0420',
+    blame: 'environment',
+    title: 'replica waits for the node holding its volume',
+    cause: 'replica {replica} of service {service} needs volume {volume}, held on {nodes}: {shortfall}',
+    fix: 'free capacity on {nodes}, or delete the volume there (remove it from the spec) to let the replica start elsewhere with an empty one',
+  },
 ] as const satisfies readonly DiagnosticDef[];
