@@ -43,6 +43,8 @@ export class SimAgent {
   private written = new Map<string, string>();
   /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
   private started = new Set<string>();
+  /** Stateful replicas of past tenures whose stop this agent confirmed, and under which tenure. */
+  private readonly confirmedUnder = new Map<string, number>();
 
   constructor(
     readonly record: NodeRecordInput & { name: string },
@@ -211,11 +213,27 @@ export class SimAgent {
       const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, w.replica), value } }] });
       if (r.succeeded) this.written.set(w.replica, value);
     }
+    // A stateful replica of a past tenure that does not run here: confirm its stop under
+    // this tenure, the proof the node controller needs to replace it (docs/volumes.md).
+    const confirmed = new Set<string>();
+    for (const a of assigned.values()) {
+      if (a.tenure >= tenure || a.desired !== 'run' || a.spec.volumes.length === 0) continue;
+      const w = this.runtime.workloads.get(a.replica);
+      if (w?.state === 'running') continue;
+      confirmed.add(a.replica);
+      const obs: Observation = {
+        replica: a.replica, service: a.service, node: this.record.name, tenure, state: 'exited', restarts: 0,
+        health: { liveness: 'unknown', readiness: 'unknown' }, image: '', at: this.wall,
+      };
+      if (this.confirmedUnder.get(a.replica) === tenure) continue;
+      const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, a.replica), value: encodeFact('observed', obs) } }] });
+      if (r.succeeded) this.confirmedUnder.set(a.replica, tenure);
+    }
     const existing = await this.store.range({ prefix: prefixOf('observed', this.record.name), keysOnly: true });
     for (const kv of existing.kvs) {
       const replica = kv.key.slice(kv.key.lastIndexOf('/') + 1);
       const a = assigned.get(replica);
-      if (a && a.tenure === tenure) continue;
+      if ((a && a.tenure === tenure) || confirmed.has(replica)) continue;
       await this.store.txn({ compare: [guard], success: [{ delete: { key: kv.key } }] });
       this.written.delete(replica);
       const w = this.runtime.workloads.get(replica);
