@@ -59,8 +59,9 @@ export const storageController: Controller = {
     for (const v of volumes) {
       if (wants.has(v.key)) continue;
       const spec = specs.get(v.value.service);
-      if (spec?.value.volumes.some((d) => d.name === v.value.volume)) continue;
-      txns.push(releaseTxn(v, spec, allocs.get(v.value.node), now));
+      const declared = spec?.value.volumes.find((d) => d.name === v.value.volume);
+      if (!declared) txns.push(releaseTxn(v, spec, allocs.get(v.value.node), now));
+      else if (declared.sizeBytes !== v.value.sizeBytes) txns.push(resizeTxn(v, spec!, declared.sizeBytes, now));
     }
     let failed = 0;
     for (const t of txns.slice(0, MAX_WRITES)) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
@@ -108,6 +109,23 @@ function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spe
     compares: [unchanged(existing, key), unchanged(w.assignment), unchanged(spec, serviceKey), ...d.compares],
     ops: [putFact('volume', [w.node, w.service, w.volume], record), ...d.ops],
   };
+}
+
+/** A retained volume (no replica on its node now) follows the spec's size too. */
+function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, now: number): Txn {
+  const { node, service, volume } = v.value;
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} on ${node} resized to ${sizeBytes} bytes`,
+    tag: `storage-resize-${node}-${volume}`,
+    at: now,
+    evidence: [evidenceOf(v), evidenceOf(spec)],
+    cause: causedByFact(spec),
+    reasons: [`the spec of ${service} sizes volume ${volume} at ${sizeBytes} bytes (was ${v.value.sizeBytes})`],
+  });
+  return { compares: [unchanged(v), unchanged(spec), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...v.value, sizeBytes }), ...d.ops] };
 }
 
 /**

@@ -82,8 +82,8 @@ function placeStateful(d: Demand, spec: ServiceSpec, nodes: readonly Candidate[]
   const names = free.map((n) => n.name).join(', ');
   if (r.ok) return { ...r, reasons: [`its volume ${spec.volumes.map((v) => v.name).join(', ')} is held on ${r.node}`, ...r.reasons] };
   const volume = spec.volumes[0]!.name;
-  const shortfall = makeDiagnostic('CCA-E0420', { replica: d.replica, service: d.service, volume, nodes: names, shortfall: r.shortfall }).message;
-  return { ...r, shortfall };
+  const diag = makeDiagnostic('CCA-E0420', { replica: d.replica, service: d.service, volume, nodes: names, shortfall: r.shortfall });
+  return { ...r, shortfall: `${diag.code} ${diag.message}` };
 }
 
 /** The view a pending decision was made on: if it is the same next time, nothing is rewritten. */
