@@ -34,6 +34,7 @@ const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
 const BACKOFF = { initialMs: 200, maxMs: 5_000 } as const;
 const START_CONCURRENCY = 4;
 const VOLUME_SYNC_MS = 2_000;
+const VOLUME_REFRESH_MS = 30_000;
 
 /**
  * The node agent: registers on a lease, keeps it alive, long-polls its assignments, reconciles
@@ -64,6 +65,8 @@ export class Agent {
   private readonly volumes: VolumeDir;
   private syncingVolumes = false;
   private lastVolumeSync = 0;
+  private volumesReported = '';
+  private volumesReportedAt = 0;
   /** Stops of past tenures' stateful replicas confirmed to the server (replica → tenure reported under). */
   private readonly confirmed = new Map<string, number>();
 
@@ -289,7 +292,12 @@ export class Agent {
         const over = v.usedBytes > v.sizeBytes ? makeDiagnostic('CCA-E0521', { volume: v.volume, service: v.service, node: this.opts.node, usedBytes: v.usedBytes, sizeBytes: v.sizeBytes }) : undefined;
         return { service: v.service, volume: v.volume, state: 'ready' as const, path: v.path, sizeBytes: v.sizeBytes, usedBytes: v.usedBytes, ...(over ? { diagnostic: { code: over.code, message: over.message } } : {}), at: now };
       });
+      // Sent when something but the time changed (or every 30 s): the storage controller watches these.
+      const fp = JSON.stringify(report.map(({ at: _at, ...rest }) => rest));
+      if (fp === this.volumesReported && now - this.volumesReportedAt < VOLUME_REFRESH_MS) return;
       await this.client.observedVolumes(lease.tenure, report);
+      this.volumesReported = fp;
+      this.volumesReportedAt = now;
     } catch (e) {
       this.onCallError(e, 'volumes');
     } finally {

@@ -3,7 +3,7 @@ import type { VolumeRecord } from '../../core/model/facts.js';
 import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, listFacts, putFact, unchanged, type Fact } from '../facts.js';
-import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
+import { absentEvidence, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
 import { indexBy } from './view.js';
 
 export const STORAGE_CONTROLLER = 'storage';
@@ -36,14 +36,15 @@ interface Want {
  */
 export const storageController: Controller = {
   name: STORAGE_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume')],
+  watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume'), prefixOf('observedVolume')],
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     const { store, now } = ctx;
-    const [services, assigned, volumes, allocations] = await Promise.all([
+    const [services, assigned, volumes, allocations, observed] = await Promise.all([
       listFacts(store, 'service', prefixOf('service')),
       listFacts(store, 'assigned', prefixOf('assigned')),
       listFacts(store, 'volume', prefixOf('volume')),
       listFacts(store, 'allocation', prefixOf('allocation')),
+      listFacts(store, 'observedVolume', prefixOf('observedVolume')),
     ]);
     const specs = indexBy(services, (s) => s.value.name);
     const allocs = indexBy(allocations, (a) => a.value.node);
@@ -62,6 +63,16 @@ export const storageController: Controller = {
       const declared = spec?.value.volumes.find((d) => d.name === v.value.volume);
       if (!declared) txns.push(releaseTxn(v, spec, allocs.get(v.value.node), now));
       else if (declared.sizeBytes !== v.value.sizeBytes) txns.push(resizeTxn(v, spec!, declared.sizeBytes, now));
+    }
+    // Desired against observed: the first report of each wanted volume ready at its size is a decision.
+    const seen = indexBy(observed, (o) => o.key);
+    for (const v of volumes) {
+      if (txns.some((t) => t.compares.some((c) => c.key === v.key))) continue;
+      const obs = seen.get(buildKey('observedVolume', v.value.node, v.value.service, v.value.volume));
+      if (!obs || obs.value.state !== 'ready' || obs.value.sizeBytes !== v.value.sizeBytes) continue;
+      const key = readyKey(v);
+      if (await store.get(key)) continue;
+      txns.push(readyTxn(v, obs));
     }
     let failed = 0;
     for (const t of txns.slice(0, MAX_WRITES)) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
@@ -109,6 +120,27 @@ function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spe
     compares: [unchanged(existing, key), unchanged(w.assignment), unchanged(spec, serviceKey), ...d.compares],
     ops: [putFact('volume', [w.node, w.service, w.volume], record), ...d.ops],
   };
+}
+
+/** One "ready" decision per want of a volume on a node (and per size): the record's time and size name it. */
+function readyKey(v: Fact<'volume'>): string {
+  return decisionKey('service', v.value.service, v.value.at, `storage-ready-${v.value.node}-${v.value.volume}-${v.value.sizeBytes}`);
+}
+
+function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
+  const { node, service, volume } = v.value;
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} ready on ${node}`,
+    tag: `storage-ready-${node}-${volume}-${v.value.sizeBytes}`,
+    at: v.value.at,
+    evidence: [evidenceOf(v), evidenceOf(obs)],
+    cause: causedByFact(obs),
+    reasons: [`the agent of ${node} reports ${obs.value.path}: ${obs.value.sizeBytes} bytes, ${obs.value.usedBytes ?? 0} used`],
+  });
+  return { compares: [unchanged(v), unchanged(obs), ...d.compares], ops: d.ops };
 }
 
 /** A retained volume (no replica on its node now) follows the spec's size too. */

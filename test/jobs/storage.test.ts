@@ -58,6 +58,27 @@ describe('storage controller', () => {
     expect(await b.store.revision()).toBe(rev);
   });
 
+  test("desired against observed: the agent's first report of the volume ready at its size is a decision, once", async () => {
+    const b = await cluster([['n1', 'a']]);
+    await b.apply(db());
+    await b.settle(all);
+    const observe = (sizeBytes: number, usedBytes: number) =>
+      b.store.put(buildKey('observedVolume', 'n1', 'db', 'data'), encodeFact('observedVolume', { state: 'ready', path: '/state/volumes/db/data/data', sizeBytes, usedBytes, at: b.t }));
+    await observe(32 * Mi, 0); // not the wanted size: not ready yet
+    await b.step(storageController);
+    expect((await why(b.store, 'service', 'db')).history.some((l) => l.decision.action === 'volume data ready on n1')).toBe(false);
+    await observe(64 * Mi, 10);
+    await b.step(storageController);
+    const answer = await why(b.store, 'service', 'db');
+    expect(answer.history[0]!.decision.action).toBe('volume data ready on n1');
+    expect(answer.history[0]!.decision.reasons[0]).toContain('10 used');
+    expect(answer.complete).toBe(true);
+    await observe(64 * Mi, 20);
+    const rev = await b.store.revision();
+    await b.step(storageController);
+    expect(await b.store.revision()).toBe(rev);
+  });
+
   test('keeps the volume while the service declares it (no replica there now), resizes it, releases it when the service is deleted', async () => {
     const b = await cluster([['n1', 'a']]);
     await b.apply(db());
