@@ -101,6 +101,7 @@ describe.skipIf(!haveBusybox)('volumes on the process runtime, end to end', () =
     expect(observed.key).toBe('/observed-volumes/n1/db/data');
     expect(observed.v).toMatchObject({ state: 'ready', sizeBytes: 16 * 2 ** 20 });
     expect(observed.v.usedBytes).toBeGreaterThan(0);
+    await waitFor('the storage controller saw it ready', async () => ((await api('GET', '/v1/why/service/db')).history as Json[]).some((h) => h.decision.action === 'volume data ready on n1'), 10_000, 200);
     const wanted = (await api('GET', '/v1/state?prefix=/volumes/')).kvs as Json[];
     expect(wanted.map((kv) => kv.key)).toEqual(['/volumes/n1/db/data']);
 
