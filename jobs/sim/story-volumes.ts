@@ -8,7 +8,12 @@ const Gi = 1024 ** 3;
 const Mi = 1024 ** 2;
 const NODES = ['node1', 'node2', 'node3'];
 
-const db = web(1, { name: 'db', image: 'api:1', volumes: [{ name: 'data', sizeBytes: 64 * Mi, mountPath: '/data' }] });
+const onNode1 = { attribute: 'node' as const, op: 'in' as const, values: ['node1'] };
+// The db prefers node1; the stateless web keeps off it, so a stuck kill there (below) tests
+// the stateful rule alone (a stateless replica accepts the fencing window, and a kill that
+// keeps failing breaks that window by design).
+const db = web(1, { name: 'db', image: 'api:1', volumes: [{ name: 'data', sizeBytes: 64 * Mi, mountPath: '/data' }], placement: { prefer: [{ constraint: onNode1, weight: 50 }] } });
+const stateless = web(2, { placement: { restrict: [onNode1] } });
 
 /** Where the db's live replica is placed, and its id. */
 async function dbPlacement(w: SimWorld): Promise<{ id: string; node: string } | undefined> {
@@ -57,7 +62,7 @@ export async function simVolumes(opts: SimOptions): Promise<ScenarioResult> {
   const faults = w.rng.fork();
   await w.runFor(3_000);
   await w.apply(db);
-  await w.apply(web(2));
+  await w.apply(stateless);
   await w.runFor(15_000);
 
   const first = await dbPlacement(w);
@@ -82,6 +87,10 @@ export async function simVolumes(opts: SimOptions): Promise<ScenarioResult> {
 
   // 2. A partition: the lease expires, the db is held (its old copy may still run), then
   //    the node returns, confirms the stop under its new tenure, and the db goes back there.
+  // Seeded: the node's kills fail for a while, so the old copy outlives its fencing
+  // deadline and even the lease — exactly what a lease expiry cannot rule out.
+  const stuck = faults.int(0, 12);
+  if (stuck > 0) w.failKills(home, stuck);
   w.partition(home, true);
   await w.runFor(30_000);
   const held = await dbPlacement(w);
