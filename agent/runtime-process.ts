@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -36,10 +36,19 @@ function volumeMounts(files: string, volumes: readonly WorkloadVolume[]): Record
     env[volumeEnvName(v.name)] = v.hostPath;
     const link = join(files, v.path);
     mkdirSync(dirname(link), { recursive: true, mode: 0o700 });
-    rmSync(link, { recursive: true, force: true });
-    symlinkSync(v.hostPath, link);
+    // A link left by an earlier start is replaced; anything else there (a config directory) is kept.
+    if (isSymlink(link)) rmSync(link, { force: true });
+    if (!existsSync(link)) symlinkSync(v.hostPath, link);
   }
   return env;
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
