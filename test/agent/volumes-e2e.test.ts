@@ -21,6 +21,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
  *    `cca fence node n1 --confirm`; then it is, with the decision naming operator-fence,
  *    and when the node returns the replacement goes back to its data.
  * 3. Lost again; the agent returns and confirms the stop itself (proof node-confirmed).
+ * 4. The service is deleted: the volume is released and its directory deleted.
  */
 const haveBusybox = existsSync('/usr/bin/busybox');
 
@@ -78,6 +79,7 @@ describe.skipIf(!haveBusybox)('volumes on the process runtime, end to end', () =
       '  cpu      = 0.1',
       '  memory   = 32Mi',
       '  volume data { size = 16Mi mount = "/data" }',
+      '  stop_grace = 2s',
       '}',
       '',
     ].join('\n'));
@@ -151,5 +153,13 @@ describe.skipIf(!haveBusybox)('volumes on the process runtime, end to end', () =
     expect((await tenureOf()).tenure).toBeGreaterThan(lostTenure);
     const confirmedWhy = await api('GET', `/v1/why/replica/${third}`);
     expect((confirmedWhy.history as Json[]).map((h) => h.decision.action)).toContain('lost with node n1 (proof: node-confirmed)');
+
+    // 4. Deleting the service: the storage controller releases the volume, the agent deletes its data.
+    const volumeDir = join(tmp.dir, 'volumes', 'db', 'data');
+    expect(existsSync(volumeDir)).toBe(true);
+    await api('DELETE', '/v1/services/db');
+    await waitFor('the volume deleted on the node', () => !existsSync(volumeDir), 30_000, 200);
+    await waitFor('its report gone', async () => ((await api('GET', '/v1/state?prefix=/observed-volumes/')).kvs as Json[]).length === 0, 10_000, 200);
+    expect(((await api('GET', '/v1/state?prefix=/volumes/')).kvs as Json[])).toEqual([]);
   }, 120_000);
 });
