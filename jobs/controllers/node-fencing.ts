@@ -53,17 +53,20 @@ type Proof = { proof: LostReplica['proof']; compares: Compare[]; evidence: Fact<
 
 /**
  * The proof that a stateful replica of a past tenure no longer runs, if there is one:
- * - node-confirmed: the node is registered again under a newer tenure and its agent reports
- *   the replica stopped (exited, failed or gone) under that tenure — the agent re-adopted
- *   what its runtime holds before reporting, so "stopped" means it is not running there;
+ * - node-confirmed: the node is registered and ready again under a newer tenure and its
+ *   agent reports the replica stopped (exited, failed or gone) under that tenure — the agent
+ *   re-adopted what its runtime holds before reporting, so "stopped" means it is not running there;
  * - operator-fence: `/fences/<node>` asserts every workload of tenures up to its own stopped.
  */
-function proofOf(a: Fact<'assigned'>, proofs: Proofs, name: string, node: Fact<'node'> | undefined): Proof | undefined {
+function proofOf(a: Fact<'assigned'>, proofs: Proofs, name: string, node: Fact<'node'> | undefined, status: Fact<'nodeStatus'> | undefined): Proof | undefined {
   const obs = proofs.observations.get(a.value.replica);
-  if (node && obs && obs.value.tenure === node.kv.createRevision && obs.value.tenure > a.value.tenure && TERMINAL.has(obs.value.state)) {
+  // Only once the node is ready again under that tenure: the replacement then finds its
+  // volume's node ready and goes back to its data (not to an empty volume elsewhere).
+  const readyAgain = !!node && status?.value.state === 'ready' && status.value.tenure === node.kv.createRevision;
+  if (node && readyAgain && obs && obs.value.tenure === node.kv.createRevision && obs.value.tenure > a.value.tenure && TERMINAL.has(obs.value.state)) {
     return {
       proof: 'node-confirmed',
-      compares: [unchanged(obs), sameTenure(node.key, node.kv.createRevision)],
+      compares: [unchanged(obs), sameTenure(node.key, node.kv.createRevision), unchanged(status)],
       evidence: obs,
       reason: `node ${name} returned under tenure ${obs.value.tenure} and reports the replica ${obs.value.state}`,
     };
@@ -99,7 +102,7 @@ export function planStateful(
   const statusKey = buildKey('nodeStatus', name);
   for (const a of orphans) {
     const replica = a.value.replica;
-    const p = proofOf(a, proofs, name, node);
+    const p = proofOf(a, proofs, name, node, status);
     if (p) {
       const d = decide({
         kind: 'replica',

@@ -2,7 +2,7 @@ import { isCcaError } from '../../core/diagnostics/error.js';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import type { Assignment, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
-import type { Store } from '../../db/store.js';
+import type { Op, Store } from '../../db/store.js';
 import { FakeRuntime } from './runtime.js';
 
 export interface AgentTiming {
@@ -45,6 +45,8 @@ export class SimAgent {
   private started = new Set<string>();
   /** Stateful replicas of past tenures whose stop this agent confirmed, and under which tenure. */
   private readonly confirmedUnder = new Map<string, number>();
+  /** The volume reports last written (key → value), to write only changes. */
+  private volumes = new Map<string, string>();
 
   constructor(
     readonly record: NodeRecordInput & { name: string },
@@ -90,6 +92,7 @@ export class SimAgent {
   restart(): void {
     this.alive = true;
     this.written.clear();
+    this.volumes.clear();
     this.lastKeepalive = -Infinity;
     for (const w of this.runtime.workloads.values()) this.started.add(w.replica);
   }
@@ -120,6 +123,7 @@ export class SimAgent {
     this.lastKeepalive = local;
     this.renewed(local);
     this.written.clear();
+    this.volumes.clear();
     this.started.clear();
     this.emit({ kind: 'registered', tenure: kv.createRevision });
   }
@@ -187,6 +191,35 @@ export class SimAgent {
       if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
     }
     await this.report(assigned, tenure);
+    await this.reportVolumes(assigned, tenure);
+  }
+
+  /**
+   * Volumes as the real agent keeps them (agent/volumes.ts): those `/volumes/<node>/` wants and
+   * those its assignments mount exist, anything else is deleted; reported on change only.
+   */
+  private async reportVolumes(assigned: Map<string, Assignment>, tenure: number): Promise<void> {
+    const node = this.record.name;
+    const want = new Map<string, number>();
+    for (const kv of (await this.store.range({ prefix: prefixOf('volume', node) })).kvs) {
+      const v = decodeFact('volume', kv.key, kv.value);
+      want.set(buildKey('observedVolume', node, v.service, v.volume), v.sizeBytes);
+    }
+    for (const a of assigned.values()) {
+      for (const v of a.spec.volumes) {
+        const key = buildKey('observedVolume', node, a.service, v.name);
+        if (!want.has(key)) want.set(key, v.sizeBytes);
+      }
+    }
+    const guard = { key: buildKey('node', node), target: 'createRevision' as const, op: '=' as const, value: tenure };
+    const values = new Map([...want].map(([key, sizeBytes]) => [key, encodeFact('observedVolume', { state: 'ready', path: `/sim${key}`, sizeBytes, usedBytes: 0, at: 0 })]));
+    const ops: Op[] = [];
+    for (const [key, value] of values) if (this.volumes.get(key) !== value) ops.push({ put: { key, value } });
+    for (const key of (await this.store.range({ prefix: prefixOf('observedVolume', node), keysOnly: true })).kvs.map((kv) => kv.key)) {
+      if (!values.has(key)) ops.push({ delete: { key } });
+    }
+    if (ops.length === 0) return;
+    if ((await this.store.txn({ compare: [guard], success: ops })).succeeded) this.volumes = values;
   }
 
   /** Observations of what runs under this tenure; stale ones (no assignment any more) are removed. */

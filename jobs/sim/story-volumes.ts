@@ -71,6 +71,8 @@ export async function simVolumes(opts: SimOptions): Promise<ScenarioResult> {
   const home = first.node;
   const vols = await listFacts(w.store, 'volume', prefixOf('volume'));
   expectThat(w, vols.length === 1 && vols[0]!.value.node === home, `the storage controller wants db's volume on ${home} only`);
+  const storage = await why(w.store, 'service', 'db');
+  expectThat(w, storage.history.some((l) => l.decision.action === `volume data ready on ${home}`), `the agent of ${home} reports the volume and the storage controller records it ready`);
 
   // 1. A crash: the replacement goes back to the node that holds the volume.
   w.crashReplica(first.id, 1);
@@ -128,6 +130,7 @@ export async function simVolumes(opts: SimOptions): Promise<ScenarioResult> {
   await w.deleteService('db');
   await w.runFor(20_000);
   expectThat(w, (await listFacts(w.store, 'volume', prefixOf('volume'))).length === 0, 'deleting db releases its volumes');
+  expectThat(w, (await listFacts(w.store, 'observedVolume', prefixOf('observedVolume'))).length === 0, 'and the agents delete them');
   await w.checkQuiescent();
   return result('sim-volumes', w, notes);
 }
