@@ -67,6 +67,7 @@ export class Agent {
   private lastVolumeSync = 0;
   private volumesReported = '';
   private volumesReportedAt = 0;
+  private volumesUnsupported = false;
   /** Stops of past tenures' stateful replicas confirmed to the server (replica → tenure reported under). */
   private readonly confirmed = new Map<string, number>();
 
@@ -275,7 +276,7 @@ export class Agent {
    */
   private async syncVolumes(now: number): Promise<void> {
     const lease = this.leases.lease;
-    if (this.syncingVolumes || !this.leases.registered || !lease) return;
+    if (this.syncingVolumes || this.volumesUnsupported || !this.leases.registered || !lease) return;
     this.syncingVolumes = true;
     try {
       const { volumes } = await this.client.volumes();
@@ -299,7 +300,11 @@ export class Agent {
       this.volumesReported = fp;
       this.volumesReportedAt = now;
     } catch (e) {
-      this.onCallError(e, 'volumes');
+      // A server without the volume routes (an older version): say so once, stop asking.
+      if (e instanceof ServerError && e.status === 404 && e.diagnostic.code === 'CCA-E0604') {
+        this.volumesUnsupported = true;
+        this.log('the server has no volume routes: volumes are created for replicas but not reported');
+      } else this.onCallError(e, 'volumes');
     } finally {
       this.syncingVolumes = false;
     }
