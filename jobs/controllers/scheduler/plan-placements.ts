@@ -5,7 +5,7 @@ import type { ServiceSpec } from '../../../core/model/service.js';
 import type { Compare, Op } from '../../../db/store.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
-import { place as placeAmong, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
+import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isReady, type ClusterView } from '../view.js';
@@ -70,13 +70,16 @@ export type VolumeNodes = Map<string, Set<string>>;
 /**
  * Stateful affinity: a replica with a volume goes back to a ready node that holds its
  * service's volume and runs no replica of the service now (its data is there), and waits
- * for that node when it is full. With no such node ready it is placed as any other and
- * gets a fresh volume where it lands. Undefined when the rule does not apply.
+ * for that node when it is full. With no such node ready and usable it is placed as any
+ * other and gets a fresh volume where it lands. Undefined when the rule does not apply.
  */
 function placeStateful(d: Demand, spec: ServiceSpec, nodes: readonly Candidate[], spread: Spread, volumeNodes: VolumeNodes): Placement | undefined {
   const holders = volumeNodes.get(d.service);
   if (spec.volumes.length === 0 || !holders) return undefined;
-  const free = nodes.filter((n) => holders.has(n.name) && n.ready && (spread.node.get(n.name) ?? 0) === 0);
+  // Only capacity makes it wait: a holder it may not use at all (a taint, its constraints, an
+  // audit) is no holder, and the replica is placed as any other.
+  const texts = textsOf(d);
+  const free = nodes.filter((n) => holders.has(n.name) && (spread.node.get(n.name) ?? 0) === 0 && staticExclusion(d, n, texts) === undefined);
   if (free.length === 0) return undefined;
   const r = placeAmong(d, free, spread);
   const names = free.map((n) => n.name).join(', ');
