@@ -13,6 +13,7 @@ import { plan, type SlotView } from './plan.js';
 import type { Runtime, RuntimeEvent, WorkloadStatus } from './runtime.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
 import type { StateDir } from './state.js';
+import { VolumeDir } from './volumes.js';
 
 export interface AgentOptions {
   server: string;
@@ -36,6 +37,8 @@ export interface AgentOptions {
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
 const BACKOFF = { initialMs: 200, maxMs: 5_000 } as const;
 const START_CONCURRENCY = 4;
+const VOLUME_SYNC_MS = 2_000;
+const VOLUME_REFRESH_MS = 30_000;
 
 /**
  * The node agent: registers on a lease, keeps it alive, long-polls its assignments, reconciles
@@ -64,9 +67,18 @@ export class Agent {
   private unsubscribe: (() => void) | undefined;
   private wake: (() => void) | undefined;
   private readonly policy: PolicyFollower | undefined;
+  private readonly volumes: VolumeDir;
+  private syncingVolumes = false;
+  private lastVolumeSync = 0;
+  private volumesReported = '';
+  private volumesReportedAt = 0;
+  private volumesUnsupported = false;
+  /** Stops of past tenures' stateful replicas confirmed to the server (replica → tenure reported under). */
+  private readonly confirmed = new Map<string, number>();
 
   constructor(private readonly opts: AgentOptions) {
     this.now = opts.now ?? Date.now;
+    this.volumes = new VolumeDir(opts.state.dir);
     this.client = new AgentClient(opts.server, opts.node);
     if (opts.network) {
       this.policy = new PolicyFollower({
@@ -277,6 +289,50 @@ export class Agent {
     }
     this.runProbes(now);
     void this.report(now);
+    if (now - this.lastVolumeSync >= VOLUME_SYNC_MS) {
+      this.lastVolumeSync = now;
+      void this.syncVolumes(now);
+    }
+  }
+
+  /**
+   * Volumes: create what the storage controller wants here, delete what it no longer wants
+   * and no assignment here mounts, and report what the node holds (under the tenure).
+   */
+  private async syncVolumes(now: number): Promise<void> {
+    const lease = this.leases.lease;
+    if (this.syncingVolumes || this.volumesUnsupported || !this.leases.registered || !lease) return;
+    this.syncingVolumes = true;
+    try {
+      const { volumes } = await this.client.volumes();
+      const wanted = new Set(volumes.map((v) => `${v.service}/${v.volume}`));
+      for (const a of this.desired) for (const v of a.spec.volumes) wanted.add(`${a.service}/${v.name}`);
+      for (const v of volumes) this.volumes.ensure(v.service, v.volume, v.sizeBytes);
+      for (const v of this.volumes.list()) {
+        if (wanted.has(`${v.service}/${v.volume}`)) continue;
+        this.volumes.remove(v.service, v.volume);
+        this.log(`deleted volume ${v.volume} of ${v.service}: no longer wanted on this node`);
+        this.event('volume-deleted', `volume ${v.volume} of ${v.service} deleted (released by the storage controller)`);
+      }
+      const report = this.volumes.list().map((v) => {
+        const over = v.usedBytes > v.sizeBytes ? makeDiagnostic('CCA-E0521', { volume: v.volume, service: v.service, node: this.opts.node, usedBytes: v.usedBytes, sizeBytes: v.sizeBytes }) : undefined;
+        return { service: v.service, volume: v.volume, state: 'ready' as const, path: v.path, sizeBytes: v.sizeBytes, usedBytes: v.usedBytes, ...(over ? { diagnostic: { code: over.code, message: over.message } } : {}), at: now };
+      });
+      // Sent when something but the time changed (or every 30 s): the storage controller watches these.
+      const fp = JSON.stringify(report.map(({ at: _at, ...rest }) => rest));
+      if (fp === this.volumesReported && now - this.volumesReportedAt < VOLUME_REFRESH_MS) return;
+      await this.client.observedVolumes(lease.tenure, report);
+      this.volumesReported = fp;
+      this.volumesReportedAt = now;
+    } catch (e) {
+      // A server without the volume routes (an older version): say so once, stop asking.
+      if (e instanceof ServerError && e.status === 404 && e.diagnostic.code === 'CCA-E0604') {
+        this.volumesUnsupported = true;
+        this.log('the server has no volume routes: volumes are created for replicas but not reported');
+      } else this.onCallError(e, 'volumes');
+    } finally {
+      this.syncingVolumes = false;
+    }
   }
 
   private async refresh(withUsage: boolean): Promise<void> {
@@ -320,8 +376,9 @@ export class Agent {
       const fp = fingerprint(obs);
       if (fp !== slot.reported || now - slot.reportedAt >= every) due.push({ slot, obs, fp });
     }
+    const confirmations = this.stopConfirmations(lease.tenure, now);
     const events = this.events.slice(0, 100);
-    if (due.length === 0 && events.length === 0) return;
+    if (due.length === 0 && events.length === 0 && confirmations.length === 0) return;
     this.reporting = true;
     try {
       if (due.length > 0) {
@@ -330,6 +387,10 @@ export class Agent {
           d.slot.reported = d.fp;
           d.slot.reportedAt = now;
         }
+      }
+      if (confirmations.length > 0) {
+        await this.client.observations(lease.tenure, confirmations);
+        for (const c of confirmations) this.confirmed.set(c.replica, lease.tenure);
       }
       if (events.length > 0) {
         await this.client.events(lease.tenure, events);
@@ -340,6 +401,38 @@ export class Agent {
     } finally {
       this.reporting = false;
     }
+  }
+
+  /**
+   * The proof a stateful replica of a past tenure needs to be replaced (docs/volumes.md):
+   * this agent, registered again under `tenure`, reports it stopped — it holds no slot for
+   * it (everything the runtime had was adopted at start) or the slot has exited. A replica
+   * still stopping is not confirmed yet.
+   */
+  private stopConfirmations(tenure: number, now: number): Observation[] {
+    const out: Observation[] = [];
+    const assigned = new Set(this.desired.map((a) => a.replica));
+    for (const r of this.confirmed.keys()) if (!assigned.has(r)) this.confirmed.delete(r);
+    for (const a of this.desired) {
+      if (a.tenure >= tenure || a.desired !== 'run' || a.spec.volumes.length === 0 || this.confirmed.get(a.replica) === tenure) continue;
+      const slot = this.slots.get(a.replica);
+      if (slot && !TERMINAL.has(slot.state)) continue;
+      const d = makeDiagnostic('CCA-E0522', { replica: a.replica, tenure: a.tenure, node: this.opts.node, current: tenure });
+      out.push({
+        replica: a.replica,
+        service: a.service,
+        node: this.opts.node,
+        tenure,
+        state: slot?.state ?? 'exited',
+        ...(slot?.exitCode === undefined ? {} : { exitCode: slot.exitCode }),
+        restarts: 0,
+        health: { liveness: 'unknown', readiness: 'unknown' },
+        image: '',
+        diagnostic: { code: d.code, message: d.message },
+        at: now,
+      });
+    }
+    return out;
   }
 
   // ---- reconcile -------------------------------------------------------------------------
@@ -438,6 +531,7 @@ export class Agent {
     const dir = this.opts.state.replicaDir(a.replica);
     try {
       const { files, env } = materialize(dir, a.spec);
+      const volumes = this.volumes.mountsFor(a.spec);
       slot.state = 'starting';
       slot.fenced = false;
       delete slot.exitCode;
@@ -445,7 +539,7 @@ export class Agent {
       delete slot.liveness;
       delete slot.readiness;
       this.policy?.forget(a.replica);
-      slot.handle = await this.opts.runtime.start({ replica: a.replica, service: a.service, spec: a.spec, image, env, files, dir });
+      slot.handle = await this.opts.runtime.start({ replica: a.replica, service: a.service, spec: a.spec, image, env, files, volumes, dir });
       this.log(`started ${a.replica} (${a.service})`);
       this.event('started', `started on the ${this.opts.runtime.name} runtime`, a.replica);
       if (!this.opts.network && a.spec.network.allow.length > 0) {

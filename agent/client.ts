@@ -1,6 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
-import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
+import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeObservation, VolumeRecord } from '../core/model/index.js';
+
+/** One volume as the agent reports it: which one, and what it sees of it. */
+export type ObservedVolume = VolumeObservation & { service: string; volume: string };
 
 /** A coded answer from the server (4xx/5xx with `{ error: Diagnostic }`). */
 export class ServerError extends Error {
@@ -81,6 +84,16 @@ export class AgentClient {
 
   events(tenure: number, events: NodeEvent[]): Promise<{ revision: number }> {
     return this.call('POST', this.path('events'), { tenure, events });
+  }
+
+  /** The volumes the storage controller wants on this node (`/volumes/<node>/`). */
+  volumes(): Promise<{ revision: number; volumes: VolumeRecord[] }> {
+    return this.call('GET', this.path('volumes'));
+  }
+
+  /** Report the node's volumes; the server deletes reports of volumes not in the list. */
+  observedVolumes(tenure: number, volumes: ObservedVolume[]): Promise<{ revision: number }> {
+    return this.call('POST', this.path('observed-volumes'), { tenure, volumes });
   }
 
   /** Abandon every request in flight (the agent is shutting down). */

@@ -171,6 +171,8 @@ export class ContainerdRuntime implements Runtime {
       '--env-file', envFile,
       '--mount', `type=bind,src=${tini},dst=/.cca-tini,options=rbind:ro`,
       ...req.files.flatMap((f) => ['--mount', `type=bind,src=${f.hostPath},dst=${f.path},options=rbind:ro`]),
+      // Volumes: the node's directory, bind-mounted; it outlives the container.
+      ...(req.volumes ?? []).flatMap((v) => ['--mount', `type=bind,src=${v.hostPath},dst=${v.path},options=rbind:${v.readOnly ? 'ro' : 'rw'}`]),
       ...(req.spec.workdir === undefined ? [] : ['--cwd', req.spec.workdir]),
       image, id, '/.cca-tini', '-g', '-s', '--', ...argv,
     ];

@@ -1,12 +1,13 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { NetnsManager } from './netns.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
-import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
+import { volumeEnvName } from './volumes.js';
 
 export interface ProcessRuntimeOptions {
   /** Where each replica's directory lives: `<root>/<replica>/`. */
@@ -28,6 +29,32 @@ export interface ProcessRuntimeOptions {
    * node's policies enforced there). Omitted: host networking.
    */
   network?: NetnsManager;
+}
+
+/**
+ * The process runtime has no mount namespace: a volume is its host directory, named by
+ * `CCA_VOLUME_<NAME>` and linked at `$CCA_FILES<mountPath>` (where configs are too). Read-only
+ * is not enforced here (it is with containerd's bind mount).
+ */
+function volumeMounts(files: string, volumes: readonly WorkloadVolume[]): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const v of volumes) {
+    env[volumeEnvName(v.name)] = v.hostPath;
+    const link = join(files, v.path);
+    mkdirSync(dirname(link), { recursive: true, mode: 0o700 });
+    // A link left by an earlier start is replaced; anything else there (a config directory) is kept.
+    if (isSymlink(link)) rmSync(link, { force: true });
+    if (!existsSync(link)) symlinkSync(v.hostPath, link);
+  }
+  return env;
+}
+
+function isSymlink(path: string): boolean {
+  try {
+    return lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
@@ -94,7 +121,7 @@ export class ProcessRuntime implements Runtime {
     mkdirSync(cwd, { recursive: true });
     const hostPath = process.env.PATH ?? '/usr/bin:/bin';
     const applets = req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
-    const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files };
+    const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files, ...volumeMounts(files, req.volumes ?? []) };
     const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
     const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init };
     writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });

@@ -26,6 +26,15 @@ export interface WorkloadFile {
   path: string;
 }
 
+/** A local volume to mount into the workload (agent/volumes.ts made `hostPath`). */
+export interface WorkloadVolume {
+  name: string;
+  hostPath: string;
+  /** Where the workload sees it: a bind mount (containerd), `$CCA_FILES<path>` and `$CCA_VOLUME_<NAME>` (process). */
+  path: string;
+  readOnly: boolean;
+}
+
 export interface StartRequest {
   replica: string;
   service: string;
@@ -35,6 +44,8 @@ export interface StartRequest {
   /** Environment on top of spec.env (secrets exposed as env vars). Never logged. */
   env: Record<string, string>;
   files: WorkloadFile[];
+  /** Local volumes, which outlive the workload. */
+  volumes?: WorkloadVolume[];
   /** The replica's directory on the host: logs, files, supervisor state. */
   dir: string;
 }

@@ -13,6 +13,7 @@ import { assignmentSchema, type Assignment } from '../core/model/index.js';
  *   desired.json     { revision, assignments } (0600: specs carry secrets)
  *   fence-at         epoch ms at which workloads must start stopping
  *   replicas/<id>/   supervisor state, logs, materialized files
+ *   volumes/<service>/<volume>/   local volumes (agent/volumes.ts), which outlive replicas
  */
 export interface LeaseState {
   lease: number;

@@ -5,6 +5,7 @@ export const commands: Record<string, { summary: string; load(): Promise<Command
   apply: { summary: 'apply .cca files: local checks, a dry-run diff, confirmation, then apply', load: () => import('./commands/apply.js') },
   get: { summary: 'list services, replicas or nodes (-w to follow)', load: () => import('./commands/get.js') },
   delete: { summary: 'delete a service', load: () => import('./commands/delete.js') },
+  fence: { summary: 'assert that a lost node\'s workloads are stopped (--confirm), so its stateful replicas move', load: () => import('./commands/fence.js') },
   why: { summary: 'the decision chain behind a replica, node or service', load: () => import('./commands/why.js') },
   explain: { summary: 'what a diagnostic code means (offline)', load: () => import('./commands/explain.js') },
   bundle: { summary: 'a redacted .tar.gz of evidence for a bug report (never sent anywhere)', load: () => import('./commands/bundle.js') },

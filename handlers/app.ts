@@ -8,6 +8,7 @@ import { authenticate, requireReader, type AuthEnv } from './auth.js';
 import { requestId } from './request-id.js';
 import { agentRoutes } from './routes/agent.js';
 import { consoleRoutes } from './routes/console.js';
+import { fenceRoutes } from './routes/fence.js';
 import { healthRoutes } from './routes/health.js';
 import { readRoutes } from './routes/reads.js';
 import { serviceRoutes } from './routes/services.js';
@@ -47,6 +48,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', watchRoutes(deps));
   app.route('/', serviceRoutes(deps, deps.auth));
   app.route('/', readRoutes(deps));
+  app.route('/', fenceRoutes(deps));
   app.route('/', agentRoutes(deps));
   app.route('/', consoleRoutes(deps));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));

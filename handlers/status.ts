@@ -41,7 +41,9 @@ export interface ServiceStatus {
 export async function replicaViews(store: Store, service?: string, revision = 0): Promise<{ revision: number; replicas: ReplicaView[] }> {
   const replicas = await listFacts(store, 'replica', service ? [service] : [], revision);
   const at = replicas.revision;
-  const [assigned, observed] = await Promise.all([listFacts(store, 'assigned', [], at), listFacts(store, 'observed', [], at)]);
+  const [assigned, observed, nodes, lost] = await Promise.all([listFacts(store, 'assigned', [], at), listFacts(store, 'observed', [], at), listFacts(store, 'node', [], at), listFacts(store, 'lost', [], at)]);
+  const tenures = new Map(nodes.facts.map((n) => [n.value.name, n.createRevision]));
+  const declaredLost = new Set(lost.facts.map((l) => l.value.replica));
   const placement = new Map<string, Assignment>(assigned.facts.map((f) => [f.value.replica, f.value]));
   const seen = new Map<string, Observation>(observed.facts.map((f) => [`${f.value.node}/${f.value.replica}`, f.value]));
   return {
@@ -61,6 +63,10 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
         reason: r.reason,
       };
       if (a) view.node = a.node;
+      // A stateful replica of a past tenure, not yet proven stopped (docs/volumes.md).
+      if (a && a.spec.volumes.length > 0 && a.desired === 'run' && tenures.get(a.node) !== a.tenure && !declaredLost.has(r.id)) {
+        view.reason = `waiting for fencing proof of node ${a.node} (cca fence node ${a.node} --confirm, or its return)`;
+      }
       if (admissible?.health) view.health = admissible.health;
       if (admissible?.exitCode !== undefined) view.exitCode = admissible.exitCode;
       if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;

@@ -201,11 +201,31 @@ export const rolloutSchema = z.object({
   reason: z.string().default(''),
 });
 
-/** `/volumes/<node>/<service>/<volume>`: a local volume the storage controller wants on a node. */
-export const volumeRecordSchema = z.object({ node: z.string(), service: z.string(), volume: z.string(), sizeBytes: z.int().min(1), replica: z.string().optional() });
+/**
+ * `/volumes/<node>/<service>/<volume>`: a local volume the storage controller wants on a node.
+ * One per (node, service, volume), not per replica: a replacement (a new replica id) on the
+ * same node mounts the same directory, which is how data outlives the replica (docs/volumes.md).
+ */
+export const volumeRecordSchema = z.object({
+  node: z.string(),
+  service: z.string(),
+  volume: z.string(),
+  sizeBytes: z.int().min(1),
+  /** The replica whose placement first made the volume wanted on this node. */
+  replica: z.string().optional(),
+  at: ms.default(0),
+});
 
 /** `/observed-volumes/<node>/<service>/<volume>`: the agent's report of that volume. */
-export const volumeObservationSchema = z.object({ state: z.enum(['creating', 'ready', 'failed']), path: z.string(), sizeBytes: z.int().min(0), at: ms });
+export const volumeObservationSchema = z.object({
+  state: z.enum(['creating', 'ready', 'failed']),
+  path: z.string(),
+  sizeBytes: z.int().min(0),
+  /** Bytes the directory holds (measured; the directory runtime does not enforce the size). */
+  usedBytes: z.int().min(0).optional(),
+  diagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
+  at: ms,
+});
 
 /** One allowance of a policed replica: these source addresses may reach it on this port. */
 export const networkRuleSchema = z.object({

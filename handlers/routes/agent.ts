@@ -3,7 +3,7 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import { eventSchema, nodeRecordSchema, observationSchema } from '../../core/model/index.js';
+import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema } from '../../core/model/index.js';
 import type { Store } from '../../db/store.js';
 import { newNodeCredential, requireJoin, requireNode, storeTokenHash, type AuthEnv } from '../auth.js';
 import { jsonBody } from '../body.js';
@@ -28,6 +28,9 @@ const registerBody = z.object({
 const keepaliveBody = z.strictObject({ lease: z.int().min(1) });
 const assignmentsQuery = z.strictObject({ after: revisionParam.default(0), waitMs: z.coerce.number().int().min(0).max(60_000).optional() });
 const observationsBody = z.strictObject({ tenure: z.int().min(1), observations: z.array(z.unknown()).max(1000) });
+const observedVolumesBody = z.strictObject({ tenure: z.int().min(1), volumes: z.array(z.unknown()).max(256) });
+const nameSegment = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label');
+const observedVolumeBody = volumeObservationSchema.extend({ service: nameSegment, volume: nameSegment });
 const eventsBody = z.strictObject({ tenure: z.int().min(1), events: z.array(z.unknown()).max(1000) });
 
 /** The node's current tenure: the create revision of its registration, 0 when unregistered. */
@@ -170,6 +173,31 @@ export function agentRoutes(deps: ServerDeps) {
       }
       return { put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } };
     });
+    if (ops.length === 0) return c.json({ revision: await store.revision() });
+    return c.json({ revision: await writeUnderTenure(store, node, body.tenure, ops) });
+  });
+
+  app.get('/v1/agent/nodes/:node/volumes', requireNode('read volumes'), async (c) => {
+    const { revision, facts } = await listFacts(store, 'volume', [c.req.param('node')]);
+    return c.json({ revision, volumes: facts.map((f) => f.value) });
+  });
+
+  /** The node's volumes as its agent sees them: each one put, reports of volumes no longer there deleted. */
+  app.post('/v1/agent/nodes/:node/observed-volumes', requireNode('report volumes'), async (c) => {
+    const node = c.req.param('node');
+    const body = parseBody(observedVolumesBody, await jsonBody(c));
+    const keep = new Set<string>();
+    const ops: Parameters<Store['txn']>[0]['success'] = [];
+    body.volumes.forEach((raw, i) => {
+      const v = parseBody(observedVolumeBody, raw);
+      const key = buildKey('observedVolume', node, v.service, v.volume);
+      if (keep.has(key)) throw new CcaError('CCA-E0603', { where: `volumes.${i}`, reason: `volume ${v.volume} of ${v.service} is listed twice` });
+      keep.add(key);
+      const { service: _s, volume: _v, ...obs } = v;
+      ops.push({ put: { key, value: encodeFact('observedVolume', obs) } });
+    });
+    const existing = await store.range({ prefix: prefixOf('observedVolume', node), keysOnly: true });
+    for (const kv of existing.kvs) if (!keep.has(kv.key)) ops.push({ delete: { key: kv.key } });
     if (ops.length === 0) return c.json({ revision: await store.revision() });
     return c.json({ revision: await writeUnderTenure(store, node, body.tenure, ops) });
   });

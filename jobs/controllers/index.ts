@@ -6,6 +6,7 @@ import { networkController } from './network.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaController } from './replica.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
+import { storageController } from './storage.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } from './autoscaler.js';
@@ -13,6 +14,7 @@ export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, REPLICA_CONTROLLER } from './replica.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
+export { storageController, STORAGE_CONTROLLER } from './storage.js';
 
 export interface ControllerOptions {
   node?: NodeControllerOptions;
@@ -31,6 +33,7 @@ export function controllers(opts: ControllerOptions = {}): Controller[] {
     auditor,
     autoscaler(opts.autoscaler),
     networkController,
+    storageController,
   ];
   if (opts.retention !== false) list.push(retention(opts.retention ?? {}));
   return list;

@@ -3,6 +3,7 @@ import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
+import { isStateful, planStateful, PROOF_POLL_MS, readProofs, type Proofs } from './node-fencing.js';
 import { indexBy, readClusterView, type ClusterView } from './view.js';
 
 export const NODE_CONTROLLER = 'node';
@@ -24,22 +25,28 @@ interface Txn {
  * short grace every replica assigned under the old tenure is marked lost, for the replica
  * controller to replace with new ids. Nothing moves back when the node returns: it is
  * marked ready under its new tenure and takes new placements only.
+ *
+ * A stateful replica (one with a volume) is the exception: a lease expiry is not proof that
+ * it stopped (rule 7), so it is declared lost only with a proof — its node confirms the stop
+ * under a new tenure, or an operator fences the node — and `lost.proof` says which
+ * (node-fencing.ts).
  */
 export function nodeController(opts: NodeControllerOptions = {}): Controller {
   const grace = opts.lostGraceMs ?? 1_000;
   return {
     name: NODE_CONTROLLER,
-    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned')],
+    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned'), prefixOf('fence')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
-      const [view, lostList] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost'))]);
+      const [view, lostList, fenceList] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost')), listFacts(store, 'fence', prefixOf('fence'))]);
       const lost = indexBy(lostList, (l) => l.key);
+      const proofs = await readProofs(store, view, lost, indexBy(fenceList, (f) => f.value.node));
       const txns: Txn[] = [];
       let timer: number | undefined;
       const names = new Set([...view.nodes.keys(), ...view.statuses.keys()]);
       for (const name of [...names].sort()) {
-        const r = planNode(view, lost, name, now, grace);
-        if (r.txn) txns.push(r.txn);
+        const r = planNode(view, lost, proofs, name, now, grace);
+        txns.push(...(r.txns ?? []));
         if (r.at !== undefined) timer = Math.min(timer ?? Infinity, r.at);
       }
       // A lost record has done its job once the scheduler released the assignment.
@@ -56,7 +63,7 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
   };
 }
 
-function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, name: string, now: number, grace: number): { txn?: Txn; at?: number } {
+function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Proofs, name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
   const node = view.nodes.get(name);
   const status = view.statuses.get(name);
   const tenure = node?.kv.createRevision;
@@ -78,15 +85,33 @@ function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, name: stri
       reasons: [reason, `its replicas are declared lost after ${grace} ms unless it returns`],
     });
     return {
-      txn: {
+      txns: [{
         compares: [unchanged(status), nodeCompare, ...d.compares],
         ops: [putFact('nodeStatus', [name], { node: name, tenure: status.value.tenure, state: 'lost', since: now, reason }), ...d.ops],
-      },
+      }],
     };
   }
 
   // Assignments from a tenure that is not the node's current one, not yet declared lost.
-  const orphans = (view.byNode.get(name) ?? []).filter((a) => a.value.tenure !== tenure && !lost.has(buildKey('lost', name, a.value.replica)) && a.value.desired === 'run');
+  const allOrphans = (view.byNode.get(name) ?? []).filter((a) => a.value.tenure !== tenure && !lost.has(buildKey('lost', name, a.value.replica)) && a.value.desired === 'run');
+  // Stateful ones (with a volume) wait for a proof of the stop, however long; they do not
+  // hold up the rest of the node (its stateless replicas, its readiness when it returns).
+  const stateful = allOrphans.filter(isStateful);
+  const orphans = allOrphans.filter((a) => !isStateful(a));
+  const held = planStateful(stateful, proofs, name, node, status, now);
+  if (held.txns.length > 0) return { txns: held.txns, at: now };
+  const r = planLiveNode(view, orphans, name, now, grace);
+  return held.waiting ? { ...r, at: Math.min(r.at ?? Infinity, now + PROOF_POLL_MS) } : r;
+}
+
+/** The stateless orphans of a node past its grace, then its readiness under a new tenure. */
+function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
+  const node = view.nodes.get(name);
+  const status = view.statuses.get(name);
+  const tenure = node?.kv.createRevision;
+  const nodeKey = buildKey('node', name);
+  const nodeCompare = node ? sameTenure(nodeKey, node.kv.createRevision) : absent(nodeKey);
+  const statusKey = buildKey('nodeStatus', name);
   if (orphans.length > 0) {
     const lostSince = status?.value.state === 'lost' ? status.value.since : undefined;
     if (lostSince !== undefined && now < lostSince + grace) return { at: lostSince + grace };
@@ -109,7 +134,7 @@ function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, name: stri
       compares.push(unchanged(a), absent(lostKey), ...d.compares);
       ops.push(putFact('lost', [name, a.value.replica], { replica: a.value.replica, service: a.value.service, node: name, tenure: a.value.tenure, at: now, proof: 'lease-expired' }), ...d.ops);
     }
-    return { txn: { compares, ops }, ...(orphans.length > 40 ? { at: now } : {}) };
+    return { txns: [{ compares, ops }], ...(orphans.length > 40 ? { at: now } : {}) };
   }
 
   if (node && (!status || status.value.tenure !== tenure || status.value.state !== 'ready')) {
@@ -125,10 +150,10 @@ function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, name: stri
       reasons: [`registered in zone ${node.value.zone} with ${node.value.capacity.cpuMillis}m cpu under tenure ${tenure}`],
     });
     return {
-      txn: {
+      txns: [{
         compares: [unchanged(node), unchanged(status, statusKey), ...d.compares],
         ops: [putFact('nodeStatus', [name], { node: name, tenure: tenure!, state: 'ready', since: now, reason: 'registered' }), ...d.ops],
-      },
+      }],
     };
   }
   return {};

@@ -2,7 +2,7 @@ import { isCcaError } from '../../core/diagnostics/error.js';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import type { Assignment, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
-import type { Store } from '../../db/store.js';
+import type { Op, Store } from '../../db/store.js';
 import { FakeRuntime } from './runtime.js';
 
 export interface AgentTiming {
@@ -43,6 +43,10 @@ export class SimAgent {
   private written = new Map<string, string>();
   /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
   private started = new Set<string>();
+  /** Stateful replicas of past tenures whose stop this agent confirmed, and under which tenure. */
+  private readonly confirmedUnder = new Map<string, number>();
+  /** The volume reports last written (key → value), to write only changes. */
+  private volumes = new Map<string, string>();
 
   constructor(
     readonly record: NodeRecordInput & { name: string },
@@ -88,6 +92,7 @@ export class SimAgent {
   restart(): void {
     this.alive = true;
     this.written.clear();
+    this.volumes.clear();
     this.lastKeepalive = -Infinity;
     for (const w of this.runtime.workloads.values()) this.started.add(w.replica);
   }
@@ -118,6 +123,7 @@ export class SimAgent {
     this.lastKeepalive = local;
     this.renewed(local);
     this.written.clear();
+    this.volumes.clear();
     this.started.clear();
     this.emit({ kind: 'registered', tenure: kv.createRevision });
   }
@@ -185,6 +191,35 @@ export class SimAgent {
       if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
     }
     await this.report(assigned, tenure);
+    await this.reportVolumes(assigned, tenure);
+  }
+
+  /**
+   * Volumes as the real agent keeps them (agent/volumes.ts): those `/volumes/<node>/` wants and
+   * those its assignments mount exist, anything else is deleted; reported on change only.
+   */
+  private async reportVolumes(assigned: Map<string, Assignment>, tenure: number): Promise<void> {
+    const node = this.record.name;
+    const want = new Map<string, number>();
+    for (const kv of (await this.store.range({ prefix: prefixOf('volume', node) })).kvs) {
+      const v = decodeFact('volume', kv.key, kv.value);
+      want.set(buildKey('observedVolume', node, v.service, v.volume), v.sizeBytes);
+    }
+    for (const a of assigned.values()) {
+      for (const v of a.spec.volumes) {
+        const key = buildKey('observedVolume', node, a.service, v.name);
+        if (!want.has(key)) want.set(key, v.sizeBytes);
+      }
+    }
+    const guard = { key: buildKey('node', node), target: 'createRevision' as const, op: '=' as const, value: tenure };
+    const values = new Map([...want].map(([key, sizeBytes]) => [key, encodeFact('observedVolume', { state: 'ready', path: `/sim${key}`, sizeBytes, usedBytes: 0, at: 0 })]));
+    const ops: Op[] = [];
+    for (const [key, value] of values) if (this.volumes.get(key) !== value) ops.push({ put: { key, value } });
+    for (const key of (await this.store.range({ prefix: prefixOf('observedVolume', node), keysOnly: true })).kvs.map((kv) => kv.key)) {
+      if (!values.has(key)) ops.push({ delete: { key } });
+    }
+    if (ops.length === 0) return;
+    if ((await this.store.txn({ compare: [guard], success: ops })).succeeded) this.volumes = values;
   }
 
   /** Observations of what runs under this tenure; stale ones (no assignment any more) are removed. */
@@ -214,11 +249,27 @@ export class SimAgent {
       const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, w.replica), value } }] });
       if (r.succeeded) this.written.set(w.replica, value);
     }
+    // A stateful replica of a past tenure that does not run here: confirm its stop under
+    // this tenure, the proof the node controller needs to replace it (docs/volumes.md).
+    const confirmed = new Set<string>();
+    for (const a of assigned.values()) {
+      if (a.tenure >= tenure || a.desired !== 'run' || a.spec.volumes.length === 0) continue;
+      const w = this.runtime.workloads.get(a.replica);
+      if (w?.state === 'running') continue;
+      confirmed.add(a.replica);
+      const obs: Observation = {
+        replica: a.replica, service: a.service, node: this.record.name, tenure, state: 'exited', restarts: 0,
+        health: { liveness: 'unknown', readiness: 'unknown' }, image: '', at: this.wall,
+      };
+      if (this.confirmedUnder.get(a.replica) === tenure) continue;
+      const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, a.replica), value: encodeFact('observed', obs) } }] });
+      if (r.succeeded) this.confirmedUnder.set(a.replica, tenure);
+    }
     const existing = await this.store.range({ prefix: prefixOf('observed', this.record.name), keysOnly: true });
     for (const kv of existing.kvs) {
       const replica = kv.key.slice(kv.key.lastIndexOf('/') + 1);
       const a = assigned.get(replica);
-      if (a && a.tenure === tenure) continue;
+      if ((a && a.tenure === tenure) || confirmed.has(replica)) continue;
       await this.store.txn({ compare: [guard], success: [{ delete: { key: kv.key } }] });
       this.written.delete(replica);
       const w = this.runtime.workloads.get(replica);

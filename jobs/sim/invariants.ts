@@ -25,6 +25,7 @@ export const INVARIANTS = {
   chains: 'decision-chains',
   eventuallyRunning: 'eventually-running',
   storeReportedOnce: 'store-failure-reported-once',
+  statefulProven: 'stateful-replaced-only-with-proof',
 } as const;
 
 /** What the world mirrors from the watch: assignments and node capacities, decoded once per change. */
@@ -63,6 +64,29 @@ export async function checkNewAssignments(store: Store, batch: WatchBatch): Prom
     if (!node || node.createRevision !== a.tenure || status?.state !== 'ready' || status.tenure !== a.tenure) {
       out.push(`${a.replica} placed on ${a.node} (tenure ${a.tenure}) at revision ${batch.revision}, but the node was ${node ? `at tenure ${node.createRevision}` : 'not registered'} and ${status ? `${status.state} for tenure ${status.tenure}` : 'without status'}`);
     }
+  }
+  return out;
+}
+
+/**
+ * A replacement of a stateful replica (one with a volume) lost with its node is placed only
+ * with a proof that the old copy stopped — the node confirmed it or an operator fenced the
+ * node, never a lease expiry alone — and only while the old copy runs nowhere.
+ */
+export async function checkStatefulPlacements(store: Store, batch: WatchBatch, replaces: ReadonlyMap<string, string>, agents: Iterable<SimAgent>): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of batch.events) {
+    if (e.type !== 'put' || e.kv.version !== 1 || parseKey(e.kv.key)?.kind !== 'assigned') continue;
+    const a = decodeFact('assigned', e.kv.key, e.kv.value);
+    const old = replaces.get(a.replica);
+    if (a.spec.volumes.length === 0 || !old) continue;
+    for (const agent of agents) {
+      if (agent.runtime.workloads.get(old)?.state === 'running') out.push(`${a.replica} placed on ${a.node} while ${old}, the stateful replica it replaces, still runs on ${agent.record.name}`);
+    }
+    // The /lost/ record may already be gone (deleted once released); the decision stays.
+    const lostDecisions = (await store.range({ prefix: prefixOf('decision', 'replica', old) })).kvs.filter((kv) => kv.key.endsWith('-node-lost'));
+    const proven = lostDecisions.some((kv) => /\(proof: (node-confirmed|operator-fence)\)/.test(decodeFact('decision', kv.key, kv.value).action));
+    if (!proven) out.push(`${a.replica} replaces stateful ${old} without a proof of its stop (a lease expiry alone)`);
   }
   return out;
 }

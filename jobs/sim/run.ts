@@ -2,6 +2,7 @@ import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scena
 import { simAutoscale } from './story-autoscale.js';
 import { simNetwork } from './story-network.js';
 import type { SimOptions } from './world.js';
+import { simVolumes } from './story-volumes.js';
 
 /**
  * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
@@ -12,6 +13,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-c1': simC1,
   'sim-autoscale': simAutoscale,
   'sim-network': simNetwork,
+  'sim-volumes': simVolumes,
 };
 
 export type ScenarioName = string;

@@ -446,6 +446,7 @@ export class SimWorld {
         }
       }
       for (const d of await inv.checkNewAssignments(this.store, batch)) this.violate(inv.INVARIANTS.placedOnReady, d);
+      for (const d of await inv.checkStatefulPlacements(this.store, batch, this.replaces, this.agents.values())) this.violate(inv.INVARIANTS.statefulProven, d);
     }
   }
 

@@ -151,6 +151,29 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-crash-1'), 15_000);
   }, 60_000);
 
+  it('bind-mounts a volume: what one replica wrote, the next replica of the service reads; read_only is a read-only mount', async () => {
+    const data = { name: 'data', sizeBytes: 16 * 1024 * 1024, mountPath: '/data' };
+    server.assign('n1', 'vol-1', { name: 'vol', image: 'busybox:1.35', command: ['sh', '-c', 'echo from-vol-1 > /data/note; while true; do sleep 1; done'], volumes: [data] });
+    await waitFor('running', () => server.observation('n1', 'vol-1')?.state === 'running', 30_000);
+    const hostDir = join(tmp.dir, 'state', 'volumes', 'vol', 'data', 'data');
+    await waitFor('written through the mount', () => existsSync(join(hostDir, 'note')), 10_000);
+    expect(readFileSync(join(hostDir, 'note'), 'utf8')).toBe('from-vol-1\n');
+    server.unassign('n1', 'vol-1');
+    await waitFor('removed', async () => !(await runtime.ctr.containers()).has('cca-vol-1'), 15_000);
+    expect(existsSync(join(hostDir, 'note'))).toBe(true); // the volume outlives the container
+    server.assign('n1', 'vol-2', { name: 'vol', image: 'busybox:1.35', command: ['sh', '-c', 'cat /data/note > /data/seen; while true; do sleep 1; done'], volumes: [data] });
+    await waitFor('the next replica read it', () => existsSync(join(hostDir, 'seen')) && readFileSync(join(hostDir, 'seen'), 'utf8') === 'from-vol-1\n', 30_000);
+    server.assign('n1', 'ro-1', { name: 'vol', image: 'busybox:1.35', command: ['sh', '-c', 'while true; do sleep 1; done'], volumes: [{ ...data, readOnly: true }] });
+    await waitFor('ro running', () => server.observation('n1', 'ro-1')?.state === 'running', 30_000);
+    const ro = (await runtime.list()).find((s) => s.handle.replica === 'ro-1')!.handle;
+    expect(await runtime.exec(ro, ['cat', '/data/note'], 5_000)).toBe(0);
+    expect(await runtime.exec(ro, ['sh', '-c', 'echo x > /data/other'], 5_000)).not.toBe(0);
+    expect(existsSync(join(hostDir, 'other'))).toBe(false);
+    server.unassign('n1', 'vol-2');
+    server.unassign('n1', 'ro-1');
+    await waitFor('removed', async () => ![...(await runtime.ctr.containers())].some((c) => c.startsWith('cca-vol-') || c.startsWith('cca-ro-')), 15_000);
+  }, 90_000);
+
   it('a detached fencer stops the node\'s containers at the fence deadline even with no agent alive', async () => {
     server.assign('n1', 'fence-1', { name: 'fence', image: 'busybox:1.35', command: ['sh', '-c', 'trap "" TERM; while true; do sleep 1; done'], stopGraceMs: 60_000 });
     await waitFor('running', () => server.observation('n1', 'fence-1')?.state === 'running', 30_000);

@@ -129,6 +129,16 @@ ${show('get-services-json', 'get-replicas-json')}
 
 ${show('delete-no-tty', 'delete-yes', 'delete-unknown')}
 
+## \`cca fence node NAME --confirm\`
+
+A replica with a volume is stateful: when its node is lost it is **not** replaced on the
+lease expiry alone, only with a proof that it stopped (docs/volumes.md). When the node will
+not come back to confirm that itself, an operator who knows the machine is off or cut off
+asserts it. Nothing is sent without \`--confirm\`; a ready node is refused (its agent proves
+its own stops), as is a node that never registered.
+
+${show('fence-no-confirm', 'fence-ready', 'fence-unknown', 'fence-confirmed')}
+
 ## \`cca why replica|node|service NAME\`
 
 The decision chain behind a subject, newest first, each step indented under the one it

@@ -121,4 +121,25 @@ export const agentCodes = [
     cause: 'service {service} has a network policy, but node {node} runs its replica {replica} on the host network, where the policy cannot be enforced',
     fix: 'run the agent with --network netns (root, nftables) so each replica gets its own network namespace, or keep policed services off this node with a placement rule',
   },
+  {
+    code: 'CCA-E0520',
+    blame: 'environment',
+    title: 'volume cannot be created',
+    cause: 'the agent cannot create volume {volume} of service {service} at {path}: {reason}',
+    fix: 'check the disk and permissions of the agent\'s state directory; the replica stays failed until the volume can be created',
+  },
+  {
+    code: 'CCA-E0521',
+    blame: 'user',
+    title: 'volume over its size',
+    cause: 'volume {volume} of service {service} on node {node} holds {usedBytes} bytes, more than its size of {sizeBytes} bytes',
+    fix: 'raise the volume\'s size in the spec, or delete data; the directory runtime measures sizes, it does not enforce them',
+  },
+  {
+    code: 'CCA-E0522',
+    blame: 'environment',
+    title: 'stop confirmed after re-registration',
+    cause: 'replica {replica} (tenure {tenure}) is not running on node {node}: the agent confirmed it under tenure {current}',
+    fix: 'nothing: this is the proof a stateful replica needs to be replaced',
+  },
 ] as const satisfies readonly DiagnosticDef[];

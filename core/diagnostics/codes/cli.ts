@@ -107,4 +107,11 @@ export const cliCodes = [
     cause: '`cca {command}` is not part of this build: {reason}',
     fix: 'report this with `cca bundle`; the package was built without that command',
   },
+  {
+    code: 'CCA-E0721',
+    blame: 'user',
+    title: 'fence needs --confirm',
+    cause: 'fencing node {node} asserts that none of its workloads runs any more; the command needs --confirm',
+    fix: 'make sure machine {node} is powered off or cut off (its replicas with volumes are started elsewhere or anew), then run `cca fence node {node} --confirm`',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -51,4 +51,18 @@ export const controllerCodes = [
     cause: 'the policy of service {service} allows port `{port}`, which replica {replica} does not declare (it runs an older spec)',
     fix: 'nothing reaches that port of the replica until it is replaced by one whose spec declares the port; roll the service or name a port it declares',
   },
+  {
+    code: 'CCA-E0419',
+    blame: 'environment',
+    title: 'stateful replica waits for a fencing proof',
+    cause: 'replica {replica} of service {service} has a volume and node {node} lost tenure {tenure}; a lease expiry alone does not prove it stopped',
+    fix: 'bring node {node} back (its agent confirms the stop), or if the machine is down for good assert it with `cca fence node {node} --confirm`',
+  },
+  {
+    code: 'CCA-E0420',
+    blame: 'environment',
+    title: 'replica waits for the node holding its volume',
+    cause: 'replica {replica} of service {service} needs volume {volume}, held on {nodes}: {shortfall}',
+    fix: 'free capacity on {nodes}, or delete the volume there (remove it from the spec) to let the replica start elsewhere with an empty one',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -100,4 +100,18 @@ export const serverCodes = [
     cause: 'the registration of node {node} is not acceptable: {reason}',
     fix: 'check the agent flags or config file (capacity, zone, labels, taints)',
   },
+  {
+    code: 'CCA-E0618',
+    blame: 'user',
+    title: 'node is ready: no fence',
+    cause: 'node {node} is ready under tenure {tenure}: its agent is alive and stops its own workloads',
+    fix: 'fence only a node that is lost (`cca get nodes`); a ready node proves its stops itself',
+  },
+  {
+    code: 'CCA-E0619',
+    blame: 'user',
+    title: 'unknown node',
+    cause: 'there is no node named {node} (it never registered, or its record is gone)',
+    fix: 'check the name with `cca get nodes`',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -6,7 +6,7 @@ import { getFact, listFacts, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
 import { indexBy, readClusterView } from '../view.js';
 import { commitAll, packTxns } from './batch.js';
-import { pendingReasons, planPlacements, SCHEDULER, type Pending, type PlacementPlan } from './plan-placements.js';
+import { pendingReasons, planPlacements, SCHEDULER, type Pending, type PlacementPlan, type VolumeNodes } from './plan-placements.js';
 import { planReleases, planRepairs } from './plan-releases.js';
 
 export { SCHEDULER } from './plan-placements.js';
@@ -34,15 +34,16 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
   const concurrency = opts.txnConcurrency ?? 1;
   return {
     name: SCHEDULER,
-    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service')],
+    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service'), prefixOf('volume')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
-      const [view, recordList, placementList, repairs, services] = await Promise.all([
+      const [view, recordList, placementList, repairs, services, volumes] = await Promise.all([
         readClusterView(store),
         listFacts(store, 'replica', prefixOf('replica')),
         listFacts(store, 'placement', prefixOf('placement')),
         listFacts(store, 'repair', prefixOf('repair')),
         listFacts(store, 'service', prefixOf('service')),
+        listFacts(store, 'volume', prefixOf('volume')),
       ]);
       const records = indexBy(recordList, (r) => r.value.id);
       const placements = indexBy(placementList, (p) => p.value.replica);
@@ -63,7 +64,9 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
         const r = records.get(id);
         return !!r && r.value.desired === 'run' && !r.value.retired;
       };
-      const plan = planPlacements(view, pending, live, now);
+      const volumeNodes: VolumeNodes = new Map();
+      for (const v of volumes) volumeNodes.set(v.value.service, (volumeNodes.get(v.value.service) ?? new Set()).add(v.value.node));
+      const plan = planPlacements(view, pending, live, now, volumeNodes);
       const failed = await commitAll(store, packTxns(plan.groups), concurrency);
       // Pending decisions are recorded on a view without this step's own placements in
       // flight, so their basis is the one the next step will see (else a converged system

@@ -5,7 +5,7 @@ import type { ServiceSpec } from '../../../core/model/service.js';
 import type { Compare, Op } from '../../../db/store.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
-import { type Candidate, type Demand } from '../../placement/place.js';
+import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isReady, type ClusterView } from '../view.js';
@@ -64,6 +64,31 @@ export function spreadCounts(view: ClusterView, live: (replica: string) => boole
   return { zone, node };
 }
 
+/** Per service, the nodes holding one of its volumes (`/volumes/`). */
+export type VolumeNodes = Map<string, Set<string>>;
+
+/**
+ * Stateful affinity: a replica with a volume goes back to a ready node that holds its
+ * service's volume and runs no replica of the service now (its data is there), and waits
+ * for that node when it is full. With no such node ready and usable it is placed as any
+ * other and gets a fresh volume where it lands. Undefined when the rule does not apply.
+ */
+function placeStateful(d: Demand, spec: ServiceSpec, nodes: readonly Candidate[], spread: Spread, volumeNodes: VolumeNodes): Placement | undefined {
+  const holders = volumeNodes.get(d.service);
+  if (spec.volumes.length === 0 || !holders) return undefined;
+  // Only capacity makes it wait: a holder it may not use at all (a taint, its constraints, an
+  // audit) is no holder, and the replica is placed as any other.
+  const texts = textsOf(d);
+  const free = nodes.filter((n) => holders.has(n.name) && (spread.node.get(n.name) ?? 0) === 0 && staticExclusion(d, n, texts) === undefined);
+  if (free.length === 0) return undefined;
+  const r = placeAmong(d, free, spread);
+  const names = free.map((n) => n.name).join(', ');
+  if (r.ok) return { ...r, reasons: [`its volume ${spec.volumes.map((v) => v.name).join(', ')} is held on ${r.node}`, ...r.reasons] };
+  const volume = spec.volumes[0]!.name;
+  const diag = makeDiagnostic('CCA-E0420', { replica: d.replica, service: d.service, volume, nodes: names, shortfall: r.shortfall });
+  return { ...r, shortfall: `${diag.code} ${diag.message}` };
+}
+
 /** The view a pending decision was made on: if it is the same next time, nothing is rewritten. */
 function basisOf(view: ClusterView, spec: Fact<'service'>): string {
   const parts = [`spec ${spec.kv.modRevision}`];
@@ -77,7 +102,7 @@ function basisOf(view: ClusterView, spec: Fact<'service'>): string {
  * Plan every pending replica in order (oldest first) against the view, updating the view's
  * allocations in memory as it goes so no two placements in one step overcommit a node.
  */
-export function planPlacements(view: ClusterView, pending: readonly Pending[], live: (replica: string) => boolean, now: number): PlacementPlan {
+export function planPlacements(view: ClusterView, pending: readonly Pending[], live: (replica: string) => boolean, now: number, volumeNodes: VolumeNodes = new Map()): PlacementPlan {
   const nodes = candidatesOf(view);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const spread = spreadCounts(view, live);
@@ -87,7 +112,8 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const validated = new Set<Fact<'service'>>();
   for (const p of pending) {
     const d = demandOf(p.record.value, p.spec.value);
-    const result = place(d, { zone: spread.zone.get(d.service) ?? new Map(), node: spread.node.get(d.service) ?? new Map() });
+    const serviceSpread = { zone: spread.zone.get(d.service) ?? new Map<string, number>(), node: spread.node.get(d.service) ?? new Map<string, number>() };
+    const result = placeStateful(d, p.spec.value, nodes, serviceSpread, volumeNodes) ?? place(d, serviceSpread);
     if (!result.ok) {
       plan.unplaced.push({ pending: p, shortfall: result.shortfall, basis: basisOf(view, p.spec), excluded: result.excluded });
       continue;

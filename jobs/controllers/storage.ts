@@ -1,0 +1,187 @@
+import { buildKey, prefixOf } from '../../core/keys.js';
+import type { VolumeRecord } from '../../core/model/facts.js';
+import type { Compare, Op } from '../../db/store.js';
+import type { Controller, StepContext, Wakeup } from '../controller.js';
+import { absent, deleteKey, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { absentEvidence, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
+import { indexBy } from './view.js';
+
+export const STORAGE_CONTROLLER = 'storage';
+const RETRY_MS = 100;
+/** Volume writes per step; the rest in the next step, at once. */
+const MAX_WRITES = 64;
+
+interface Txn {
+  compares: Compare[];
+  ops: Op[];
+}
+
+/** A volume some assignment needs on its node: the first assignment (by replica id) that needs it. */
+interface Want {
+  node: string;
+  service: string;
+  volume: string;
+  sizeBytes: number;
+  assignment: Fact<'assigned'>;
+}
+
+/**
+ * The storage controller: the only writer of `/volumes/`. A volume is wanted on a node as
+ * soon as an assignment there needs it (its spec declares it), and kept — with the data the
+ * agent holds for it — while the service exists and still declares it, whether or not a
+ * replica runs there now: a replacement on the same node finds its data again, and the
+ * scheduler steers it there. It is released (the agent then deletes the directory) only
+ * when no assignment on the node uses it and the service is deleted or no longer declares
+ * it. The retention rule is stated in docs/volumes.md.
+ */
+export const storageController: Controller = {
+  name: STORAGE_CONTROLLER,
+  watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume'), prefixOf('observedVolume')],
+  async reconcile(ctx: StepContext): Promise<Wakeup> {
+    const { store, now } = ctx;
+    const [services, assigned, volumes, allocations, observed] = await Promise.all([
+      listFacts(store, 'service', prefixOf('service')),
+      listFacts(store, 'assigned', prefixOf('assigned')),
+      listFacts(store, 'volume', prefixOf('volume')),
+      listFacts(store, 'allocation', prefixOf('allocation')),
+      listFacts(store, 'observedVolume', prefixOf('observedVolume')),
+    ]);
+    const specs = indexBy(services, (s) => s.value.name);
+    const allocs = indexBy(allocations, (a) => a.value.node);
+    const records = indexBy(volumes, (v) => v.key);
+    const wants = wanted(assigned, specs);
+    const txns: Txn[] = [];
+    for (const w of wants.values()) {
+      const key = buildKey('volume', w.node, w.service, w.volume);
+      const existing = records.get(key);
+      if (existing && existing.value.sizeBytes === w.sizeBytes) continue;
+      txns.push(wantTxn(w, key, existing, specs.get(w.service), now));
+    }
+    for (const v of volumes) {
+      if (wants.has(v.key)) continue;
+      const spec = specs.get(v.value.service);
+      const declared = spec?.value.volumes.find((d) => d.name === v.value.volume);
+      if (!declared) txns.push(releaseTxn(v, spec, allocs.get(v.value.node), now));
+      else if (declared.sizeBytes !== v.value.sizeBytes) txns.push(resizeTxn(v, spec!, declared.sizeBytes, now));
+    }
+    // Desired against observed: the first report of each wanted volume ready at its size is a decision.
+    const seen = indexBy(observed, (o) => o.key);
+    for (const v of volumes) {
+      if (txns.some((t) => t.compares.some((c) => c.key === v.key))) continue;
+      const obs = seen.get(buildKey('observedVolume', v.value.node, v.value.service, v.value.volume));
+      if (!obs || obs.value.state !== 'ready' || obs.value.sizeBytes !== v.value.sizeBytes) continue;
+      const key = readyKey(v);
+      if (await store.get(key)) continue;
+      txns.push(readyTxn(v, obs));
+    }
+    let failed = 0;
+    for (const t of txns.slice(0, MAX_WRITES)) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
+    if (failed > 0) return { at: now + RETRY_MS };
+    return txns.length > MAX_WRITES ? { at: now } : {};
+  },
+};
+
+/**
+ * Every volume an assignment needs, keyed by its `/volumes/` key. The size comes from the
+ * service's current spec when it still declares the volume (a resize), else from the
+ * assignment's own spec (an old replica still using a volume the spec dropped).
+ */
+export function wanted(assigned: readonly Fact<'assigned'>[], specs: Map<string, Fact<'service'>>): Map<string, Want> {
+  const out = new Map<string, Want>();
+  const sorted = [...assigned].sort((a, b) => (a.value.replica < b.value.replica ? -1 : 1));
+  for (const a of sorted) {
+    for (const v of a.value.spec.volumes) {
+      const key = buildKey('volume', a.value.node, a.value.service, v.name);
+      if (out.has(key)) continue;
+      const current = specs.get(a.value.service)?.value.volumes.find((d) => d.name === v.name);
+      out.set(key, { node: a.value.node, service: a.value.service, volume: v.name, sizeBytes: current?.sizeBytes ?? v.sizeBytes, assignment: a });
+    }
+  }
+  return out;
+}
+
+function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Txn {
+  const serviceKey = buildKey('service', w.service);
+  const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now };
+  const d = decide({
+    kind: 'service',
+    subject: w.service,
+    controller: STORAGE_CONTROLLER,
+    action: existing ? `volume ${w.volume} on ${w.node} resized to ${w.sizeBytes} bytes` : `volume ${w.volume} wanted on ${w.node}`,
+    tag: `storage-${existing ? 'resize' : 'want'}-${w.node}-${w.volume}`,
+    at: now,
+    evidence: [evidenceOf(w.assignment), ...(spec ? [evidenceOf(spec)] : [absentEvidence(serviceKey)]), ...(existing ? [evidenceOf(existing)] : [])],
+    cause: spec ? causedByFact(spec) : causedByFact(w.assignment),
+    reasons: existing
+      ? [`the spec of ${w.service} sizes volume ${w.volume} at ${w.sizeBytes} bytes (was ${existing.value.sizeBytes})`]
+      : [`replica ${w.assignment.value.replica} is placed on ${w.node} and mounts volume ${w.volume}`, `${w.sizeBytes} bytes; kept while ${w.service} declares it, for replacements on ${w.node}`],
+  });
+  return {
+    compares: [unchanged(existing, key), unchanged(w.assignment), unchanged(spec, serviceKey), ...d.compares],
+    ops: [putFact('volume', [w.node, w.service, w.volume], record), ...d.ops],
+  };
+}
+
+/** One "ready" decision per want of a volume on a node (and per size): the record's time and size name it. */
+function readyKey(v: Fact<'volume'>): string {
+  return decisionKey('service', v.value.service, v.value.at, `storage-ready-${v.value.node}-${v.value.volume}-${v.value.sizeBytes}`);
+}
+
+function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
+  const { node, service, volume } = v.value;
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} ready on ${node}`,
+    tag: `storage-ready-${node}-${volume}-${v.value.sizeBytes}`,
+    at: v.value.at,
+    evidence: [evidenceOf(v), evidenceOf(obs)],
+    cause: causedByFact(obs),
+    reasons: [`the agent of ${node} reports ${obs.value.path}: ${obs.value.sizeBytes} bytes, ${obs.value.usedBytes ?? 0} used`],
+  });
+  return { compares: [unchanged(v), unchanged(obs), ...d.compares], ops: d.ops };
+}
+
+/** A retained volume (no replica on its node now) follows the spec's size too. */
+function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, now: number): Txn {
+  const { node, service, volume } = v.value;
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} on ${node} resized to ${sizeBytes} bytes`,
+    tag: `storage-resize-${node}-${volume}`,
+    at: now,
+    evidence: [evidenceOf(v), evidenceOf(spec)],
+    cause: causedByFact(spec),
+    reasons: [`the spec of ${service} sizes volume ${volume} at ${sizeBytes} bytes (was ${v.value.sizeBytes})`],
+  });
+  return { compares: [unchanged(v), unchanged(spec), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...v.value, sizeBytes }), ...d.ops] };
+}
+
+/**
+ * Release a volume no assignment uses whose service no longer declares it. The node's
+ * allocation record changes with every placement and release there, so comparing it
+ * rules out an assignment placed on the node since the read.
+ */
+function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, now: number): Txn {
+  const { node, service, volume } = v.value;
+  const serviceKey = buildKey('service', service);
+  const allocKey = buildKey('allocation', node);
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} released on ${node}`,
+    tag: `storage-release-${node}-${volume}`,
+    at: now,
+    evidence: [evidenceOf(v), spec ? evidenceOf(spec) : absentEvidence(serviceKey)],
+    cause: causedByFact(spec ?? { key: serviceKey, modRevision: 0 }),
+    reasons: [spec ? `${service} no longer declares volume ${volume}` : `service ${service} was deleted`, `no replica on ${node} uses it; the agent deletes its data`],
+  });
+  return {
+    compares: [unchanged(v), unchanged(spec, serviceKey), alloc ? unchanged(alloc) : absent(allocKey), ...d.compares],
+    ops: [deleteKey(v.key), ...d.ops],
+  };
+}

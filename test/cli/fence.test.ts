@@ -1,0 +1,33 @@
+import { afterEach, describe, expect, test } from 'vitest';
+import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
+import { expectGolden } from './golden.js';
+import { liveServer, seedNode, type Live } from './harness.js';
+
+const opened: Live[] = [];
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((l) => l.close()));
+});
+
+describe('cca fence node NAME --confirm', () => {
+  test('refuses without --confirm, an unknown node, a ready node; fences a lost one with its last tenure', async () => {
+    const live = await liveServer();
+    opened.push(live);
+    const run = async (name: string, argv: string[]) => {
+      const r = await live.run(argv);
+      expectGolden(name, argv, r);
+      return r;
+    };
+    const tenure = await seedNode(live.store, 'n1', 'a', 2_000, 'ready');
+    expect((await run('fence-no-confirm', ['fence', 'node', 'n1'])).code).toBe(1);
+    expect(live.requestIds).toEqual([]); // nothing was sent
+    expect((await run('fence-unknown', ['fence', 'node', 'ghost', '--confirm'])).code).toBe(1);
+    expect((await run('fence-ready', ['fence', 'node', 'n1', '--confirm'])).code).toBe(1);
+    expect((await run('fence-bad-kind', ['fence', 'service', 'web', '--confirm'])).code).toBe(1);
+    // The lease expires: the registration is gone, the status says lost.
+    await live.store.delete(buildKey('node', 'n1'));
+    await live.store.put(buildKey('nodeStatus', 'n1'), encodeFact('nodeStatus', { node: 'n1', tenure, state: 'lost', since: 1 }));
+    expect((await run('fence-confirmed', ['fence', 'node', 'n1', '--confirm'])).code).toBe(0);
+    const kv = await live.store.get(buildKey('fence', 'n1'));
+    expect(decodeFact('fence', kv!.key, kv!.value)).toMatchObject({ node: 'n1', tenure, assertedBy: 'admin' });
+  });
+});
