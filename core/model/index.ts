@@ -14,3 +14,4 @@ export * from './facts.js';
 export * from './auth.js';
 export * from './resolve.js';
 export * from './diff.js';
+export * from './template.js';

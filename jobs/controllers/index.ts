@@ -3,11 +3,13 @@ import { retention, type RetentionOptions } from '../decisions/retention.js';
 import { auditor } from './auditor.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaController } from './replica.js';
+import { rolloutController } from './rollout.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, REPLICA_CONTROLLER } from './replica.js';
+export { rolloutController, ROLLOUT_CONTROLLER } from './rollout.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
 
 export interface ControllerOptions {
@@ -18,7 +20,7 @@ export interface ControllerOptions {
 
 /** Every controller a ccattler server runs, in one list for either driver. */
 export function controllers(opts: ControllerOptions = {}): Controller[] {
-  const list = [replicaController, schedulerWith(opts.scheduler ?? {}), nodeController(opts.node), auditor];
+  const list = [replicaController, schedulerWith(opts.scheduler ?? {}), nodeController(opts.node), auditor, rolloutController];
   if (opts.retention !== false) list.push(retention(opts.retention ?? {}));
   return list;
 }
