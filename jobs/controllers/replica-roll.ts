@@ -53,12 +53,15 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
     kind: 'service',
     subject: service,
     controller: REPLICA_CONTROLLER,
-    action: `rolling update: ${did}`,
-    tag: 'rc-roll',
+    action: 'rolling update',
+    // Several roll steps can fall in one millisecond (one virtual instant in the simulation);
+    // the counts they start from differ, so they name distinct decisions.
+    tag: `rc-roll-n${counts.newLive}r${counts.newReady}o${counts.oldLive}r${counts.oldReady}`,
     at: now,
     evidence: [evidenceOf(spec), rollout ? evidenceOf(rollout) : absentEvidence(rolloutKey)],
     cause: causedByFact(spec),
     reasons: [
+      did,
       `template ${target}: ${counts.newReady}/${desired} new ready (${counts.newLive} live), ${counts.oldLive} old live (${counts.oldReady} ready)`,
       `max surge ${plan.surge} (at most ${plan.maxLive} live), max unavailable ${plan.unavailable} (at least ${plan.minReady} ready after every stop)`,
     ],

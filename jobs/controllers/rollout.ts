@@ -103,12 +103,14 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
       kind: 'service',
       subject: service,
       controller: ROLLOUT_CONTROLLER,
-      action: done ? `rollout complete: nothing to replace (revision ${next.toRevision})` : `rollout started: revision ${next.fromRevision} → ${next.toRevision}`,
+      // Actions are fixed words (retention keeps the newest of each); the details are reasons.
+      action: done ? 'rollout complete' : 'rollout started',
       tag: done ? 'ro-complete' : 'ro-start',
       at: now,
       evidence,
       cause: causedByFact(spec),
       reasons: [
+        done ? `nothing to replace: revision ${next.toRevision}` : `revision ${next.fromRevision} → ${next.toRevision}`,
         old.length > 0 ? `${old.length} live replica(s) run template ${from}, the spec's is ${target}${changed.length > 0 ? ` (changed: ${changed.join(', ')})` : ''}` : `every live replica already runs template ${target}`,
         `deadline: ${formatDuration(deadlineMs)} without progress`,
       ],
@@ -126,12 +128,12 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
       kind: 'service',
       subject: service,
       controller: ROLLOUT_CONTROLLER,
-      action: `rollout complete: revision ${r.toRevision}`,
+      action: 'rollout complete',
       tag: 'ro-complete',
       at: now,
       evidence,
       cause: causedByFact(spec),
-      reasons: [`${counts.newReady}/${desired} new replicas ready, no old replica left`],
+      reasons: [`revision ${r.toRevision}: ${counts.newReady}/${desired} new replicas ready, no old replica left`],
     });
     return commit(store, { compares: [...readSet, ...d.compares], ops: [putFact('rollout', [service], { ...base, state: 'complete', reason: '', finishedAt: now }), ...d.ops] }, now);
   }
@@ -157,12 +159,12 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
       kind: 'service',
       subject: service,
       controller: ROLLOUT_CONTROLLER,
-      action: `rollout stuck: ${reason}`,
+      action: 'rollout stuck',
       tag: 'ro-stuck',
       at: now,
       evidence,
       cause: causedByFact(spec),
-      reasons: [`no new replica became ready for ${formatDuration(now - progressAt)} (deadline ${formatDuration(deadlineMs)})`, `${diagnostic.code} ${diagnostic.message}`],
+      reasons: [reason, `no new replica became ready for ${formatDuration(now - progressAt)} (deadline ${formatDuration(deadlineMs)})`, `${diagnostic.code} ${diagnostic.message}`],
     });
     return commit(store, { compares: [...readSet, ...d.compares], ops: [putFact('rollout', [service], { ...base, state: 'stuck', reason }), ...d.ops] }, now);
   }
