@@ -43,6 +43,8 @@ export class SimAgent {
   private written = new Map<string, string>();
   /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
   private started = new Set<string>();
+  /** What a running workload's readiness check reports (a story can make a version fail it). */
+  readiness: (a: Assignment) => 'unknown' | 'passing' | 'failing' = () => 'passing';
 
   constructor(
     readonly record: NodeRecordInput & { name: string },
@@ -202,7 +204,7 @@ export class SimAgent {
         state: w.state,
         ...(w.exitCode !== undefined ? { exitCode: w.exitCode } : {}),
         restarts: 0,
-        health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
+        health: { liveness: 'unknown', readiness: w.state === 'running' ? this.readiness(a) : 'unknown' },
         image: a.spec.image,
         at: w.endedAt ?? w.startedAt,
       };

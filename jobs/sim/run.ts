@@ -1,5 +1,6 @@
 import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scenarios.js';
 import type { SimOptions } from './world.js';
+import { simRollout } from './story-rollout.js';
 
 /**
  * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
@@ -8,6 +9,7 @@ import type { SimOptions } from './world.js';
 const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-c0': simC0,
   'sim-c1': simC1,
+  'sim-rollout': simRollout,
 };
 
 export type ScenarioName = string;

@@ -86,6 +86,7 @@ export class SimWorld {
   private stepsThisInstant = 0;
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
+  private readonly checks: { name: string; check: () => Promise<string[]> }[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -296,6 +297,14 @@ export class SimWorld {
     return true;
   }
 
+  /**
+   * A story's own safety invariant, checked after every step and agent tick like the
+   * built-in ones (while the store is up); each string it returns is a violation.
+   */
+  addCheck(name: string, check: () => Promise<string[]>): void {
+    this.checks.push({ name, check });
+  }
+
   // ── running ────────────────────────────────────────────────────────────────────
 
   async runFor(ms: number): Promise<void> {
@@ -390,6 +399,7 @@ export class SimWorld {
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
+    for (const c of this.checks) for (const d of await c.check()) this.violate(c.name, d);
   }
 
   /** Route every committed change to the wake table, and check new assignments as they appear. */
