@@ -33,7 +33,20 @@ export const apiService = z.looseObject({
   placed: count,
   running: count,
   ready: count,
+  updated: count.optional(),
   pending: z.array(z.looseObject({ replica: z.string(), reason: z.string() })),
+  rollout: z
+    .looseObject({
+      state: z.enum(['progressing', 'complete', 'stuck']),
+      fromRevision: count,
+      toRevision: count,
+      reason: z.string(),
+      desired: count,
+      newReady: count,
+      newLive: count,
+      oldLive: count,
+    })
+    .optional(),
 });
 export const servicesAnswer = z.looseObject({ revision: count, services: z.array(apiService) });
 export const serviceAnswer = z.looseObject({ revision: count, service: apiService });

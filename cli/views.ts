@@ -15,7 +15,22 @@ export interface ServiceItem {
   placed: number;
   running: number;
   ready: number;
+  /** Live replicas made from the current spec (a rolling update replaces the others). */
+  updated: number;
   pending: { replica: string; reason: string }[];
+  /** The latest rolling update, or null when the service never rolled. */
+  rollout: RolloutItem | null;
+}
+
+export interface RolloutItem {
+  state: 'progressing' | 'complete' | 'stuck';
+  fromRevision: number;
+  toRevision: number;
+  desired: number;
+  newReady: number;
+  newLive: number;
+  oldLive: number;
+  reason: string;
 }
 
 export interface ReplicaItem {
@@ -60,8 +75,29 @@ const service = (s: ApiService): ServiceItem => ({
   placed: s.placed,
   running: s.running,
   ready: s.ready,
+  updated: s.updated ?? s.replicas,
   pending: s.pending.map((p) => ({ replica: p.replica, reason: p.reason })),
+  rollout: s.rollout
+    ? {
+        state: s.rollout.state,
+        fromRevision: s.rollout.fromRevision,
+        toRevision: s.rollout.toRevision,
+        desired: s.rollout.desired,
+        newReady: s.rollout.newReady,
+        newLive: s.rollout.newLive,
+        oldLive: s.rollout.oldLive,
+        reason: s.rollout.reason,
+      }
+    : null,
 });
+
+/** One line for people: "rollout stuck: 2/3 new replicas not ready: …", progress, or complete. */
+export function rolloutText(r: RolloutItem | null): string {
+  if (!r) return '-';
+  if (r.state === 'stuck') return `rollout stuck: ${r.reason}`;
+  if (r.state === 'complete') return `rollout complete (revision ${r.fromRevision} → ${r.toRevision})`;
+  return `rolling out revision ${r.toRevision}: ${r.newReady}/${r.desired} new ready, ${r.oldLive} old left`;
+}
 
 const replica = (r: ApiReplica): ReplicaItem => ({
   name: r.id,
@@ -116,8 +152,10 @@ const frac = (a: number, b: number) => `${a}/${b}`;
 export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: string[][] } {
   if (l.kind === 'services') {
     const items = l.items as ServiceItem[];
+    // The ROLLOUT column appears once some service has rolled, so plain listings stay as they were.
+    const rolled = items.some((s) => s.rollout !== null);
     return {
-      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(wide ? ['IMAGE', 'WHY PENDING'] : [])],
+      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(wide ? ['IMAGE', 'WHY PENDING'] : []), ...(rolled ? ['ROLLOUT'] : [])],
       rows: items.map((s) => [
         s.name,
         frac(s.ready, s.desired),
@@ -125,6 +163,7 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
         frac(s.placed, s.desired),
         String(s.pending.length),
         ...(wide ? [s.image, s.pending[0] ? `${s.pending[0].replica}: ${s.pending[0].reason}` : '-'] : []),
+        ...(rolled ? [rolloutText(s.rollout)] : []),
       ]),
     };
   }

@@ -1,4 +1,4 @@
-import { desiredReplicas, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type ServiceSpec } from '../core/model/index.js';
+import { desiredReplicas, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type Rollout, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
 import { listFacts } from './facts.js';
 import { decodeFact, prefixOf } from '../core/keys.js';
@@ -17,6 +17,8 @@ export interface ReplicaView {
   createdAt: number;
   reason: string;
   diagnostic?: Observation['diagnostic'];
+  /** The template hash it runs: its assignment's spec when placed, else its record's ('' when unknown). */
+  template: string;
 }
 
 export interface ServiceStatus {
@@ -27,7 +29,11 @@ export interface ServiceStatus {
   placed: number;
   running: number;
   ready: number;
+  /** Live replicas made from the spec's current template (the rest are rolled away). */
+  updated: number;
   pending: { replica: string; reason: string }[];
+  /** The service's latest rolling update, when it had one (docs/rollouts.md). */
+  rollout?: Pick<Rollout, 'state' | 'fromRevision' | 'toRevision' | 'startedAt' | 'reason' | 'desired' | 'newReady' | 'newLive' | 'oldLive'> & { finishedAt?: number };
 }
 
 /**
@@ -55,6 +61,7 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
         reason: r.reason,
+        template: a ? templateHash(a.spec) : r.template,
       };
       if (a) view.node = a.node;
       if (admissible?.health) view.health = admissible.health;
@@ -80,8 +87,9 @@ async function latestReason(store: Store, replica: string, revision: number): Pr
 export async function serviceStatuses(store: Store, only?: string): Promise<{ revision: number; services: ServiceStatus[] }> {
   const services = await listFacts(store, 'service');
   const at = services.revision;
-  const [{ replicas }, intents] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at)]);
+  const [{ replicas }, intents, rollouts] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at), listFacts(store, 'rollout', [], at)]);
   const intent = new Map(intents.facts.map((f) => [f.value.service, f.value]));
+  const rollout = new Map(rollouts.facts.map((f) => [f.value.service, f.value]));
   const unplaced = new Map<string, string>();
   const byService = new Map<string, number>();
   await Promise.all(
@@ -104,6 +112,8 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
       .map(({ value: spec }) => {
         const mine = replicas.filter((r) => r.service === spec.name && !r.retired && r.desired === 'run');
         const readinessChecked = spec.health.readiness !== undefined;
+        const template = templateHash(spec);
+        const ro = rollout.get(spec.name);
         return {
           name: spec.name,
           spec,
@@ -112,6 +122,23 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
           placed: mine.filter((r) => r.node !== undefined).length,
           running: mine.filter((r) => r.state === 'running').length,
           ready: mine.filter((r) => r.state === 'running' && (!readinessChecked || r.health?.readiness === 'passing')).length,
+          updated: mine.filter((r) => r.template === template || r.template === '').length,
+          ...(ro
+            ? {
+                rollout: {
+                  state: ro.state,
+                  fromRevision: ro.fromRevision,
+                  toRevision: ro.toRevision,
+                  startedAt: ro.startedAt,
+                  reason: ro.reason,
+                  desired: ro.desired,
+                  newReady: ro.newReady,
+                  newLive: ro.newLive,
+                  oldLive: ro.oldLive,
+                  ...(ro.finishedAt !== undefined ? { finishedAt: ro.finishedAt } : {}),
+                },
+              }
+            : {}),
           pending: mine
             .filter((r) => r.node === undefined || r.diagnostic !== undefined)
             .map((r) => ({
