@@ -1,4 +1,4 @@
-import { desiredReplicas, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type Rollout, type ServiceSpec } from '../core/model/index.js';
+import { desiredReplicas, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type Rollout, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
 import { listFacts } from './facts.js';
 import { decodeFact, prefixOf } from '../core/keys.js';
@@ -17,8 +17,6 @@ export interface ReplicaView {
   createdAt: number;
   reason: string;
   diagnostic?: Observation['diagnostic'];
-  /** The template hash it runs: its assignment's spec when placed, else its record's ('' when unknown). */
-  template: string;
 }
 
 export interface ServiceStatus {
@@ -40,14 +38,21 @@ export interface ServiceStatus {
  * Replicas joined with their placement and the agent's admissible observation, all read
  * at one revision so the picture is consistent.
  */
-export async function replicaViews(store: Store, service?: string, revision = 0): Promise<{ revision: number; replicas: ReplicaView[] }> {
+export async function replicaViews(
+  store: Store,
+  service?: string,
+  revision = 0,
+): Promise<{ revision: number; replicas: ReplicaView[]; templates: Map<string, { recorded: string; placed?: ServiceSpec }> }> {
   const replicas = await listFacts(store, 'replica', service ? [service] : [], revision);
   const at = replicas.revision;
   const [assigned, observed] = await Promise.all([listFacts(store, 'assigned', [], at), listFacts(store, 'observed', [], at)]);
   const placement = new Map<string, Assignment>(assigned.facts.map((f) => [f.value.replica, f.value]));
   const seen = new Map<string, Observation>(observed.facts.map((f) => [`${f.value.node}/${f.value.replica}`, f.value]));
+  // What each replica was made from and runs, for rollouts (kept out of the views' JSON).
+  const templates = new Map(replicas.facts.map(({ value: r }) => [r.id, { recorded: r.template, ...(placement.get(r.id) ? { placed: placement.get(r.id)!.spec } : {}) }]));
   return {
     revision: at,
+    templates,
     replicas: replicas.facts.map(({ value: r }) => {
       const a = placement.get(r.id);
       const o = a ? seen.get(`${a.node}/${r.id}`) : undefined;
@@ -61,7 +66,6 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
         reason: r.reason,
-        template: a ? templateHash(a.spec) : r.template,
       };
       if (a) view.node = a.node;
       if (admissible?.health) view.health = admissible.health;
@@ -87,7 +91,7 @@ async function latestReason(store: Store, replica: string, revision: number): Pr
 export async function serviceStatuses(store: Store, only?: string): Promise<{ revision: number; services: ServiceStatus[] }> {
   const services = await listFacts(store, 'service');
   const at = services.revision;
-  const [{ replicas }, intents, rollouts] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at), listFacts(store, 'rollout', [], at)]);
+  const [{ replicas, templates }, intents, rollouts] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at), listFacts(store, 'rollout', [], at)]);
   const intent = new Map(intents.facts.map((f) => [f.value.service, f.value]));
   const rollout = new Map(rollouts.facts.map((f) => [f.value.service, f.value]));
   const unplaced = new Map<string, string>();
@@ -122,7 +126,10 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
           placed: mine.filter((r) => r.node !== undefined).length,
           running: mine.filter((r) => r.state === 'running').length,
           ready: mine.filter((r) => r.state === 'running' && (!readinessChecked || r.health?.readiness === 'passing')).length,
-          updated: mine.filter((r) => r.template === template || r.template === '').length,
+          updated: mine.filter((r) => {
+            const t = templates.get(r.id);
+            return !t || runsTemplate(t.recorded, t.placed, template);
+          }).length,
           ...(ro
             ? {
                 rollout: {

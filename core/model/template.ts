@@ -48,3 +48,16 @@ export function templateHash(spec: TemplateFields): string {
   b ^= b >>> 16;
   return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
 }
+
+/**
+ * Does a replica run the template `target`? Its recorded template says so when it matches
+ * (the scheduler places a replica only with a spec of its recorded template, so the fast
+ * path is exact); otherwise the spec its assignment carries decides, hashed with today's
+ * schema, so a newer server's added defaults are not mistaken for a change. An unplaced
+ * replica from before templates were recorded ('') will be placed with the current spec.
+ */
+export function runsTemplate(recorded: string, placedSpec: TemplateFields | undefined, target: string): boolean {
+  if (recorded === target) return true;
+  if (placedSpec) return templateHash(placedSpec) === target;
+  return recorded === '';
+}

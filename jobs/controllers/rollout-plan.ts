@@ -19,7 +19,9 @@ import type { ServiceSpec } from '../../core/model/service.js';
  *   to move: unavailable is lifted to 1 then, as Kubernetes does. Both written as zero is a
  *   validation error (CCA-E0318).
  *
- * A paused roll (stuck past its deadline) does neither.
+ * A paused roll (stuck past its deadline) stops nothing and creates only what brings the
+ * live replicas back up to desired (old ones lost with a node: the spec's template is the
+ * only one a new replica can have), never a surge.
  */
 export interface RollCounts {
   /** Replicas wanted live (desired minus those that ran to completion). */
@@ -56,8 +58,9 @@ export function rollBounds(update: Pick<ServiceSpec['update'], 'maxSurge' | 'max
 
 export function planRoll(c: RollCounts, bounds: RollBounds, paused: boolean): RollPlan {
   const none = { ...bounds, create: 0, stopUnready: 0, stopReady: 0 };
-  if (paused || c.oldLive === 0) return none;
+  if (c.oldLive === 0) return none;
   const total = c.newLive + c.oldLive;
+  if (paused) return { ...none, create: Math.max(0, Math.min(c.desired - c.newLive, c.desired - total)) };
   const create = Math.max(0, Math.min(c.desired - c.newLive, bounds.maxLive - total));
   const newUnready = Math.max(0, c.newLive - c.newReady);
   const room = Math.max(0, total - bounds.minReady - newUnready);

@@ -1,11 +1,11 @@
-import { templateHash } from '../../core/model/template.js';
+import { runsTemplate, templateHash } from '../../core/model/template.js';
 import { admissibleObservation, isLive, type ReplicaState } from './replica-state.js';
 
 /**
- * The template a replica runs: the hash of the spec its assignment carries when placed
- * (parsed with today's schema, so a newer server's added defaults do not look like a
- * change), else the template recorded at creation; undefined for an unplaced replica from
- * before templates were recorded (it will be placed with the current spec).
+ * The template a replica runs, for reports (which template a roll comes from): the hash
+ * of the spec its assignment carries when placed, else the one recorded at creation;
+ * undefined for an unplaced replica from before templates were recorded. Whether a replica
+ * is current is `runsTemplate`, which hashes only when the record does not match.
  */
 export function templateOfReplica(s: ReplicaState): string | undefined {
   if (s.assignment) return templateHash(s.assignment.value.spec);
@@ -31,8 +31,7 @@ export function splitByTemplate(states: readonly ReplicaState[], target: string)
   const old: ReplicaState[] = [];
   for (const s of states) {
     if (!isLive(s)) continue;
-    const t = templateOfReplica(s);
-    if (t === undefined || t === target) fresh.push(s);
+    if (runsTemplate(s.record.value.template, s.assignment?.value.spec, target)) fresh.push(s);
     else old.push(s);
   }
   return { fresh, old };

@@ -65,8 +65,11 @@ describe('one step of a roll', () => {
     expect(planRoll(counts({ oldReady: 0 }), b, false)).toMatchObject({ create: 1, stopUnready: 1 });
   });
 
-  test('a paused roll does nothing; no old replicas is no roll', () => {
+  test('a paused roll stops nothing and creates only back up to desired; no old replicas is no roll', () => {
     expect(planRoll(counts({ newLive: 1, newReady: 1 }), defaults, true)).toMatchObject({ create: 0, stopUnready: 0, stopReady: 0 });
+    expect(planRoll(counts({ newLive: 1 }), defaults, true)).toMatchObject({ create: 0, stopUnready: 0, stopReady: 0 });
+    // Two old replicas lost with their node while paused: 1 old + 1 new live, 3 desired.
+    expect(planRoll(counts({ newLive: 1, oldLive: 1, oldReady: 1 }), defaults, true)).toMatchObject({ create: 1, stopUnready: 0, stopReady: 0 });
     expect(planRoll(counts({ oldLive: 0, oldReady: 0 }), defaults, false)).toMatchObject({ create: 0, stopUnready: 0, stopReady: 0 });
   });
 

@@ -245,6 +245,43 @@ describe('rolling updates', () => {
     expect((await rollout(b))!.state).toBe('complete');
   });
 
+  test('a stale recorded template (e.g. hashed before a newer schema added a default) does not roll: the assignment decides', async () => {
+    const b = await cluster();
+    await b.apply(v('1'));
+    await converge(b, readyUnlessBad);
+    const ids = (await b.live('web')).map((r) => r.id).sort();
+    for (const r of await b.live('web')) await b.store.put(buildKey('replica', 'web', r.id), encodeFact('replica', { ...r, template: '0123456789abcdef' }));
+    await converge(b, readyUnlessBad);
+    expect((await b.live('web')).map((r) => r.id).sort()).toEqual(ids);
+    expect(await rollout(b)).toBeUndefined();
+  });
+
+  test('a paused roll still replaces old replicas lost with their node (with the only template it can), never surging', async () => {
+    const b = new Bench();
+    await b.register('n1', 'a');
+    await b.settle(all);
+    await b.apply(v('1'));
+    await converge(b, readyUnlessBad);
+    await b.register('n2', 'b');
+    await converge(b, readyUnlessBad);
+    await advance(b, 1_000);
+    await b.apply(v('bad'));
+    await converge(b, readyUnlessBad);
+    await advance(b, 60_000);
+    await converge(b, readyUnlessBad);
+    expect((await rollout(b))!.state).toBe('stuck');
+    expect(await b.live('web')).toHaveLength(4);
+    await b.store.revokeLease(b.leases.get('n1')!); // n1 and its three v1 replicas are gone
+    b.leases.delete('n1');
+    await converge(b, readyUnlessBad);
+    await advance(b, 1_000);
+    await converge(b, readyUnlessBad);
+    const live = await b.live('web');
+    expect(live).toHaveLength(3);
+    expect(live.every((r) => r.template === tmpl('bad'))).toBe(true);
+    expect((await rollout(b))!.state).toBe('stuck');
+  });
+
   test('deleting the service removes its rollout record', async () => {
     const b = await cluster();
     await b.apply(v('1'));

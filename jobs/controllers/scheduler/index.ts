@@ -58,10 +58,15 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       // A replica made from another template than the spec's is held: its assignment would
       // carry the current spec, so it would run what its record does not say (a rolling
       // update stops it instead). Records from before templates ('') are placed as ever.
-      const templates = new Map(services.map((s) => [s.value.name, templateHash(s.value)]));
+      const templates = new Map<string, string>();
+      const templateOf = (service: string) => {
+        let t = templates.get(service);
+        if (t === undefined) templates.set(service, (t = templateHash(specs.get(service)!.value)));
+        return t;
+      };
       const pending: Pending[] = recordList
         .filter((r) => r.value.desired === 'run' && !r.value.retired && !placements.has(r.value.id) && specs.has(r.value.service))
-        .filter((r) => r.value.template === '' || r.value.template === templates.get(r.value.service))
+        .filter((r) => r.value.template === '' || r.value.template === templateOf(r.value.service))
         .sort((a, b) => a.value.createdAt - b.value.createdAt || (a.value.id < b.value.id ? -1 : 1))
         .map((record) => ({ record, spec: specs.get(record.value.service)! }));
       if (pending.length === 0) return {};
