@@ -128,8 +128,8 @@ async function liveOf(w: SimWorld) {
 
 /**
  * sim-rollout: six replicas over four zones roll v1 → v2 (surge 25% → 2, unavailable 25%
- * → 1) while a machine, picked by the seed, loses power at a seeded moment of the roll and
- * comes back later; then v3, whose readiness never passes, gets stuck and pauses; applying
+ * → 1) while a node, picked by the seed, is lost at a seeded moment of the roll (power off,
+ * partition or agent killed, by seed) and comes back 40 s later; then v3, whose readiness never passes, gets stuck and pauses; applying
  * v2 again rolls back, keeping the v2 replicas. The availability and surge bounds are
  * checked after every step.
  */
@@ -157,13 +157,20 @@ export async function simRollout(opts: SimOptions): Promise<ScenarioResult> {
 
   const victim = story.pick(nodes);
   const lossAt = w.t + story.int(0, 12_000);
-  w.at(lossAt, `power off ${victim}`, () => w.powerOff(victim));
-  w.at(lossAt + 40_000, `power on ${victim}`, () => w.powerOn(victim));
+  // How the node is lost, by seed: its machine powers off, it is cut off from the control
+  // plane (it fences its own workloads), or its agent dies (the supervisor fences them).
+  const fault = story.pick(['power-off', 'partition', 'agent-kill'] as const);
+  const [lose, back] =
+    fault === 'power-off' ? [() => w.powerOff(victim), () => w.powerOn(victim)]
+    : fault === 'partition' ? [() => w.partition(victim, true), () => w.partition(victim, false)]
+    : [() => w.killAgent(victim), () => w.restartAgent(victim)];
+  w.at(lossAt, `${fault} ${victim}`, lose);
+  w.at(lossAt + 40_000, `${victim} back`, back);
   const rollAt = w.t;
   await w.apply(spec('2'));
   await w.runFor(90_000);
   let ro = await rolloutOf(w);
-  expectThat(w, ro?.state === 'complete' && ro.toTemplate === templateOf('2'), `v2 rolled out despite losing ${victim} ${((lossAt - rollAt) / 1000).toFixed(1)} s into the roll (rollout ${ro?.state})`);
+  expectThat(w, ro?.state === 'complete' && ro.toTemplate === templateOf('2'), `v2 rolled out despite ${fault} of ${victim} ${((lossAt - rollAt) / 1000).toFixed(1)} s into the roll (rollout ${ro?.state})`);
   const v2 = await liveOf(w);
   expectThat(w, v2.length === 6 && v2.every((r) => r.template === templateOf('2')), 'every live replica runs v2');
   expectThat(w, (await running(w, 'web')).length === 6, 'v2: 6 replicas running');
@@ -187,7 +194,7 @@ export async function simRollout(opts: SimOptions): Promise<ScenarioResult> {
   await w.runFor(20_000);
   await w.checkQuiescent();
   notes.push(
-    `warm-up ${warmup} ms; voluntary stops ${stats.voluntaryStops} (${stats.readyStops} ready); fewest ready after one: ${stats.minReadyAfter === Infinity ? '-' : stats.minReadyAfter} (bound ${stats.boundThen}); most live: ${stats.maxLive}; lost ${victim}`,
+    `warm-up ${warmup} ms; voluntary stops ${stats.voluntaryStops} (${stats.readyStops} ready); fewest ready after one: ${stats.minReadyAfter === Infinity ? '-' : stats.minReadyAfter} (bound ${stats.boundThen}); most live: ${stats.maxLive}; ${fault} of ${victim}`,
   );
   return result('sim-rollout', w, notes);
 }
