@@ -45,6 +45,7 @@ export const apiService = z.looseObject({
       newReady: count,
       newLive: count,
       oldLive: count,
+      current: z.boolean().optional(),
     })
     .optional(),
 });

@@ -31,6 +31,8 @@ export interface RolloutItem {
   newLive: number;
   oldLive: number;
   reason: string;
+  /** It rolls to what the spec says now (not a roll an apply has since replaced). */
+  current: boolean;
 }
 
 export interface ReplicaItem {
@@ -87,6 +89,7 @@ const service = (s: ApiService): ServiceItem => ({
         newLive: s.rollout.newLive,
         oldLive: s.rollout.oldLive,
         reason: s.rollout.reason,
+        current: s.rollout.current ?? true,
       }
     : null,
 });

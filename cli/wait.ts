@@ -23,8 +23,12 @@ export interface WaitResult {
 const convergedService = (s: ServiceItem) =>
   s.replicas === s.desired && s.running === s.desired && s.ready === s.desired && s.updated === s.desired && s.pending.length === 0;
 
-/** A rollout of what this apply wrote that is stuck: waiting longer cannot help. */
-const stuckSince = (s: ServiceItem, from: number) => s.rollout?.state === 'stuck' && s.rollout.toRevision >= from;
+/**
+ * A stuck roll to the spec as it is now (applied by this apply, or still current from
+ * before, e.g. when this apply only scaled): waiting longer cannot help. A stuck roll an
+ * apply has just replaced (a rollback) is not current.
+ */
+const stuckNow = (s: ServiceItem) => s.rollout?.state === 'stuck' && s.rollout.current;
 
 function progressOf(names: string[], removed: string[], items: ServiceItem[]): { done: boolean; line: string; pending: string[] } {
   const by = new Map(items.map((s) => [s.name, s]));
@@ -93,7 +97,7 @@ export async function waitConverged(ctx: Context, req: WaitRequest): Promise<Wai
     items = (await list(ctx.client(), 'services')).items as ServiceItem[];
     await explainPending(ctx, items.filter((i) => req.names.includes(i.name)));
     state = progressOf(req.names, req.removed, items);
-    stuck = items.find((s) => req.names.includes(s.name) && stuckSince(s, req.from));
+    stuck = items.find((s) => req.names.includes(s.name) && stuckNow(s));
     if (state.line !== lastLine) {
       lastLine = state.line;
       ctx.io.stderr.write(tty ? `\r\u001b[K${state.line}` : `waiting: ${state.line}\n`);

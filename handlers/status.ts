@@ -31,7 +31,11 @@ export interface ServiceStatus {
   updated: number;
   pending: { replica: string; reason: string }[];
   /** The service's latest rolling update, when it had one (docs/rollouts.md). */
-  rollout?: Pick<Rollout, 'state' | 'fromRevision' | 'toRevision' | 'startedAt' | 'reason' | 'desired' | 'newReady' | 'newLive' | 'oldLive'> & { finishedAt?: number };
+  rollout?: Pick<Rollout, 'state' | 'fromRevision' | 'toRevision' | 'startedAt' | 'reason' | 'desired' | 'newReady' | 'newLive' | 'oldLive'> & {
+    finishedAt?: number;
+    /** It rolls to the spec's current template (false right after an apply changed it again, e.g. a rollback). */
+    current: boolean;
+  };
 }
 
 /**
@@ -142,6 +146,7 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
                   newReady: ro.newReady,
                   newLive: ro.newLive,
                   oldLive: ro.oldLive,
+                  current: ro.toTemplate === template,
                   ...(ro.finishedAt !== undefined ? { finishedAt: ro.finishedAt } : {}),
                 },
               }
