@@ -3,7 +3,7 @@ import { templateHash } from '../../core/model/template.js';
 import type { Compare, Op } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { absentEvidence, causedBy, causedByFact, decide, evidenceOf } from '../decisions/record.js';
-import { getFact, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
+import { absent, getFact, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
 import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Txn } from './replica.js';
 import type { ReplicaState } from './replica-state.js';
 import { planRoll, rollBounds } from './rollout-plan.js';
@@ -14,11 +14,22 @@ const MAX_CREATE = 50;
 
 export type RollStep = { rolling: false } | { rolling: true; step?: { txn: Txn; more: boolean; stopping: boolean } };
 
-/** What makes a replica count as ready: its every fact, compared, so a stop decided on a stale count writes nothing. */
+/**
+ * Every fact that decides whether a replica is ready (present ones unchanged, absent ones
+ * still absent), so a stop decided on a stale count writes nothing.
+ */
 function readinessCompares(s: ReplicaState): Compare[] {
-  const out: Compare[] = [unchanged(s.record)];
-  for (const f of [s.placement, s.assignment, s.observation, s.status]) if (f) out.push(unchanged(f));
-  if (s.node && s.placement) out.push(sameTenure(s.node.key, s.placement.value.tenure));
+  const id = s.record.value.id;
+  if (!s.placement) return [unchanged(s.record), absent(buildKey('placement', id))];
+  const node = s.placement.value.node;
+  const out: Compare[] = [
+    unchanged(s.record),
+    unchanged(s.placement),
+    unchanged(s.assignment, buildKey('assigned', node, id)),
+    unchanged(s.observation, buildKey('observed', node, id)),
+    unchanged(s.status, buildKey('nodeStatus', node)),
+  ];
+  out.push(s.node ? sameTenure(s.node.key, s.node.createRevision) : absent(buildKey('node', node)));
   return out;
 }
 
@@ -71,6 +82,9 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
   const compares: Compare[] = [unchanged(spec), unchanged(rollout, rolloutKey), ...sd.compares];
   for (const s of [...fresh, ...old]) compares.push(unchanged(s.record));
   if (plan.stopReady > 0) for (const s of [...freshReady, ...oldReady]) compares.push(...readinessCompares(s));
+  // An old replica stopped as not ready must still be not ready at commit (else the stop
+  // would cost availability the plan did not count): its facts, or its absent placement.
+  for (const s of unreadyOld) compares.push(...readinessCompares(s));
   const ops: Op[] = [...sd.ops];
   for (let i = 0; i < create; i++) {
     const d = draftReplica(ctx, spec, causedBy(sd.key), `rolling update of ${service} to template ${target}`);
