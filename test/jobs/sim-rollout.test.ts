@@ -2,8 +2,9 @@ import { describe, expect, test } from 'vitest';
 import { describeFailure, runScenario } from '../../jobs/sim/run.js';
 
 /**
- * sim-rollout over several seeds: each seed loses a different machine at a different moment
- * of the v1 → v2 roll, with a different readiness warm-up. The availability bound (a ready
+ * sim-rollout over several seeds: each seed picks the update settings, which node is lost
+ * and how (power off, partition, agent killed), when in the v1 → v2 roll, and the readiness
+ * warm-up. The availability bound (a ready
  * replica is stopped by the roll only while ready stays ≥ desired − max unavailable) and
  * the surge bound are checked after every step; the story checks the roll completes, v3
  * gets stuck and pauses, and applying v2 again rolls back.
