@@ -282,6 +282,46 @@ describe('rolling updates', () => {
     expect((await rollout(b))!.state).toBe('stuck');
   });
 
+  test('read-set: a new replica that stops being ready between the plan and its txn stops no old one', async () => {
+    const b = await cluster();
+    await b.apply(v('1'));
+    await converge(b, readyUnlessBad);
+    await advance(b, 1_000);
+    await b.apply(v('2'));
+    // Run until the first new replica exists and is placed, but report it not ready yet.
+    let newReady = false;
+    const gate: Readiness = (a) => (a.spec.env.VERSION === '2' && !newReady ? 'unknown' : 'passing');
+    await converge(b, gate);
+    expect((await b.live('web')).filter((r) => r.template === tmpl('2'))).toHaveLength(1);
+    newReady = true;
+    await agents(b, gate); // now ready: the next replica step would stop an old one
+    const fresh = (await b.live('web')).find((r) => r.template === tmpl('2'))!;
+    const obsKey = (await listFacts(b.store, 'observed', prefixOf('observed'))).find((o) => o.value.replica === fresh.id)!.key;
+    // Between the step's reads and its txn, the new replica's readiness fails.
+    const store = b.store;
+    let injected = false;
+    const racing = new Proxy(store, {
+      get(target, prop, receiver) {
+        if (prop !== 'txn') return Reflect.get(target, prop, receiver);
+        return async (req: Parameters<typeof store.txn>[0]) => {
+          if (!injected) {
+            injected = true;
+            const cur = decodeFact('observed', obsKey, (await store.get(obsKey))!.value);
+            await store.put(obsKey, encodeFact('observed', { ...cur, health: { ...cur.health, readiness: 'failing' } }));
+          }
+          return store.txn(req);
+        };
+      },
+    });
+    await replicaController.reconcile({ store: racing, now: b.t, random: () => 0.5, subject: 'web' });
+    expect(injected).toBe(true);
+    expect((await b.replicas('web')).filter((r) => r.desired === 'stop')).toEqual([]);
+    // Without the race the same step stops one old replica.
+    await agents(b, () => 'passing');
+    await b.step(replicaController, 'web');
+    expect((await b.replicas('web')).filter((r) => r.desired === 'stop' && r.template === tmpl('1'))).toHaveLength(1);
+  });
+
   test('deleting the service removes its rollout record', async () => {
     const b = await cluster();
     await b.apply(v('1'));
