@@ -33,8 +33,22 @@ export const apiService = z.looseObject({
   placed: count,
   running: count,
   ready: count,
+  updated: count.optional(),
   pending: z.array(z.looseObject({ replica: z.string(), reason: z.string() })),
   autoscale: z.looseObject({ min: count, max: count, targetCpuPercent: count, cpuPercent: count.optional() }).optional(),
+  rollout: z
+    .looseObject({
+      state: z.enum(['progressing', 'complete', 'stuck']),
+      fromRevision: count,
+      toRevision: count,
+      reason: z.string(),
+      desired: count,
+      newReady: count,
+      newLive: count,
+      oldLive: count,
+      current: z.boolean().optional(),
+    })
+    .optional(),
 });
 export const servicesAnswer = z.looseObject({ revision: count, services: z.array(apiService) });
 export const serviceAnswer = z.looseObject({ revision: count, service: apiService });

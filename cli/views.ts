@@ -15,9 +15,26 @@ export interface ServiceItem {
   placed: number;
   running: number;
   ready: number;
+  /** Live replicas made from the current spec (a rolling update replaces the others). */
+  updated: number;
   pending: { replica: string; reason: string }[];
   /** Only for autoscaled services: bounds, target and the mean CPU utilisation now (null before any sample). */
   autoscale?: { min: number; max: number; targetCpuPercent: number; cpuPercent: number | null };
+  /** The latest rolling update, or null when the service never rolled. */
+  rollout: RolloutItem | null;
+}
+
+export interface RolloutItem {
+  state: 'progressing' | 'complete' | 'stuck';
+  fromRevision: number;
+  toRevision: number;
+  desired: number;
+  newReady: number;
+  newLive: number;
+  oldLive: number;
+  reason: string;
+  /** It rolls to what the spec says now (not a roll an apply has since replaced). */
+  current: boolean;
 }
 
 export interface ReplicaItem {
@@ -62,8 +79,22 @@ const service = (s: ApiService): ServiceItem => ({
   placed: s.placed,
   running: s.running,
   ready: s.ready,
+  updated: s.updated ?? s.replicas,
   pending: s.pending.map((p) => ({ replica: p.replica, reason: p.reason })),
   ...(s.autoscale ? { autoscale: { min: s.autoscale.min, max: s.autoscale.max, targetCpuPercent: s.autoscale.targetCpuPercent, cpuPercent: s.autoscale.cpuPercent ?? null } } : {}),
+  rollout: s.rollout
+    ? {
+        state: s.rollout.state,
+        fromRevision: s.rollout.fromRevision,
+        toRevision: s.rollout.toRevision,
+        desired: s.rollout.desired,
+        newReady: s.rollout.newReady,
+        newLive: s.rollout.newLive,
+        oldLive: s.rollout.oldLive,
+        reason: s.rollout.reason,
+        current: s.rollout.current ?? true,
+      }
+    : null,
 });
 
 /** "3 (autoscaled 2–10, cpu 71%/60%)": the count the replica controller aims for, and why. */
@@ -71,6 +102,14 @@ export function scaleText(s: ServiceItem): string {
   if (!s.autoscale) return String(s.desired);
   const a = s.autoscale;
   return `${s.desired} (autoscaled ${a.min}–${a.max}, cpu ${a.cpuPercent === null ? '-' : `${a.cpuPercent}%`}/${a.targetCpuPercent}%)`;
+}
+
+/** One line for people: "rollout stuck: 2/3 new replicas not ready: …", progress, or complete. */
+export function rolloutText(r: RolloutItem | null): string {
+  if (!r) return '-';
+  if (r.state === 'stuck') return `rollout stuck: ${r.reason}`;
+  if (r.state === 'complete') return `rollout complete (revision ${r.fromRevision} → ${r.toRevision})`;
+  return `rolling out revision ${r.toRevision}: ${r.newReady}/${r.desired} new ready, ${r.oldLive} old left`;
 }
 
 const replica = (r: ApiReplica): ReplicaItem => ({
@@ -126,10 +165,11 @@ const frac = (a: number, b: number) => `${a}/${b}`;
 export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: string[][] } {
   if (l.kind === 'services') {
     const items = l.items as ServiceItem[];
-    // The column appears only when a service autoscales: other listings read as before.
+    // Optional columns appear only when a service autoscales / has rolled: other listings read as before.
     const scaled = items.some((s) => s.autoscale);
+    const rolled = items.some((s) => s.rollout !== null);
     return {
-      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(scaled ? ['DESIRED'] : []), ...(wide ? ['IMAGE', 'WHY PENDING'] : [])],
+      headers: ['NAME', 'READY', 'RUNNING', 'PLACED', 'PENDING', ...(scaled ? ['DESIRED'] : []), ...(wide ? ['IMAGE', 'WHY PENDING'] : []), ...(rolled ? ['ROLLOUT'] : [])],
       rows: items.map((s) => [
         s.name,
         frac(s.ready, s.desired),
@@ -138,6 +178,7 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
         String(s.pending.length),
         ...(scaled ? [scaleText(s)] : []),
         ...(wide ? [s.image, s.pending[0] ? `${s.pending[0].replica}: ${s.pending[0].reason}` : '-'] : []),
+        ...(rolled ? [rolloutText(s.rollout)] : []),
       ]),
     };
   }

@@ -19,7 +19,16 @@ export interface WaitResult {
   services: ServiceItem[];
 }
 
-const convergedService = (s: ServiceItem) => s.replicas === s.desired && s.running === s.desired && s.ready === s.desired && s.pending.length === 0;
+// `updated`: a rolling update is over only when every live replica runs the applied spec.
+const convergedService = (s: ServiceItem) =>
+  s.replicas === s.desired && s.running === s.desired && s.ready === s.desired && s.updated === s.desired && s.pending.length === 0;
+
+/**
+ * A stuck roll to the spec as it is now (applied by this apply, or still current from
+ * before, e.g. when this apply only scaled): waiting longer cannot help. A stuck roll an
+ * apply has just replaced (a rollback) is not current.
+ */
+const stuckNow = (s: ServiceItem) => s.rollout?.state === 'stuck' && s.rollout.current;
 
 function progressOf(names: string[], removed: string[], items: ServiceItem[]): { done: boolean; line: string; pending: string[] } {
   const by = new Map(items.map((s) => [s.name, s]));
@@ -33,7 +42,8 @@ function progressOf(names: string[], removed: string[], items: ServiceItem[]): {
       continue;
     }
     const why = s.pending[0] ? ` (${s.pending.length} pending: ${s.pending[0].replica}: ${s.pending[0].reason})` : '';
-    parts.push(`${n} ${s.running}/${s.desired} running, ${s.ready} ready${why}`);
+    const rolling = s.updated < s.replicas ? `, ${s.updated} updated` : '';
+    parts.push(`${n} ${s.running}/${s.desired} running, ${s.ready} ready${rolling}${why}`);
     if (!convergedService(s)) {
       pending.push(`${n}: ${s.ready}/${s.desired} ready${s.pending.map((p) => `; ${p.replica}: ${p.reason}`).join('')}`);
     }
@@ -82,18 +92,21 @@ export async function waitConverged(ctx: Context, req: WaitRequest): Promise<Wai
   let lastLine = '';
   let state = { done: false, line: '', pending: [] as string[] };
   let items: ServiceItem[] = [];
+  let stuck: ServiceItem | undefined;
   const refresh = async () => {
     items = (await list(ctx.client(), 'services')).items as ServiceItem[];
     await explainPending(ctx, items.filter((i) => req.names.includes(i.name)));
     state = progressOf(req.names, req.removed, items);
+    stuck = items.find((s) => req.names.includes(s.name) && stuckNow(s));
     if (state.line !== lastLine) {
       lastLine = state.line;
       ctx.io.stderr.write(tty ? `\r\u001b[K${state.line}` : `waiting: ${state.line}\n`);
     }
-    return state.done;
+    return state.done || stuck !== undefined;
   };
   if (!(await refresh())) await follow(ctx, { from: req.from + 1, refresh, signal });
   if (tty) ctx.io.stderr.write('\n');
+  if (stuck && !state.done) fail('CCA-E0719', { service: stuck.name, reason: stuck.rollout?.reason ?? '' });
   const mine = items.filter((s) => req.names.includes(s.name));
   if (state.done) {
     if (ctx.globals.output !== 'json') ctx.io.stdout.write(`converged: ${mine.map((s) => `${s.name} ${s.ready}/${s.desired} ready`).join(', ') || 'nothing to wait for'}\n`);

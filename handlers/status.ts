@@ -1,4 +1,4 @@
-import { desiredReplicas, meanUtilisation, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type ServiceSpec } from '../core/model/index.js';
+import { desiredReplicas, meanUtilisation, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type Rollout, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
 import { listFacts } from './facts.js';
 import { decodeFact, prefixOf } from '../core/keys.js';
@@ -29,16 +29,28 @@ export interface ServiceStatus {
   placed: number;
   running: number;
   ready: number;
+  /** Live replicas made from the spec's current template (the rest are rolled away). */
+  updated: number;
   pending: { replica: string; reason: string }[];
   /** For autoscaled services: the bounds, the target, and the mean CPU utilisation now (percent of request). */
   autoscale?: { min: number; max: number; targetCpuPercent: number; cpuPercent?: number };
+  /** The service's latest rolling update, when it had one (docs/rollouts.md). */
+  rollout?: Pick<Rollout, 'state' | 'fromRevision' | 'toRevision' | 'startedAt' | 'reason' | 'desired' | 'newReady' | 'newLive' | 'oldLive'> & {
+    finishedAt?: number;
+    /** It rolls to the spec's current template (false right after an apply changed it again, e.g. a rollback). */
+    current: boolean;
+  };
 }
 
 /**
  * Replicas joined with their placement and the agent's admissible observation, all read
  * at one revision so the picture is consistent.
  */
-export async function replicaViews(store: Store, service?: string, revision = 0): Promise<{ revision: number; replicas: ReplicaView[] }> {
+export async function replicaViews(
+  store: Store,
+  service?: string,
+  revision = 0,
+): Promise<{ revision: number; replicas: ReplicaView[]; templates: Map<string, { recorded: string; placed?: ServiceSpec }> }> {
   const replicas = await listFacts(store, 'replica', service ? [service] : [], revision);
   const at = replicas.revision;
   const [assigned, observed, nodes, lost] = await Promise.all([listFacts(store, 'assigned', [], at), listFacts(store, 'observed', [], at), listFacts(store, 'node', [], at), listFacts(store, 'lost', [], at)]);
@@ -46,8 +58,11 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
   const declaredLost = new Set(lost.facts.map((l) => l.value.replica));
   const placement = new Map<string, Assignment>(assigned.facts.map((f) => [f.value.replica, f.value]));
   const seen = new Map<string, Observation>(observed.facts.map((f) => [`${f.value.node}/${f.value.replica}`, f.value]));
+  // What each replica was made from and runs, for rollouts (kept out of the views' JSON).
+  const templates = new Map(replicas.facts.map(({ value: r }) => [r.id, { recorded: r.template, ...(placement.get(r.id) ? { placed: placement.get(r.id)!.spec } : {}) }]));
   return {
     revision: at,
+    templates,
     replicas: replicas.facts.map(({ value: r }) => {
       const a = placement.get(r.id);
       const o = a ? seen.get(`${a.node}/${r.id}`) : undefined;
@@ -91,8 +106,9 @@ async function latestReason(store: Store, replica: string, revision: number): Pr
 export async function serviceStatuses(store: Store, only?: string): Promise<{ revision: number; services: ServiceStatus[] }> {
   const services = await listFacts(store, 'service');
   const at = services.revision;
-  const [{ replicas }, intents] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at)]);
+  const [{ replicas, templates }, intents, rollouts] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at), listFacts(store, 'rollout', [], at)]);
   const intent = new Map(intents.facts.map((f) => [f.value.service, f.value]));
+  const rollout = new Map(rollouts.facts.map((f) => [f.value.service, f.value]));
   const unplaced = new Map<string, string>();
   const byService = new Map<string, number>();
   await Promise.all(
@@ -122,6 +138,8 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
           targetCpuPercent: spec.autoscale.targetCpuPercent,
           ...(cpu !== undefined ? { cpuPercent: Math.round(cpu * 100) } : {}),
         };
+        const template = templateHash(spec);
+        const ro = rollout.get(spec.name);
         return {
           name: spec.name,
           spec,
@@ -130,6 +148,27 @@ export async function serviceStatuses(store: Store, only?: string): Promise<{ re
           placed: mine.filter((r) => r.node !== undefined).length,
           running: mine.filter((r) => r.state === 'running').length,
           ready: mine.filter((r) => r.state === 'running' && (!readinessChecked || r.health?.readiness === 'passing')).length,
+          updated: mine.filter((r) => {
+            const t = templates.get(r.id);
+            return !t || runsTemplate(t.recorded, t.placed, template);
+          }).length,
+          ...(ro
+            ? {
+                rollout: {
+                  state: ro.state,
+                  fromRevision: ro.fromRevision,
+                  toRevision: ro.toRevision,
+                  startedAt: ro.startedAt,
+                  reason: ro.reason,
+                  desired: ro.desired,
+                  newReady: ro.newReady,
+                  newLive: ro.newLive,
+                  oldLive: ro.oldLive,
+                  current: ro.toTemplate === template,
+                  ...(ro.finishedAt !== undefined ? { finishedAt: ro.finishedAt } : {}),
+                },
+              }
+            : {}),
           pending: mine
             .filter((r) => r.node === undefined || r.diagnostic !== undefined)
             .map((r) => ({

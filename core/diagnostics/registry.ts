@@ -7,6 +7,7 @@ import { langCodes } from './codes/lang.js';
 import { serverCodes } from './codes/server.js';
 import { specCodes } from './codes/spec.js';
 import { storeCodes } from './codes/store.js';
+import { rolloutCodes } from './codes/rollouts.js';
 
 /**
  * Every code ccattler can emit, one area per line (areas merge without conflicts). A code,
@@ -21,6 +22,7 @@ const areas = [
   agentCodes,
   serverCodes,
   cliCodes,
+  rolloutCodes,
 ] as const;
 
 const all: readonly DiagnosticDef[] = areas.flat();

@@ -99,7 +99,7 @@ export const BLOCKS: Record<string, BlockDef> = {
   },
   update: {
     labels: [],
-    fields: { max_surge: f(v.countOrPercent, 'maxSurge'), max_unavailable: f(v.countOrPercent, 'maxUnavailable') },
+    fields: { max_surge: f(v.countOrPercent, 'maxSurge'), max_unavailable: f(v.countOrPercent, 'maxUnavailable'), progress_deadline: f(v.duration, 'progressDeadlineMs') },
     required: {},
     example: 'update { max_surge = 1 max_unavailable = 0 }',
     into: () => ({ path: ['update'], init: {} }),

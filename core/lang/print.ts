@@ -48,8 +48,9 @@ function serviceText(s: ServiceSpec): string {
     if (h) l.push(healthText(kind, h, s.ports[0]?.name));
   }
   const u = s.update;
-  if (u.maxSurge !== DEFAULTS.maxSurge || u.maxUnavailable !== DEFAULTS.maxUnavailable) {
-    l.push(`update { max_surge = ${countOrPercent(u.maxSurge)} max_unavailable = ${countOrPercent(u.maxUnavailable)} }`);
+  if (u.maxSurge !== DEFAULTS.maxSurge || u.maxUnavailable !== DEFAULTS.maxUnavailable || u.progressDeadlineMs !== DEFAULTS.progressDeadlineMs) {
+    const deadline = u.progressDeadlineMs !== DEFAULTS.progressDeadlineMs ? ` progress_deadline = ${formatDuration(u.progressDeadlineMs)}` : '';
+    l.push(`update { max_surge = ${countOrPercent(u.maxSurge)} max_unavailable = ${countOrPercent(u.maxUnavailable)}${deadline} }`);
   }
   if (s.autoscale) {
     const w = s.autoscale.scaleDownWindowMs === undefined ? '' : ` scale_down_window = ${formatDuration(s.autoscale.scaleDownWindowMs)}`;

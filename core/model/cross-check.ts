@@ -6,6 +6,7 @@ import type { HealthCheck, ServiceSpec } from './service.js';
 export function crossCheckService(s: ServiceSpec): SpecIssue[] {
   return [
     ...checkAutoscale(s),
+    ...checkUpdate(s),
     ...checkPorts(s),
     ...checkHealth(s),
     ...checkNames(s),
@@ -21,6 +22,16 @@ function checkAutoscale(s: ServiceSpec): SpecIssue[] {
   if (a.min > a.max) return [{ code: 'CCA-E0303', params: { min: a.min, max: a.max }, path: ['autoscale', 'min'] }];
   if (s.replicas < a.min || s.replicas > a.max) {
     return [{ code: 'CCA-E0304', params: { replicas: s.replicas, min: a.min, max: a.max }, path: ['replicas'] }];
+  }
+  return [];
+}
+
+/** Zero surge and zero unavailable would leave a roll no room to move (a percentage resolving to 0 at run time is lifted to 1 unavailable, as Kubernetes does). */
+function checkUpdate(s: ServiceSpec): SpecIssue[] {
+  const zero = (v: number | string) => v === 0 || v === '0%';
+  const u = s.update;
+  if (zero(u.maxSurge) && zero(u.maxUnavailable)) {
+    return [{ code: 'CCA-E0318', params: { service: s.name, surge: String(u.maxSurge), unavailable: String(u.maxUnavailable) }, path: ['update', 'maxSurge'] }];
   }
   return [];
 }

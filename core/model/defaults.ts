@@ -14,6 +14,7 @@ export const DEFAULTS = {
   preferWeight: 50,
   maxSurge: 1,
   maxUnavailable: 0,
+  progressDeadlineMs: 600_000,
   autoscaleMin: 1,
   autoscaleTargetCpuPercent: 70,
   initTimeoutMs: 60_000,

@@ -16,6 +16,8 @@ export const replicaRecordSchema = z.object({
   service: z.string(),
   /** The mod revision of `/services/<service>` this replica was made from (rollouts compare it). */
   specRevision: z.int().min(0),
+  /** The template hash (core/model/template.ts) of the spec it was made from; '' from writers before rollouts. */
+  template: z.string().default(''),
   desired: z.enum(['run', 'stop']),
   createdAt: ms,
   /** When `desired` became stop; the grace period runs from here. */
@@ -191,14 +193,27 @@ export const autoscaleIntentSchema = z.object({
   recommendations: z.array(z.object({ at: ms, desired: z.int().min(0) })).default([]),
 });
 
-/** `/rollouts/<service>`: a rolling update in progress or stuck. */
+/** `/rollouts/<service>`: the service's latest rolling update: in progress, complete or stuck. */
 export const rolloutSchema = z.object({
   service: z.string(),
   fromRevision: z.int().min(0),
   toRevision: z.int().min(0),
   state: z.enum(['progressing', 'complete', 'stuck']),
   startedAt: ms,
+  /** Stuck: how many new replicas are not ready, and what their observations say. */
   reason: z.string().default(''),
+  /** Template hashes rolled from and to (the replica controller pauses a stuck roll to `toTemplate`). */
+  fromTemplate: z.string().default(''),
+  toTemplate: z.string().default(''),
+  /** Replicas wanted (excluding ones that ran to completion), new-template replicas ready and live, old ones live. */
+  desired: z.int().min(0).default(0),
+  newReady: z.int().min(0).default(0),
+  newLive: z.int().min(0).default(0),
+  oldLive: z.int().min(0).default(0),
+  /** When the new replicas last made progress (more of them ready); the deadline runs from here. */
+  progressAt: ms.default(0),
+  progressDeadlineMs: ms.default(0),
+  finishedAt: ms.optional(),
 });
 
 /**

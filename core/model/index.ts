@@ -15,3 +15,4 @@ export * from './auth.js';
 export * from './resolve.js';
 export * from './autoscale.js';
 export * from './diff.js';
+export * from './template.js';

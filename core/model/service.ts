@@ -65,6 +65,8 @@ export const placementSchema = z.strictObject({
 export const updateSchema = z.strictObject({
   maxSurge: countOrPercentSchema.default(DEFAULTS.maxSurge),
   maxUnavailable: countOrPercentSchema.default(DEFAULTS.maxUnavailable),
+  /** A roll whose new replicas make no progress (none more ready) this long is reported stuck and pauses. */
+  progressDeadlineMs: durationMs.min(1).default(DEFAULTS.progressDeadlineMs),
 });
 
 export const autoscaleSchema = z.strictObject({
@@ -137,7 +139,7 @@ export const serviceInputSchema = z.strictObject({
   ports: z.array(portSchema).max(64).default([]),
   health: z.strictObject({ liveness: healthCheckSchema.optional(), readiness: healthCheckSchema.optional() }).default({}),
   placement: placementSchema.default({ spread: [...DEFAULTS.spread], require: [], restrict: [], prefer: [], accept: [] }),
-  update: updateSchema.default({ maxSurge: DEFAULTS.maxSurge, maxUnavailable: DEFAULTS.maxUnavailable }),
+  update: updateSchema.default({ maxSurge: DEFAULTS.maxSurge, maxUnavailable: DEFAULTS.maxUnavailable, progressDeadlineMs: DEFAULTS.progressDeadlineMs }),
   autoscale: autoscaleSchema.optional(),
   init: z.array(initStepSchema).max(64).default([]),
   /** Services that must have their desired replicas ready before this one starts. */

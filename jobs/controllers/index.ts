@@ -5,6 +5,7 @@ import { autoscaler, type AutoscalerOptions } from './autoscaler.js';
 import { networkController } from './network.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaController } from './replica.js';
+import { rolloutController } from './rollout.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
 import { storageController } from './storage.js';
 
@@ -13,6 +14,7 @@ export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } 
 export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, REPLICA_CONTROLLER } from './replica.js';
+export { rolloutController, ROLLOUT_CONTROLLER } from './rollout.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
 export { storageController, STORAGE_CONTROLLER } from './storage.js';
 
@@ -31,6 +33,7 @@ export function controllers(opts: ControllerOptions = {}): Controller[] {
     schedulerWith(opts.scheduler ?? {}),
     nodeController(opts.node),
     auditor,
+    rolloutController,
     autoscaler(opts.autoscaler),
     networkController,
     storageController,

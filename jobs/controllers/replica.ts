@@ -8,13 +8,15 @@ import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, 
 import { newReplicaId, serviceOfReplica } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaState, type ReplicaState } from './replica-state.js';
+import { planRollStep } from './replica-roll.js';
+import { templateHash } from '../../core/model/template.js';
 
 export const REPLICA_CONTROLLER = 'replica';
 const RETRY_MS = 100;
 /** Replicas created per step; more are created by the next step, at once. */
 const MAX_CREATE = 50;
 
-interface Txn {
+export interface Txn {
   compares: Compare[];
   ops: Op[];
 }
@@ -29,11 +31,11 @@ interface Txn {
  */
 export const replicaController: Controller = {
   name: REPLICA_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale')],
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout')],
   subjectOf(key) {
     const p = parseKey(key);
     if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'autoscale') return p.params.service;
+    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'autoscale' || p.kind === 'rollout') return p.params.service;
     if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'lost') return serviceOfReplica(p.params.replica!);
     return undefined;
   },
@@ -68,9 +70,11 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const completed = spec ? states.filter(isCompleted).length : 0;
   const txns: Txn[] = [];
   let timer: number | undefined;
+  let drafted = 0;
   const replaceIfShort = (cause: Cause, reason: string): ReplicaDraft | undefined => {
     if (!spec || live + completed >= desired) return undefined;
     live++;
+    drafted++;
     const d = draftReplica(ctx, spec, cause, reason);
     d.compares.push(...intentRead);
     return d;
@@ -94,7 +98,12 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
       txns.push({ compares: [unchanged(s.record), absent(buildKey('placement', s.record.value.id))], ops: [deleteKey(s.record.key)] });
     }
   }
-  const scale = planScale(ctx, service, spec, states.filter((s) => !retiredNow.has(s.record.value.id)), desired - live - completed, { desired, intent, compares: intentRead });
+  const remaining = states.filter((s) => !retiredNow.has(s.record.value.id));
+  // A changed template rolls (jobs/controllers/replica-roll.ts); otherwise plain scaling.
+  const roll = spec ? await planRollStep(ctx, spec, remaining, desired - completed, drafted) : undefined;
+  // The roll's size came from `desired` too, so it compares the autoscale intent it read.
+  if (roll?.rolling && roll.step) roll.step.txn.compares.push(...intentRead);
+  const scale = roll?.rolling ? roll.step : planScale(ctx, service, spec, remaining, desired - live - completed, { desired, intent, compares: intentRead });
   if (scale) {
     txns.push(scale.txn);
     // Replicas stopped now retire when their grace runs out: wake then without waiting to be woken.
@@ -107,17 +116,17 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   return timer !== undefined ? { at: timer } : {};
 }
 
-interface ReplicaDraft {
+export interface ReplicaDraft {
   record: ReplicaRecord;
   key: string;
   compares: Compare[];
   ops: Op[];
 }
 
-function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = ''): ReplicaDraft {
+export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = ''): ReplicaDraft {
   const service = spec.value.name;
   const id = newReplicaId(service, ctx.random);
-  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, desired: 'run', createdAt: ctx.now, retired: false, reason };
+  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, template: templateHash(spec.value), desired: 'run', createdAt: ctx.now, retired: false, reason };
   const key = buildKey('replica', service, id);
   const d = decide({
     kind: 'replica',
@@ -134,7 +143,7 @@ function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, rea
 }
 
 /** The stop decision of a replica: cited by the scheduler's stop order and release. */
-function stopDecision(s: ReplicaState, now: number, action: string, cause: Cause, reasons: string[], evidence = [evidenceOf(s.record)]) {
+export function stopDecision(s: ReplicaState, now: number, action: string, cause: Cause, reasons: string[], evidence = [evidenceOf(s.record)]) {
   return decide({ kind: 'replica', subject: s.record.value.id, controller: REPLICA_CONTROLLER, action, tag: 'rc-stop', at: now, evidence, cause, reasons });
 }
 
@@ -268,7 +277,7 @@ function planScale(
   return { txn: { compares, ops }, more: -diff > victims.length, stopping: victims.length > 0 };
 }
 
-function scaleDownOrder(a: ReplicaState, b: ReplicaState): number {
+export function scaleDownOrder(a: ReplicaState, b: ReplicaState): number {
   const rank = (s: ReplicaState) => (!s.placement ? 0 : !isRunning(s) ? 1 : 2);
   return rank(a) - rank(b) || b.record.value.createdAt - a.record.value.createdAt || (a.record.value.id < b.record.value.id ? 1 : -1);
 }

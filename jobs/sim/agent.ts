@@ -47,6 +47,8 @@ export class SimAgent {
   private readonly confirmedUnder = new Map<string, number>();
   /** The volume reports last written (key → value), to write only changes. */
   private volumes = new Map<string, string>();
+  /** What a running workload's readiness check reports (a story can make a version fail it). */
+  readiness: (a: Assignment) => 'unknown' | 'passing' | 'failing' = () => 'passing';
 
   constructor(
     readonly record: NodeRecordInput & { name: string },
@@ -238,7 +240,7 @@ export class SimAgent {
         state: w.state,
         ...(w.exitCode !== undefined ? { exitCode: w.exitCode } : {}),
         restarts: 0,
-        health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
+        health: { liveness: 'unknown', readiness: w.state === 'running' ? this.readiness(a) : 'unknown' },
         image: a.spec.image,
         ...(cpu !== undefined ? { usage: { cpuMillis: cpu, memoryBytes: 64 * 1024 * 1024 } } : {}),
         ...(w.address !== undefined && w.state === 'running' ? { address: w.address } : {}),

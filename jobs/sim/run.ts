@@ -3,6 +3,7 @@ import { simAutoscale } from './story-autoscale.js';
 import { simNetwork } from './story-network.js';
 import type { SimOptions } from './world.js';
 import { simVolumes } from './story-volumes.js';
+import { simRollout } from './story-rollout.js';
 
 /**
  * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
@@ -14,6 +15,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-autoscale': simAutoscale,
   'sim-network': simNetwork,
   'sim-volumes': simVolumes,
+  'sim-rollout': simRollout,
 };
 
 export type ScenarioName = string;

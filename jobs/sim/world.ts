@@ -91,6 +91,7 @@ export class SimWorld {
   private readonly loads = new Map<string, { curve: (t: number) => number; every: number }>();
   /** Invariants a story adds: run after every step and agent tick, with the step's label (e.g. a controller's name). */
   readonly extraChecks: { invariant: string; check: (label: string) => Promise<string[]> }[] = [];
+  private readonly checks: { name: string; check: () => Promise<string[]> }[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -322,6 +323,14 @@ export class SimWorld {
     return true;
   }
 
+  /**
+   * A story's own safety invariant, checked after every step and agent tick like the
+   * built-in ones (while the store is up); each string it returns is a violation.
+   */
+  addCheck(name: string, check: () => Promise<string[]>): void {
+    this.checks.push({ name, check });
+  }
+
   // ── running ────────────────────────────────────────────────────────────────────
 
   async runFor(ms: number): Promise<void> {
@@ -417,6 +426,7 @@ export class SimWorld {
     for (const c of this.extraChecks) for (const d of await c.check(label)) this.violate(c.invariant, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
+    for (const c of this.checks) for (const d of await c.check()) this.violate(c.name, d);
   }
 
   /** Route every committed change to the wake table, and check new assignments as they appear. */

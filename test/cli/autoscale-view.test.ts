@@ -1,7 +1,7 @@
 import { expect, test } from 'vitest';
 import { scaleText, tableOf, type ServiceItem } from '../../cli/views.js';
 
-const item = (extra: Partial<ServiceItem> = {}): ServiceItem => ({ name: 'web', image: 'web:1', desired: 3, replicas: 3, placed: 3, running: 3, ready: 3, pending: [], ...extra });
+const item = (extra: Partial<ServiceItem> = {}): ServiceItem => ({ name: 'web', image: 'web:1', desired: 3, replicas: 3, placed: 3, running: 3, ready: 3, updated: 3, pending: [], rollout: null, ...extra });
 
 test('cca get services shows the autoscaled count with its bounds and the utilisation against the target', () => {
   const scaled = item({ autoscale: { min: 2, max: 10, targetCpuPercent: 60, cpuPercent: 71 } });

@@ -43,6 +43,7 @@ describe('docs/language.md', () => {
       ['`prefer … weight`', `\`${DEFAULTS.preferWeight}\``],
       ['`update … max_surge`', `\`${DEFAULTS.maxSurge}\``],
       ['`update … max_unavailable`', `\`${DEFAULTS.maxUnavailable}\``],
+      ['`update … progress_deadline`', `\`${formatDuration(DEFAULTS.progressDeadlineMs)}\``],
       ['`autoscale … min`', `\`${DEFAULTS.autoscaleMin}\``],
       ['`autoscale … target_cpu`', `\`${DEFAULTS.autoscaleTargetCpuPercent}%\``],
       ['`init … timeout`', `\`${formatDuration(DEFAULTS.initTimeoutMs)}\``],

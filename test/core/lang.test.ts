@@ -57,7 +57,7 @@ describe('units', () => {
   test('percentages and counts', () => {
     const s = one('autoscale { min = 1 max = 4 target_cpu = 80% }\nupdate { max_surge = 50% max_unavailable = 2 }');
     expect(s.autoscale).toEqual({ min: 1, max: 4, targetCpuPercent: 80 });
-    expect(s.update).toEqual({ maxSurge: '50%', maxUnavailable: 2 });
+    expect(s.update).toEqual({ maxSurge: '50%', maxUnavailable: 2, progressDeadlineMs: 600_000 });
   });
 });
 

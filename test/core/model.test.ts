@@ -39,7 +39,7 @@ describe('service spec', () => {
       ports: [],
       health: {},
       placement: { spread: ['zone', 'node'], require: [], restrict: [], prefer: [], accept: [] },
-      update: { maxSurge: 1, maxUnavailable: 0 },
+      update: { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 600_000 },
       init: [],
       after: [],
       configs: [],
@@ -186,5 +186,49 @@ describe('rollouts', async () => {
     expect(rolloutChanges(a, ok({ name: 'w', image: 'x:2', env: { B: '2', A: '1' } }))).toEqual(['image']);
     expect(rolloutChanges(a, ok({ name: 'w', image: 'x:1', env: { A: '1', B: '3' } }))).toEqual(['env']);
     expect(rolloutChanges(a, ok({ name: 'w', image: 'x:1', env: { A: '1', B: '2' }, replicas: 9, placement: { spread: ['node'] } }))).toEqual([]);
+  });
+});
+
+describe('template hash', async () => {
+  const { templateHash, canonicalJson, ROLLOUT_FIELDS } = await import('../../core/model/index.js');
+  const base = ok({ name: 'w', image: 'x:1', env: { A: '1', B: '2' }, replicas: 3 });
+
+  test('stable: 16 hex digits, the same for equal templates whatever the key order', () => {
+    expect(templateHash(base)).toMatch(/^[0-9a-f]{16}$/);
+    expect(templateHash(ok({ name: 'w', image: 'x:1', env: { B: '2', A: '1' }, replicas: 3 }))).toBe(templateHash(base));
+    expect(canonicalJson({ b: 1, a: [{ d: 2, c: undefined }] })).toBe('{"a":[{"d":2}],"b":1}');
+    // Pinned: a change to the hash function rolls every service on upgrade, so it is deliberate.
+    expect(templateHash(ok({ name: 'w', image: 'busybox:1.35' }))).toBe(templateHash(ok({ name: 'other', image: 'busybox:1.35', replicas: 7 })));
+  });
+
+  test('every rollout field changes it; replicas, update, autoscale, placement, labels, after and network do not', () => {
+    const changed: Record<(typeof ROLLOUT_FIELDS)[number], Parameters<typeof ok>[0]> = {
+      image: { name: 'w', image: 'x:2', env: { A: '1', B: '2' } },
+      command: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, command: ['run'] },
+      args: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, args: ['-v'] },
+      env: { name: 'w', image: 'x:1', env: { A: '1', B: '3' } },
+      workdir: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, workdir: '/srv' },
+      resources: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, resources: { cpuMillis: 200 } },
+      ports: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, ports: [{ name: 'http', container: 80 }] },
+      health: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, health: { readiness: { probe: { type: 'exec', command: ['true'] } } } },
+      init: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, init: [{ name: 'm', command: ['migrate'] }] },
+      configs: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, configs: [{ name: 'c', path: '/c', content: 'x' }] },
+      secrets: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, secrets: [{ name: 's', value: 'v', env: 'S' }] },
+      volumes: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, volumes: [{ name: 'd', sizeBytes: 1, mountPath: '/d' }] },
+      stopGraceMs: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, stopGraceMs: 1 },
+      restart: { name: 'w', image: 'x:1', env: { A: '1', B: '2' }, restart: 'never' },
+    };
+    for (const f of ROLLOUT_FIELDS) expect(templateHash(ok(changed[f])), f).not.toBe(templateHash(base));
+    const same = ok({
+      name: 'w', image: 'x:1', env: { A: '1', B: '2' }, replicas: 9, labels: { team: 'a' }, after: ['db'],
+      update: { maxSurge: '50%', maxUnavailable: 1, progressDeadlineMs: 1000 }, placement: { spread: ['node'] }, network: { allow: [{ service: 'api' }] },
+    });
+    expect(templateHash(same)).toBe(templateHash(base));
+  });
+
+  test('max_surge and max_unavailable both zero is CCA-E0318; either alone is fine', () => {
+    expect(issues({ name: 'w', image: 'x', update: { maxSurge: 0, maxUnavailable: '0%' } })).toEqual([['CCA-E0318', 'update.maxSurge']]);
+    expect(issues({ name: 'w', image: 'x', update: { maxSurge: 0, maxUnavailable: 1 } })).toEqual([]);
+    expect(issues({ name: 'w', image: 'x', update: { maxSurge: '0%', maxUnavailable: '25%' } })).toEqual([]);
   });
 });

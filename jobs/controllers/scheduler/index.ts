@@ -1,4 +1,5 @@
 import { buildKey, prefixOf } from '../../../core/keys.js';
+import { templateHash } from '../../../core/model/template.js';
 import type { Store } from '../../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../../controller.js';
 import { decodeFact } from '../../../core/keys.js';
@@ -55,8 +56,18 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       }
 
       const specs = indexBy(services, (s) => s.value.name);
+      // A replica made from another template than the spec's is held: its assignment would
+      // carry the current spec, so it would run what its record does not say (a rolling
+      // update stops it instead). Records from before templates ('') are placed as ever.
+      const templates = new Map<string, string>();
+      const templateOf = (service: string) => {
+        let t = templates.get(service);
+        if (t === undefined) templates.set(service, (t = templateHash(specs.get(service)!.value)));
+        return t;
+      };
       const pending: Pending[] = recordList
         .filter((r) => r.value.desired === 'run' && !r.value.retired && !placements.has(r.value.id) && specs.has(r.value.service))
+        .filter((r) => r.value.template === '' || r.value.template === templateOf(r.value.service))
         .sort((a, b) => a.value.createdAt - b.value.createdAt || (a.value.id < b.value.id ? -1 : 1))
         .map((record) => ({ record, spec: specs.get(record.value.service)! }));
       if (pending.length === 0) return {};

@@ -55,7 +55,10 @@ export const serviceInput = (name = label()): fc.Arbitrary<ServiceSpecInput> =>
       restrict: fc.array(constraint, { maxLength: 2 }),
       prefer: fc.array(fc.record({ constraint, weight: fc.integer({ min: 1, max: 100 }) }), { maxLength: 2 }),
       accept: fc.array(fc.constantFrom('gpu', 'dedicated=db', 'a.b/c=d-e'), { maxLength: 2 }),
-      update: fc.record({ maxSurge: countOrPercent, maxUnavailable: countOrPercent }),
+      update: fc
+        .record({ maxSurge: countOrPercent, maxUnavailable: countOrPercent, progressDeadlineMs: fc.integer({ min: 1, max: 7 * 86_400_000 }) })
+        // Both zero is CCA-E0318: a roll could not move.
+        .filter((u) => !(['0', '0%'].includes(String(u.maxSurge)) && ['0', '0%'].includes(String(u.maxUnavailable)))),
       autoscale: fc.option(fc.tuple(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 1, max: 100 })), { nil: undefined }),
       replicas: fc.option(fc.integer({ min: 0, max: 100 }), { nil: undefined }),
       init: fc.array(fc.record({ image: fc.option(image, { nil: undefined }), command: fc.array(text, { minLength: 1, maxLength: 2 }), env: fc.dictionary(envName, text, { maxKeys: 2 }), timeoutMs: fc.integer({ min: 1, max: 3_600_000 }) }), { maxLength: 2 }),
@@ -142,7 +145,7 @@ export const serviceSet = setNames.chain((names) =>
 const vocabulary = [
   'service', 'web', 'api', 'image', 'replicas', 'cpu', 'memory', 'port', 'http', 'health', 'readiness', 'liveness',
   'require', 'restrict', 'prefer', 'accept', 'allow', 'from', 'on', 'weight', 'zone', 'node', 'label', 'in', 'not',
-  'update', 'autoscale', 'init', 'config', 'secret', 'volume', 'after', 'spread', 'command', 'env', 'labels', 'max_surge',
+  'update', 'autoscale', 'init', 'config', 'secret', 'volume', 'after', 'spread', 'command', 'env', 'labels', 'max_surge', 'progress_deadline',
   'container', 'protocol', 'tcp', 'exec', 'every', 'timeout', 'true', 'false', 'min', 'max', 'target_cpu', 'size', 'mount',
   '{', '}', '[', ']', '=', '==', '!=', ',', '.', ':', '"busybox:1.35"', '"a\\nb"', '"\\u{1F600}"', '"unterminated', '"""raw\n"""',
   '"""open', '3', '0.5', '64Mi', '1.5Gi', '500m', '10s', '1m30s', '70%', '-1', '1.2.3', '99999999999999999999999Gi', '1e5',

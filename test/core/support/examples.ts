@@ -37,4 +37,5 @@ export const examples: Record<string, string> = {
   'CCA-E0313': 'service web {\n  image = "busybox:1.35"\n  config a { path = "/etc/app.conf" content = "x" }\n  volume data { size = 1Gi mount = "/etc/app.conf" }\n}\n',
   'CCA-E0314': 'service web {\n  image = "busybox:1.35"\n  port http { container = 8080 }\n  health readiness { http = "/" every = 1s timeout = 2s }\n}\n',
   'CCA-E0315': 'service web {\n  image = "busybox:1.35"\n  secret token { value = "s3cret" }\n}\n',
+  'CCA-E0318': 'service web {\n  image = "busybox:1.35"\n  update { max_surge = 0 max_unavailable = 0% }\n}\n',
 };
