@@ -131,7 +131,7 @@ export class ContainerdRuntime implements Runtime {
         if (r.code !== 0) {
           const timedOut = r.code === -1 ? `\n(init step ${step.name} timed out after ${step.timeoutMs} ms)` : '';
           const exitCode = r.code === -1 ? 137 : r.code;
-          writeInit({ step: step.name, state: 'failed', exitCode, tail: (r.stdout + r.stderr + timedOut).slice(-2_000) });
+          writeInit({ step: step.name, state: 'failed', exitCode, tail: (r.stdout + r.stderr + timedOut).slice(-2_000), ...(r.code === -1 ? { timedOut: true } : {}) });
           return this.finishInit(handle, exitCode, true);
         }
         writeInit({ step: step.name, state: 'succeeded', exitCode: 0, tail: '' });

@@ -42,10 +42,14 @@ export function observationOf(slot: Slot, node: string, tenure: number, now: num
     health: { liveness: slot.liveness?.state ?? 'unknown', readiness: slot.readiness?.state ?? 'unknown' },
     ...(slot.usage === undefined ? {} : { usage: slot.usage }),
     image: slot.handle?.image ?? '',
-    ...(slot.init === undefined ? {} : { init: { step: slot.init.step, state: slot.init.state, ...(slot.init.exitCode === undefined ? {} : { exitCode: slot.init.exitCode }), tail: slot.init.tail ?? '' } }),
+    ...(slot.init === undefined ? {} : { init: initOf(slot.init) }),
     ...(slot.diagnostic === undefined ? {} : { diagnostic: slot.diagnostic }),
     at: now,
   };
+}
+
+function initOf(p: InitProgress): NonNullable<Observation['init']> {
+  return { step: p.step, state: p.state, ...(p.exitCode === undefined ? {} : { exitCode: p.exitCode }), tail: p.tail ?? '', ...(p.timedOut ? { timedOut: true } : {}) };
 }
 
 /** An observation's identity for change detection: everything but the time and the usage figures. */

@@ -6,6 +6,7 @@ import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { newReplicaId, serviceOfReplica } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
+import { backoffDelay, nextAttempt } from './backoff.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaState, type ReplicaState } from './replica-state.js';
 
 export const REPLICA_CONTROLLER = 'replica';
@@ -64,10 +65,10 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const completed = spec ? states.filter(isCompleted).length : 0;
   const txns: Txn[] = [];
   let timer: number | undefined;
-  const replaceIfShort = (cause: Cause, reason: string): ReplicaDraft | undefined => {
+  const replaceIfShort = (cause: Cause, reason: string, backoff?: Backoff): ReplicaDraft | undefined => {
     if (!spec || live + completed >= desired) return undefined;
     live++;
-    return draftReplica(ctx, spec, cause, reason);
+    return draftReplica(ctx, spec, cause, reason, backoff);
   };
   const retiredNow = new Set<string>();
   for (const s of states.filter(isLive)) {
@@ -108,10 +109,17 @@ interface ReplicaDraft {
   ops: Op[];
 }
 
-function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = ''): ReplicaDraft {
+/** What a replacement of a failed replica carries: see backoff.ts. */
+interface Backoff {
+  attempt: number;
+  notBefore: number;
+  failure: string;
+}
+
+function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
   const service = spec.value.name;
   const id = newReplicaId(service, ctx.random);
-  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, desired: 'run', createdAt: ctx.now, retired: false, reason };
+  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, desired: 'run', createdAt: ctx.now, retired: false, reason, attempt: backoff?.attempt ?? 0, ...(backoff ? { notBefore: backoff.notBefore, failure: backoff.failure } : {}) };
   const key = buildKey('replica', service, id);
   const d = decide({
     kind: 'replica',
@@ -122,7 +130,10 @@ function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, rea
     at: ctx.now,
     evidence: [evidenceOf(spec)],
     cause,
-    reasons: [reason || `service ${service} wants ${spec.value.replicas} replica(s)`],
+    reasons: [
+      reason || `service ${service} wants ${spec.value.replicas} replica(s)`,
+      ...(backoff ? [`backoff: failure ${backoff.attempt} in a row, not placed before ${backoff.notBefore - ctx.now} ms from now`] : []),
+    ],
   });
   return { record, key, compares: [absent(key), ...d.compares], ops: [putFact('replica', [service, id], record), ...d.ops] };
 }
@@ -142,7 +153,7 @@ function retireLiveIfDone(
   s: ReplicaState,
   spec: Fact<'service'> | undefined,
   dropLive: () => void,
-  replaceIfShort: (cause: Cause, reason: string) => ReplicaDraft | undefined,
+  replaceIfShort: (cause: Cause, reason: string, backoff?: Backoff) => ReplicaDraft | undefined,
 ): Txn | undefined {
   const { now } = ctx;
   const rec = s.record.value;
@@ -150,6 +161,7 @@ function retireLiveIfDone(
   let reason: string;
   let cause: Cause;
   let replace = true;
+  let backoff: Backoff | undefined;
   const evidence = [evidenceOf(s.record)];
   if (s.lost && s.placement && s.lost.value.tenure === s.placement.value.tenure) {
     reason = `lost with node ${s.lost.value.node}`;
@@ -164,7 +176,16 @@ function retireLiveIfDone(
     const failed = obs.value.state !== 'exited' || (code !== undefined && code !== 0);
     const policy = spec?.value.restart ?? 'always';
     replace = policy === 'always' || (policy === 'on-failure' && failed);
-    reason = `${replace ? '' : 'completed: '}${obs.value.state}${code !== undefined ? ` with code ${code}` : ''} on ${obs.value.node} (restart ${policy})`;
+    const init = obs.value.init?.state === 'failed' ? obs.value.init : undefined;
+    const failure = init
+      ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
+      : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
+    reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})`;
+    if (failed) {
+      // Consecutive failures back off; the count lives on the replacement's record.
+      const attempt = nextAttempt(rec.attempt, now - s.placement!.value.at);
+      backoff = { attempt, notBefore: now + backoffDelay(attempt), failure };
+    }
     cause = causedByFact(obs);
     compares.push(unchanged(obs), unchanged(s.assignment), unchanged(s.status), sameTenure(s.node!.key, s.node!.createRevision), unchanged(s.placement));
     evidence.push(evidenceOf(obs), evidenceOf(s.assignment!), evidenceOf(s.status!));
@@ -172,7 +193,7 @@ function retireLiveIfDone(
   dropLive();
   const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason], evidence);
   const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason };
-  const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`) : undefined;
+  const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`, backoff) : undefined;
   return {
     compares: [...compares, ...d.compares, ...(draft?.compares ?? [])],
     ops: [putFact('replica', [rec.service, rec.id], retired), ...d.ops, ...(draft?.ops ?? [])],
