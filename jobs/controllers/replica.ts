@@ -181,8 +181,9 @@ function retireLiveIfDone(
       ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
       : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
     reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})`;
-    if (failed) {
-      // Consecutive failures back off; the count lives on the replacement's record.
+    if (replace) {
+      // A workload that stopped by itself (failed, or exited under `restart always`) comes
+      // back with backoff, so a crash loop does not spin; the count lives on the new record.
       const attempt = nextAttempt(rec.attempt, now - s.placement!.value.at);
       backoff = { attempt, notBefore: now + backoffDelay(attempt), failure };
     }

@@ -1,5 +1,5 @@
 import { buildKey } from '../../../core/keys.js';
-import { makeDiagnostic } from '../../../core/diagnostics/error.js';
+import { makeDiagnostic as diagnostic } from '../../../core/diagnostics/error.js';
 import { desiredReplicas } from '../../../core/model/resolve.js';
 import type { Compare } from '../../../db/store.js';
 import { unchanged, type Fact } from '../../facts.js';
@@ -39,6 +39,12 @@ export interface DependencyFacts {
   autoscale: ReadonlyMap<string, Fact<'autoscale'>>;
 }
 
+/** A reason as people look it up: the code first (`cca explain CCA-E0417`). */
+function coded(...args: Parameters<typeof diagnostic>): string {
+  const d = diagnostic(...args);
+  return `${d.code} ${d.message}`;
+}
+
 export function holdOf(p: Pending, deps: DependencyFacts, now: number): { hold: Hold } | { gate?: Gate } {
   const r = p.record.value;
   if (r.notBefore !== undefined && r.notBefore > now) {
@@ -46,7 +52,7 @@ export function holdOf(p: Pending, deps: DependencyFacts, now: number): { hold: 
     const failure = r.failure ?? 'a failure';
     const reasons = [
       `backing off after ${failure}, retry in ${delay} (failure ${r.attempt} in a row)`,
-      makeDiagnostic('CCA-E0416', { replica: r.id, service: r.service, failure, attempt: r.attempt, delay }).message,
+      coded('CCA-E0416', { replica: r.id, service: r.service, failure, attempt: r.attempt, delay }),
     ];
     return { hold: { pending: p, reasons, basis: digest([`backoff ${r.notBefore}`]), evidence: [], until: r.notBefore } };
   }
@@ -59,14 +65,14 @@ export function holdOf(p: Pending, deps: DependencyFacts, now: number): { hold: 
     const intent = deps.autoscale.get(dep);
     const endpointsKey = buildKey('endpoints', dep);
     if (!spec) {
-      const reasons = [`waiting for ${dep}: no service ${dep} exists`, makeDiagnostic('CCA-E0418', { replica: r.id, service: r.service, dependency: dep }).message];
+      const reasons = [`waiting for ${dep}: no service ${dep} exists`, coded('CCA-E0418', { replica: r.id, service: r.service, dependency: dep })];
       return { hold: { pending: p, reasons, basis: digest(reasons), evidence: [absentEvidence(buildKey('service', dep))] } };
     }
     const desired = desiredReplicas(spec.value, intent?.value.desired);
     const ready = new Set((eps?.value.endpoints ?? []).map((e) => e.replica)).size;
     const evidence = [eps ? evidenceOf(eps) : absentEvidence(endpointsKey), evidenceOf(spec), ...(intent ? [evidenceOf(intent)] : [])];
     if (ready < desired) {
-      const reasons = [`waiting for ${dep}: ${ready}/${desired} ready`, makeDiagnostic('CCA-E0417', { replica: r.id, service: r.service, dependency: dep, ready, desired }).message];
+      const reasons = [`waiting for ${dep}: ${ready}/${desired} ready`, coded('CCA-E0417', { replica: r.id, service: r.service, dependency: dep, ready, desired })];
       return { hold: { pending: p, reasons, basis: digest(reasons), evidence } };
     }
     gate.compares.push(unchanged(eps, endpointsKey), unchanged(spec), unchanged(intent, buildKey('autoscale', dep)));
