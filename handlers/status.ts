@@ -17,6 +17,11 @@ export interface ReplicaView {
   createdAt: number;
   reason: string;
   diagnostic?: Observation['diagnostic'];
+  /** Init step progress (the failed step's exit code and output tail). */
+  init?: Observation['init'];
+  /** Backoff: consecutive failures it replaces, and the earliest time it may be placed. */
+  attempt: number;
+  notBefore?: number;
 }
 
 export interface ServiceStatus {
@@ -55,11 +60,14 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
         reason: r.reason,
+        attempt: r.attempt,
+        ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
       };
       if (a) view.node = a.node;
       if (admissible?.health) view.health = admissible.health;
       if (admissible?.exitCode !== undefined) view.exitCode = admissible.exitCode;
       if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;
+      if (admissible?.init) view.init = admissible.init;
       return view;
     }),
   };

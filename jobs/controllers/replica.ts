@@ -162,6 +162,7 @@ function retireLiveIfDone(
   let cause: Cause;
   let replace = true;
   let backoff: Backoff | undefined;
+  const detail: string[] = [];
   const evidence = [evidenceOf(s.record)];
   if (s.lost && s.placement && s.lost.value.tenure === s.placement.value.tenure) {
     reason = `lost with node ${s.lost.value.node}`;
@@ -181,6 +182,9 @@ function retireLiveIfDone(
       ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
       : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
     reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})`;
+    // The step's last output lines, so `cca why` shows what failed without the evidence's full text.
+    if (init) detail.push(...tailLines(init.tail).map((l) => `output: ${l}`));
+    if (obs.value.diagnostic) detail.push(`${obs.value.diagnostic.code} ${obs.value.diagnostic.message}`);
     if (replace) {
       // A workload that stopped by itself (failed, or exited under `restart always`) comes
       // back with backoff, so a crash loop does not spin; the count lives on the new record.
@@ -192,13 +196,18 @@ function retireLiveIfDone(
     evidence.push(evidenceOf(obs), evidenceOf(s.assignment!), evidenceOf(s.status!));
   }
   dropLive();
-  const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason], evidence);
+  const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason, ...detail], evidence);
   const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason };
   const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`, backoff) : undefined;
   return {
     compares: [...compares, ...d.compares, ...(draft?.compares ?? [])],
     ops: [putFact('replica', [rec.service, rec.id], retired), ...d.ops, ...(draft?.ops ?? [])],
   };
+}
+
+/** The last few non-empty lines of an output tail, each cut to a readable length. */
+function tailLines(tail: string, n = 3): string[] {
+  return tail.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '').slice(-n).map((l) => (l.length > 200 ? `…${l.slice(-200)}` : l));
 }
 
 function isStopped(state: string): boolean {

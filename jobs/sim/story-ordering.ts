@@ -3,6 +3,7 @@ import type { Endpoints } from '../../core/model/facts.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ServiceSpecInput } from '../../core/model/service.js';
 import { admissibleObservation, isLive, readReplicaState } from '../controllers/replica-state.js';
+import type { Store } from '../../db/store.js';
 import { listFacts } from '../facts.js';
 import { expectThat, result, running, type ScenarioResult } from './scenarios.js';
 import { SimWorld, type SimOptions } from './world.js';
@@ -31,24 +32,26 @@ const api: ServiceSpecInput = { name: 'api', image: 'api:1', replicas: 3, after:
  * a readiness check with an initial delay) started at least that long ago. It writes only
  * when the set changes. With a real endpoint controller registered it does nothing.
  */
-async function publishEndpoints(w: SimWorld, services: readonly string[]): Promise<void> {
+export async function standInEndpoints(store: Store, services: readonly string[], now: number, opts: { emulateInitialDelay?: boolean; log?: (line: string) => void } = {}): Promise<void> {
   for (const name of services) {
-    const specKv = await w.store.get(buildKey('service', name));
+    const specKv = await store.get(buildKey('service', name));
     const spec = specKv ? decodeFact('service', specKv.key, specKv.value) : undefined;
-    const delay = spec?.health.readiness?.initialDelayMs ?? 0;
+    const checked = spec?.health.readiness !== undefined;
+    // The simulated agent reports readiness passing at once; the delay plays the check's initial delay.
+    const delay = opts.emulateInitialDelay ? (spec?.health.readiness?.initialDelayMs ?? 0) : 0;
     const endpoints: Endpoints['endpoints'] = [];
-    for (const r of await listFacts(w.store, 'replica', prefixOf('replica', name))) {
-      const s = await readReplicaState(w.store, r);
+    for (const r of await listFacts(store, 'replica', prefixOf('replica', name))) {
+      const s = await readReplicaState(store, r);
       const obs = isLive(s) ? admissibleObservation(s) : undefined;
-      if (!obs || obs.value.state !== 'running' || obs.value.health.readiness === 'failing' || w.t - obs.value.at < delay) continue;
-      endpoints.push({ replica: r.value.id, node: obs.value.node, address: '10.0.0.1', ports: {} });
+      if (!obs || obs.value.state !== 'running' || (checked && obs.value.health.readiness !== 'passing') || now - obs.value.at < delay) continue;
+      endpoints.push({ replica: r.value.id, node: obs.value.node, address: obs.value.address ?? '127.0.0.1', ports: obs.value.ports ?? {} });
     }
     const key = buildKey('endpoints', name);
-    const current = await w.store.get(key);
+    const current = await store.get(key);
     const before = current ? decodeFact('endpoints', key, current.value).endpoints : [];
     if (JSON.stringify(before) === JSON.stringify(endpoints)) continue;
-    await w.store.put(key, encodeFact('endpoints', { service: name, endpoints, at: w.t }));
-    w.log(`endpoints ${name}: ${endpoints.length} ready`);
+    await store.put(key, encodeFact('endpoints', { service: name, endpoints, at: now }));
+    opts.log?.(`endpoints ${name}: ${endpoints.length} ready`);
   }
 }
 
@@ -92,7 +95,7 @@ export async function simOrdering(opts: SimOptions): Promise<ScenarioResult> {
   const counts = { placements: 0 };
   const tick = async (): Promise<void> => {
     if (!w.storeDown) {
-      if (stand_in) await publishEndpoints(w, ['db', 'api']);
+      if (stand_in) await standInEndpoints(w.store, ['db', 'api'], w.t, { emulateInitialDelay: true, log: (l) => w.log(l) });
       await checkPlacements(w, checked, counts);
     }
     w.at(w.t + TICK_MS, 'ordering tick', tick);
