@@ -60,7 +60,7 @@ export async function replicaViews(store: Store, service?: string, revision = 0)
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
         reason: r.reason,
-        attempt: r.attempt,
+        attempt: r.attempt ?? 0,
         ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
       };
       if (a) view.node = a.node;

@@ -24,7 +24,7 @@ export const replicaRecordSchema = z.object({
   retired: z.boolean().default(false),
   reason: z.string().default(''),
   /** Consecutive failures of the replicas this one replaces (0: not a replacement of a failure). */
-  attempt: z.int().min(0).default(0),
+  attempt: z.int().min(0).optional(),
   /** Backoff: the scheduler places it no earlier than this (jobs/controllers/backoff.ts). */
   notBefore: ms.optional(),
   /** What the replaced replica failed with, for the pending reason ("init step migrate failed (code 1)"). */

@@ -119,7 +119,7 @@ interface Backoff {
 function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
   const service = spec.value.name;
   const id = newReplicaId(service, ctx.random);
-  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, desired: 'run', createdAt: ctx.now, retired: false, reason, attempt: backoff?.attempt ?? 0, ...(backoff ? { notBefore: backoff.notBefore, failure: backoff.failure } : {}) };
+  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, desired: 'run', createdAt: ctx.now, retired: false, reason, ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure } : {}) };
   const key = buildKey('replica', service, id);
   const d = decide({
     kind: 'replica',
@@ -188,7 +188,7 @@ function retireLiveIfDone(
     if (replace) {
       // A workload that stopped by itself (failed, or exited under `restart always`) comes
       // back with backoff, so a crash loop does not spin; the count lives on the new record.
-      const attempt = nextAttempt(rec.attempt, now - s.placement!.value.at);
+      const attempt = nextAttempt(rec.attempt ?? 0, now - s.placement!.value.at);
       backoff = { attempt, notBefore: now + backoffDelay(attempt), failure };
     }
     cause = causedByFact(obs);

@@ -74,7 +74,7 @@ describe('init failure backoff (state in the store)', () => {
     await b.apply({ name: 'api', image: 'web:1', init: [{ name: 'migrate', command: ['migrate'] }] });
     await b.settle(all);
     let [r] = await b.live('api');
-    expect(r!.attempt).toBe(0);
+    expect(r!.attempt ?? 0).toBe(0);
     const delays: number[] = [];
     for (let failure = 1; failure <= 4; failure++) {
       const failedAt = b.t;
@@ -143,7 +143,7 @@ describe('init failure backoff (state in the store)', () => {
     await b.settle(all);
     const [r4] = await b.live('api');
     expect(r4!.id).not.toBe(r3!.id);
-    expect(r4!.attempt).toBe(0);
+    expect(r4!.attempt ?? 0).toBe(0);
     expect(r4!.notBefore).toBeUndefined();
     expect((await placement(b, r4!.id))?.node).not.toBe(lostNode);
   });

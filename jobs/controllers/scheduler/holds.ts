@@ -50,9 +50,10 @@ export function holdOf(p: Pending, deps: DependencyFacts, now: number): { hold: 
   if (r.notBefore !== undefined && r.notBefore > now) {
     const delay = formatDelay(r.notBefore - r.createdAt);
     const failure = r.failure ?? 'a failure';
+    const attempt = r.attempt ?? 1;
     const reasons = [
-      `backing off after ${failure}, retry in ${delay} (failure ${r.attempt} in a row)`,
-      coded('CCA-E0416', { replica: r.id, service: r.service, failure, attempt: r.attempt, delay }),
+      `backing off after ${failure}, retry in ${delay} (failure ${attempt} in a row)`,
+      coded('CCA-E0416', { replica: r.id, service: r.service, failure, attempt, delay }),
     ];
     return { hold: { pending: p, reasons, basis: digest([`backoff ${r.notBefore}`]), evidence: [], until: r.notBefore } };
   }
