@@ -137,7 +137,7 @@ describe.skipIf(!existsSync('/usr/bin/busybox'))('init and ordering on the proce
     await api('DELETE', '/v1/services/slow');
   }, 30_000);
 
-  it('`after` holds api until db has its desired count ready', async () => {
+  it('`after` holds api until db has its desired count ready (fixtures/ordering.cca): then api\'s init steps reach db and its main process sees both', async () => {
     // Until the endpoint controller is registered, the test publishes /endpoints/ from the
     // agent's admissible observations (running, readiness passing) as that controller would.
     const standIn = !controllers().some((c) => c.name === 'endpoints');
@@ -149,18 +149,9 @@ describe.skipIf(!existsSync('/usr/bin/busybox'))('init and ordering on the proce
       }
     })();
     try {
-      const port = 41_000 + (process.pid % 10_000);
-      await api('POST', '/v1/apply', {
-        services: [
-          { name: 'api', image: 'busybox:1.35', after: ['db'], command: ['sleep', '1000'] },
-          {
-            name: 'db', image: 'busybox:1.35', ports: [{ name: 'http', container: port }],
-            // Ready only after 2 s: the server starts late.
-            command: ['sh', '-c', `mkdir -p www && echo ok > www/index.html && sleep 2 && exec httpd -f -p 127.0.0.1:${port} -h www`],
-            health: { readiness: { probe: { type: 'http', path: '/', port: 'http' }, intervalMs: 200, timeoutMs: 150 } },
-          },
-        ],
-      });
+      const text = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'ordering.cca'), 'utf8');
+      const applied = await fetch(`${server.url}/v1/apply`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'text/x-cca' }, body: text });
+      expect(applied.status).toBe(200);
       const held = await waitFor('api held', async () => (await api('GET', '/v1/services/api')).service.pending.find((p: Json) => p.reason.startsWith('waiting for db: 0/1 ready')), 20_000, 100);
       expect(held).toBeDefined();
       const dbRunning = await waitFor('db running', async () => (await replicas('db')).find((r) => r.state === 'running'), 20_000, 50);
@@ -171,6 +162,11 @@ describe.skipIf(!existsSync('/usr/bin/busybox'))('init and ordering on the proce
       const placed = JSON.stringify(answer);
       expect(placed).toContain('after db: 1/1 ready');
       expect(placed).toContain('/endpoints/db');
+      // api's init steps ran in order, the second one reaching db; its main process printed both.
+      const log = join(tmp.dir, 'state', 'replicas', apiReplica!.id as string, 'stdout.log');
+      await waitFor('api main output', () => existsSync(log) && readFileSync(log, 'utf8').includes('seeded'), 10_000, 100);
+      expect(readFileSync(log, 'utf8')).toBe('schema v1\nseeded\n');
+      expect(apiReplica!.init).toMatchObject({ step: 'seed', state: 'succeeded' });
     } finally {
       publishing = false;
       await loop;
