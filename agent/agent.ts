@@ -138,45 +138,41 @@ export class Agent {
     }
     if (s.usage) slot.usage = s.usage;
     if (s.init) slot.init = s.init;
-    if (slot.state === 'failed' && !slot.diagnostic) {
-      const d = initFailure(slot);
-      if (d) slot.diagnostic = d;
-    }
   }
 
   private onRuntimeEvent(e: RuntimeEvent): void {
     const slot = this.slots.get(e.replica);
     if (!slot) return;
     if (e.kind === 'exited') {
-      // The init progress is read first, so a failed state is never reported without the
-      // init step that failed (the control plane retires the replica on that report).
+      // A stop we asked for ends `exited` whatever the signal's code; only a workload that
+      // died on its own (or never got going) is `failed`.
+      slot.state = e.exitCode === 0 || (slot.state === 'stopping' && !e.oom) ? 'exited' : 'failed';
+      slot.exitCode = e.exitCode;
+      if (e.oom) {
+        const d = makeDiagnostic('CCA-E0511', { replica: e.replica, service: slot.handle?.service ?? '', memoryBytes: slot.assignment?.spec.resources.memoryBytes ?? 0 });
+        slot.diagnostic = { code: d.code, message: d.message };
+      }
       const h = slot.handle;
-      const settled = h ? this.opts.runtime.inspect(h).then((s) => void (s.init && (slot.init = s.init)), () => undefined) : Promise.resolve();
-      void settled.then(() => this.onExited(slot, e));
-      return;
+      if (h) {
+        // The report waits for the init progress, so a failed state is never reported without
+        // the init step that failed (the control plane retires the replica on that report).
+        slot.settling = true;
+        void Promise.resolve()
+          .then(() => this.opts.runtime.inspect(h))
+          .then((s) => void (s.init && (slot.init = s.init)), () => undefined)
+          .finally(() => {
+            slot.settling = false;
+            this.kick();
+          });
+      }
+      this.event(e.oom ? 'oom' : 'exited', `workload exited with code ${e.exitCode}${slot.fenced ? ' (fenced)' : ''}`, e.replica);
+      this.log(`${e.replica} exited with code ${e.exitCode}`);
     } else {
       slot.state = 'lost';
       slot.diagnostic = { code: e.code, message: e.message };
       this.event('lost', `${e.code} ${e.message}`, e.replica);
       this.log(`${e.replica} lost: ${e.code}`);
     }
-    this.kick();
-  }
-
-  private onExited(slot: Slot, e: Extract<RuntimeEvent, { kind: 'exited' }>): void {
-    // A stop we asked for ends `exited` whatever the signal's code; only a workload that
-    // died on its own (or never got going) is `failed`.
-    slot.state = e.exitCode === 0 || (slot.state === 'stopping' && !e.oom) ? 'exited' : 'failed';
-    slot.exitCode = e.exitCode;
-    if (e.oom) {
-      const d = makeDiagnostic('CCA-E0511', { replica: e.replica, service: slot.handle?.service ?? '', memoryBytes: slot.assignment?.spec.resources.memoryBytes ?? 0 });
-      slot.diagnostic = { code: d.code, message: d.message };
-    } else if (slot.state === 'failed') {
-      const d = initFailure(slot);
-      if (d) slot.diagnostic = d;
-    }
-    this.event(e.oom ? 'oom' : 'exited', `workload exited with code ${e.exitCode}${slot.fenced ? ' (fenced)' : ''}`, e.replica);
-    this.log(`${e.replica} exited with code ${e.exitCode}`);
     this.kick();
   }
 
@@ -304,7 +300,7 @@ export class Agent {
     const every = this.opts.reportEveryMs ?? 5_000;
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
     for (const slot of this.slots.values()) {
-      if (slot.assignment?.tenure !== lease.tenure) continue;
+      if (slot.assignment?.tenure !== lease.tenure || slot.settling) continue;
       const obs = observationOf(slot, this.opts.node, lease.tenure, now);
       if (!obs) continue;
       const fp = fingerprint(obs);
@@ -443,17 +439,4 @@ export class Agent {
       this.event('start-failed', d.message, a.replica);
     }
   }
-}
-
-/** A failed init step as a coded diagnostic (CCA-E0518, or CCA-E0519 when it timed out), with the output's last line. */
-function initFailure(slot: Slot): { code: string; message: string } | undefined {
-  const init = slot.init;
-  if (init?.state !== 'failed') return undefined;
-  const lines = (init.tail ?? '').trim().split('\n').filter((l) => l.trim() !== '');
-  const tail = (init.timedOut ? lines.filter((l) => !l.startsWith('(init step ')) : lines).slice(-1)[0]?.slice(-200) ?? '(no output)';
-  const base = { step: init.step, replica: slot.replica, service: slot.handle?.service ?? slot.assignment?.service ?? '', tail };
-  const d = init.timedOut
-    ? makeDiagnostic('CCA-E0519', { ...base, timeoutMs: slot.assignment?.spec.init.find((i) => i.name === init.step)?.timeoutMs ?? 0 })
-    : makeDiagnostic('CCA-E0518', { ...base, exitCode: init.exitCode ?? slot.exitCode ?? 0 });
-  return { code: d.code, message: d.message };
 }
