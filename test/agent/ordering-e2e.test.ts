@@ -152,8 +152,12 @@ describe.skipIf(!existsSync('/usr/bin/busybox'))('init and ordering on the proce
       const text = readFileSync(join(import.meta.dirname, '..', '..', 'fixtures', 'ordering.cca'), 'utf8');
       const applied = await fetch(`${server.url}/v1/apply`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'text/x-cca' }, body: text });
       expect(applied.status).toBe(200);
-      const held = await waitFor('api held', async () => (await api('GET', '/v1/services/api')).service.pending.find((p: Json) => p.reason.startsWith('waiting for db: 0/1 ready')), 20_000, 100);
-      expect(held).toBeDefined();
+      // What `cca get services -o wide` shows while api is held.
+      const held = await waitFor('api held', async () => {
+        const r = await cca(['get', 'services', 'api', '-o', 'wide', '--server', server.url, '--token', ADMIN]);
+        return r.stdout.includes('waiting for db: 0/1 ready') ? r.stdout : undefined;
+      }, 20_000, 100);
+      expect(held).toMatch(/api\s+0\/1/);
       const dbRunning = await waitFor('db running', async () => (await replicas('db')).find((r) => r.state === 'running'), 20_000, 50);
       expect(dbRunning).toBeDefined();
       await waitFor('api running', async () => (await api('GET', '/v1/services/api')).service?.running === 1, 30_000, 100);
