@@ -190,7 +190,18 @@ export class Agent {
         slot.diagnostic = { code: d.code, message: d.message };
       }
       const h = slot.handle;
-      if (h) void this.opts.runtime.inspect(h).then((s) => s.init && (slot.init = s.init), () => undefined);
+      if (h) {
+        // The report waits for the init progress, so a failed state is never reported without
+        // the init step that failed (the control plane retires the replica on that report).
+        slot.settling = true;
+        void Promise.resolve()
+          .then(() => this.opts.runtime.inspect(h))
+          .then((s) => void (s.init && (slot.init = s.init)), () => undefined)
+          .finally(() => {
+            slot.settling = false;
+            this.kick();
+          });
+      }
       this.event(e.oom ? 'oom' : 'exited', `workload exited with code ${e.exitCode}${slot.fenced ? ' (fenced)' : ''}`, e.replica);
       this.log(`${e.replica} exited with code ${e.exitCode}`);
     } else {
@@ -370,7 +381,7 @@ export class Agent {
     const every = this.opts.reportEveryMs ?? 5_000;
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
     for (const slot of this.slots.values()) {
-      if (slot.assignment?.tenure !== lease.tenure) continue;
+      if (slot.assignment?.tenure !== lease.tenure || slot.settling) continue;
       const obs = observationOf(slot, this.opts.node, lease.tenure, now);
       if (!obs) continue;
       const fp = fingerprint(obs);

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -99,7 +99,7 @@ export class ContainerdRuntime implements Runtime {
     const id = PREFIX + req.replica;
     const dir = join(this.opts.root, req.replica);
     mkdirSync(dir, { recursive: true });
-    for (const stale of ['exit.json', 'init.json']) rmSync(join(dir, stale), { force: true });
+    for (const stale of ['exit.json', 'init.json', 'init.log']) rmSync(join(dir, stale), { force: true });
     const handle: WorkloadHandle = { runtime: 'containerd', replica: req.replica, service: req.service, id, image: req.image, startedAt: Date.now() };
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
     // The namespace (address, route, default-deny table) exists before any container of the replica runs.
@@ -133,11 +133,13 @@ export class ContainerdRuntime implements Runtime {
         const stepId = `${handle.id}-init-${step.name}`;
         const r = await this.runContainer({ ...req, spec: { ...req.spec, env: { ...req.spec.env, ...step.env } } }, entry.name, stepId, step.command, { detach: false, timeoutMs: step.timeoutMs });
         await this.forget(stepId);
+        // Each step's output, in order, beside the main container's log.
+        appendFileSync(join(dir, 'init.log'), `--- init ${step.name} (${r.code === -1 ? 'timed out' : `code ${r.code}`})\n${r.stdout}${r.stderr}`);
         if (this.stopRequested.has(handle.id)) return this.finishInit(handle, 143, false);
         if (r.code !== 0) {
           const timedOut = r.code === -1 ? `\n(init step ${step.name} timed out after ${step.timeoutMs} ms)` : '';
           const exitCode = r.code === -1 ? 137 : r.code;
-          writeInit({ step: step.name, state: 'failed', exitCode, tail: (r.stdout + r.stderr + timedOut).slice(-2_000) });
+          writeInit({ step: step.name, state: 'failed', exitCode, tail: (r.stdout + r.stderr + timedOut).slice(-2_000), ...(r.code === -1 ? { timedOut: true } : {}) });
           return this.finishInit(handle, exitCode, true);
         }
         writeInit({ step: step.name, state: 'succeeded', exitCode: 0, tail: '' });

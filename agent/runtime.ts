@@ -58,6 +58,8 @@ export interface InitProgress {
   state: 'running' | 'succeeded' | 'failed';
   exitCode?: number;
   tail?: string;
+  /** Killed at its timeout (exitCode is then the kill's, 137). */
+  timedOut?: boolean;
 }
 
 export interface Usage {

@@ -1,3 +1,4 @@
+import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { Assignment, Observation } from '../core/model/index.js';
 import { CheckState } from './health.js';
 import type { InitProgress, Usage, WorkloadHandle } from './runtime.js';
@@ -22,6 +23,8 @@ export interface Slot {
   fenced: boolean;
   liveness?: CheckState;
   readiness?: CheckState;
+  /** An exit is being looked into (its init progress read): not reported until then. */
+  settling?: boolean;
   /** The last observation sent, without `at`, to send only changes. */
   reported?: string;
   reportedAt: number;
@@ -45,12 +48,35 @@ export function observationOf(slot: Slot, node: string, tenure: number, now: num
     health: { liveness: slot.liveness?.state ?? 'unknown', readiness: slot.readiness?.state ?? 'unknown' },
     ...(slot.usage === undefined ? {} : { usage: slot.usage }),
     image: slot.handle?.image ?? '',
-    ...(slot.init === undefined ? {} : { init: { step: slot.init.step, state: slot.init.state, ...(slot.init.exitCode === undefined ? {} : { exitCode: slot.init.exitCode }), tail: slot.init.tail ?? '' } }),
-    ...(slot.diagnostic === undefined ? {} : { diagnostic: slot.diagnostic }),
+    ...(slot.init === undefined ? {} : { init: initOf(slot.init) }),
+    ...(diagnosticOf(slot) ?? {}),
     ...(slot.address === undefined ? {} : { address: slot.address }),
     ...(slot.ports === undefined ? {} : { ports: slot.ports }),
     at: now,
   };
+}
+
+/** The slot's diagnostic, or for a replica failed in an init step, that failure coded. */
+function diagnosticOf(slot: Slot): { diagnostic: { code: string; message: string } } | undefined {
+  const d = slot.diagnostic ?? (slot.state === 'failed' ? initFailure(slot) : undefined);
+  return d ? { diagnostic: d } : undefined;
+}
+
+/** A failed init step as a coded diagnostic (CCA-E0518, or CCA-E0519 when it timed out), with the output's last line. */
+export function initFailure(slot: Slot): { code: string; message: string } | undefined {
+  const init = slot.init;
+  if (init?.state !== 'failed') return undefined;
+  const lines = (init.tail ?? '').trim().split('\n').filter((l) => l.trim() !== '');
+  const tail = (init.timedOut ? lines.filter((l) => !l.startsWith('(init step ')) : lines).slice(-1)[0]?.slice(-200) ?? '(no output)';
+  const base = { step: init.step, replica: slot.replica, service: slot.handle?.service ?? slot.assignment?.service ?? '', tail };
+  const d = init.timedOut
+    ? makeDiagnostic('CCA-E0519', { ...base, timeoutMs: slot.assignment?.spec.init.find((i) => i.name === init.step)?.timeoutMs ?? 0 })
+    : makeDiagnostic('CCA-E0518', { ...base, exitCode: init.exitCode ?? slot.exitCode ?? 0 });
+  return { code: d.code, message: d.message };
+}
+
+function initOf(p: InitProgress): NonNullable<Observation['init']> {
+  return { step: p.step, state: p.state, ...(p.exitCode === undefined ? {} : { exitCode: p.exitCode }), tail: p.tail ?? '', ...(p.timedOut ? { timedOut: true } : {}) };
 }
 
 /** An observation's identity for change detection: everything but the time and the usage figures. */

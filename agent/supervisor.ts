@@ -84,9 +84,10 @@ function finish(exitCode: number, why: string, message = ''): never {
 const codeOf = (code: number | null, signal: NodeJS.Signals | null) => code ?? 128 + (signal ? (constants.signals[signal] ?? 9) : 0);
 
 /** One init step in its own process group, killed at its timeout; resolves with its code and output tail. */
-function runStep(step: InitStep): Promise<{ exitCode: number; tail: string }> {
+function runStep(step: InitStep): Promise<{ exitCode: number; tail: string; timedOut: boolean }> {
   return new Promise((resolve) => {
     let tail = '';
+    let timedOut = false;
     const keep = (b: Buffer) => {
       tail = (tail + b.toString('utf8')).slice(-2_000);
       writeSync(err, b);
@@ -97,13 +98,14 @@ function runStep(step: InitStep): Promise<{ exitCode: number; tail: string }> {
     child.stdout?.on('data', keep);
     child.stderr?.on('data', keep);
     const timer = setTimeout(() => {
+      timedOut = true;
       tail += `\n(init step ${step.name} timed out after ${step.timeoutMs} ms)`;
       signalGroup('SIGKILL');
     }, step.timeoutMs);
-    child.on('error', (e) => resolve({ exitCode: 127, tail: e.message }));
+    child.on('error', (e) => resolve({ exitCode: 127, tail: e.message, timedOut }));
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      resolve({ exitCode: codeOf(code, signal), tail });
+      resolve({ exitCode: codeOf(code, signal), tail: tail.slice(-2_000), timedOut });
     });
   });
 }
@@ -115,7 +117,7 @@ async function runInit(): Promise<void> {
     const r = await runStep(step);
     if (stopping) finish(r.exitCode, reason);
     if (r.exitCode !== 0) {
-      writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'failed', exitCode: r.exitCode, tail: r.tail }));
+      writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'failed', exitCode: r.exitCode, tail: r.tail, ...(r.timedOut ? { timedOut: true } : {}) }));
       finish(r.exitCode, 'init-failed');
     }
     writeAtomic('init.json', JSON.stringify({ step: step.name, state: 'succeeded', exitCode: 0, tail: '' }));

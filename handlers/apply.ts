@@ -22,9 +22,13 @@ async function currentServices(store: Store) {
   return { revision, facts, specs: facts.map((f) => f.value) };
 }
 
-function validate(input: ApplyInput, existing: string[]): ServiceSpec[] {
+function validate(input: ApplyInput, stored: readonly ServiceSpec[]): ServiceSpec[] {
+  // With prune, stored services the set leaves out are deleted: they are neither targets nor edges.
+  const kept = input.prune ? [] : stored;
+  const existing = kept.map((s) => s.name);
+  const storedAfter = new Map(kept.map((s) => [s.name, s.after]));
   if (input.kind === 'files') {
-    const r = parseFiles(input.files, { existing });
+    const r = parseFiles(input.files, { existing, storedAfter });
     if (r.diagnostics.length > 0) throw new InvalidSpecs(r.diagnostics);
     return r.services;
   }
@@ -35,7 +39,7 @@ function validate(input: ApplyInput, existing: string[]): ServiceSpec[] {
     if (v.ok) specs.push(v.value);
     else for (const issue of v.issues) problems.push({ ...issueToDiagnostic(issue), params: { ...issueToDiagnostic(issue).params, service: i } });
   });
-  problems.push(...validateServiceSet(specs, { existing }).map(issueToDiagnostic));
+  problems.push(...validateServiceSet(specs, { existing, storedAfter }).map(issueToDiagnostic));
   if (problems.length > 0) throw new InvalidSpecs(problems);
   return specs;
 }
@@ -54,8 +58,7 @@ export interface ApplyResult {
  */
 export async function applyServices(store: Store, input: ApplyInput, dryRun: boolean): Promise<ApplyResult> {
   const current = await currentServices(store);
-  const existing = current.specs.map((s) => s.name);
-  const next = validate(input, existing);
+  const next = validate(input, current.specs);
   const plan = planApply(current.specs, next, input.prune);
   if (dryRun) return { plan, revision: current.revision, dryRun };
   const read = new Map(current.facts.map((f) => [f.value.name, f.modRevision]));

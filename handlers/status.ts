@@ -19,6 +19,11 @@ export interface ReplicaView {
   diagnostic?: Observation['diagnostic'];
   /** The last reported CPU use against the replica's request (running replicas with a sample). */
   cpu?: { usedMillis: number; requestedMillis: number };
+  /** Init step progress (the failed step's exit code and output tail). */
+  init?: Observation['init'];
+  /** Backoff: consecutive failures it replaces, and the earliest time it may be placed. */
+  attempt: number;
+  notBefore?: number;
 }
 
 export interface ServiceStatus {
@@ -76,6 +81,8 @@ export async function replicaViews(
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
         reason: r.reason,
+        attempt: r.attempt ?? 0,
+        ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
       };
       if (a) view.node = a.node;
       // A stateful replica of a past tenure, not yet proven stopped (docs/volumes.md).
@@ -86,6 +93,7 @@ export async function replicaViews(
       if (admissible?.exitCode !== undefined) view.exitCode = admissible.exitCode;
       if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;
       if (a && admissible?.state === 'running' && admissible.usage) view.cpu = { usedMillis: admissible.usage.cpuMillis, requestedMillis: a.resources.cpuMillis };
+      if (admissible?.init) view.init = admissible.init;
       return view;
     }),
   };

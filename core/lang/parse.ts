@@ -21,6 +21,8 @@ export interface ParseOptions {
    * name. 'unchecked' skips the unknown-target check (e.g. when formatting one file of many).
    */
   existing?: Iterable<string> | 'unchecked';
+  /** The stored services' `after` lists, so a cycle through one of them is found (see validateServiceSet). */
+  storedAfter?: ReadonlyMap<string, readonly string[]>;
 }
 
 export interface ParseResult {
@@ -144,7 +146,7 @@ function checkSet(stages: FileStage[], opts: ParseOptions): void {
   const existing = opts.existing === 'unchecked' ? undefined : [...(opts.existing ?? [])];
   const issues = validateServiceSet(
     valid.map((x) => x.spec),
-    { existing: existing ?? [] },
+    { existing: existing ?? [], ...(opts.storedAfter ? { storedAfter: opts.storedAfter } : {}) },
   )
     .filter((i) => existing !== undefined || i.code !== 'CCA-E0305')
     // Allowed clients are checked against a cluster's services (at apply), not in a lone file:

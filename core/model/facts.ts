@@ -25,6 +25,12 @@ export const replicaRecordSchema = z.object({
   /** Set once stopped (or lost) for good; the record is deleted after retention. */
   retired: z.boolean().default(false),
   reason: z.string().default(''),
+  /** Consecutive failures of the replicas this one replaces (0: not a replacement of a failure). */
+  attempt: z.int().min(0).optional(),
+  /** Backoff: the scheduler places it no earlier than this (jobs/controllers/backoff.ts). */
+  notBefore: ms.optional(),
+  /** What the replaced replica failed with, for the pending reason ("init step migrate failed (code 1)"). */
+  failure: z.string().optional(),
 });
 
 /** `/assigned/<node>/<replica>`: the scheduler's placement, with everything the agent needs to run it. */
@@ -104,7 +110,9 @@ export const observationSchema = z.object({
   /** Port name → the port to connect to at `address` (the container port unless the runtime maps it). */
   ports: z.record(z.string(), z.int().min(1).max(65_535)).optional(),
   /** Init step progress: name of the step running or failed, with its output tail. */
-  init: z.object({ step: z.string(), state: z.enum(['running', 'succeeded', 'failed']), exitCode: z.int().optional(), tail: z.string().default('') }).optional(),
+  init: z
+    .object({ step: z.string(), state: z.enum(['running', 'succeeded', 'failed']), exitCode: z.int().optional(), tail: z.string().default(''), timedOut: z.boolean().optional() })
+    .optional(),
   /** An attached coded diagnostic (e.g. image not in catalogue). */
   diagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
   at: ms,

@@ -5,6 +5,11 @@ import type { ServiceSpec } from './service.js';
 export interface ServiceSetOptions {
   /** Names of services already in the store, which `after` may refer to. */
   existing?: Iterable<string>;
+  /**
+   * The `after` lists of services already stored (by name). Those not replaced by the set
+   * join the dependency graph, so a cycle through a stored service is caught at apply time.
+   */
+  storedAfter?: ReadonlyMap<string, readonly string[]>;
 }
 
 /** Rules across the services applied together: unique names, known `after` targets, no cycles. */
@@ -24,7 +29,7 @@ export function validateServiceSet(specs: readonly ServiceSpec[], opts: ServiceS
       out.push({ code: 'CCA-E0305', params: { service: s.name, target, hint }, path: ['after', i], service: s.name });
     }
   }
-  return [...out, ...checkAllowClients(specs, known), ...findCycles(specs)];
+  return [...out, ...checkAllowClients(specs, known), ...findCycles(specs, opts.storedAfter)];
 }
 
 /**
@@ -47,10 +52,14 @@ function checkAllowClients(specs: readonly ServiceSpec[], known: ReadonlySet<str
 /**
  * Every elementary cycle reached by a depth-first walk, once each, named from its smallest
  * member (`a → b → a`). Iterative, so a long chain of services cannot overflow the stack.
+ * Stored services (not replaced by `specs`) take part with their stored edges; a cycle is
+ * reported against the first of its members that is in `specs` (the change that closed it).
  */
-export function findCycles(specs: readonly ServiceSpec[]): SpecIssue[] {
+export function findCycles(specs: readonly ServiceSpec[], stored: ReadonlyMap<string, readonly string[]> = new Map()): SpecIssue[] {
   const edges = new Map<string, string[]>();
   for (const s of specs) if (!edges.has(s.name)) edges.set(s.name, [...new Set(s.after)].filter((t) => t !== undefined));
+  const submitted = new Set(edges.keys());
+  for (const [name, after] of stored) if (!edges.has(name)) edges.set(name, [...new Set(after)]);
   const state = new Map<string, 'active' | 'done'>();
   const reported = new Set<string>();
   const out: SpecIssue[] = [];
@@ -80,8 +89,10 @@ export function findCycles(specs: readonly ServiceSpec[]): SpecIssue[] {
         reported.add(key);
         const start = members.indexOf([...members].sort()[0]!);
         const rotated = [...members.slice(start), ...members.slice(0, start)];
+        const owner = rotated.find((m) => submitted.has(m));
+        if (owner === undefined) continue; // only stored services: not this apply's doing
         const cycle = [...rotated, rotated[0]!].join(' → ');
-        out.push({ code: 'CCA-E0306', params: { cycle }, path: ['after'], service: rotated[0]! });
+        out.push({ code: 'CCA-E0306', params: { cycle }, path: ['after'], service: owner });
       }
     }
   }

@@ -7,6 +7,7 @@ import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { newReplicaId, serviceOfReplica } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
+import { backoffDelay, nextAttempt } from './backoff.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaState, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
 import { templateHash } from '../../core/model/template.js';
@@ -71,11 +72,11 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const txns: Txn[] = [];
   let timer: number | undefined;
   let drafted = 0;
-  const replaceIfShort = (cause: Cause, reason: string): ReplicaDraft | undefined => {
+  const replaceIfShort = (cause: Cause, reason: string, backoff?: Backoff): ReplicaDraft | undefined => {
     if (!spec || live + completed >= desired) return undefined;
     live++;
     drafted++;
-    const d = draftReplica(ctx, spec, cause, reason);
+    const d = draftReplica(ctx, spec, cause, reason, backoff);
     d.compares.push(...intentRead);
     return d;
   };
@@ -123,10 +124,27 @@ export interface ReplicaDraft {
   ops: Op[];
 }
 
-export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = ''): ReplicaDraft {
+/** What a replacement of a failed replica carries: see backoff.ts. */
+interface Backoff {
+  attempt: number;
+  notBefore: number;
+  failure: string;
+}
+
+export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
   const service = spec.value.name;
   const id = newReplicaId(service, ctx.random);
-  const record: ReplicaRecord = { id, service, specRevision: spec.kv.modRevision, template: templateHash(spec.value), desired: 'run', createdAt: ctx.now, retired: false, reason };
+  const record: ReplicaRecord = {
+    id,
+    service,
+    specRevision: spec.kv.modRevision,
+    template: templateHash(spec.value),
+    desired: 'run',
+    createdAt: ctx.now,
+    retired: false,
+    reason,
+    ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure } : {}),
+  };
   const key = buildKey('replica', service, id);
   const d = decide({
     kind: 'replica',
@@ -137,7 +155,10 @@ export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cau
     at: ctx.now,
     evidence: [evidenceOf(spec)],
     cause,
-    reasons: [reason || `service ${service} wants ${spec.value.replicas} replica(s)`],
+    reasons: [
+      reason || `service ${service} wants ${spec.value.replicas} replica(s)`,
+      ...(backoff ? [`backoff: failure ${backoff.attempt} in a row, not placed before ${backoff.notBefore - ctx.now} ms from now`] : []),
+    ],
   });
   return { record, key, compares: [absent(key), ...d.compares], ops: [putFact('replica', [service, id], record), ...d.ops] };
 }
@@ -157,7 +178,7 @@ function retireLiveIfDone(
   s: ReplicaState,
   spec: Fact<'service'> | undefined,
   dropLive: () => void,
-  replaceIfShort: (cause: Cause, reason: string) => ReplicaDraft | undefined,
+  replaceIfShort: (cause: Cause, reason: string, backoff?: Backoff) => ReplicaDraft | undefined,
 ): Txn | undefined {
   const { now } = ctx;
   const rec = s.record.value;
@@ -165,6 +186,8 @@ function retireLiveIfDone(
   let reason: string;
   let cause: Cause;
   let replace = true;
+  let backoff: Backoff | undefined;
+  const detail: string[] = [];
   const evidence = [evidenceOf(s.record)];
   if (s.lost && s.placement && s.lost.value.tenure === s.placement.value.tenure) {
     reason = `lost with node ${s.lost.value.node}`;
@@ -179,19 +202,37 @@ function retireLiveIfDone(
     const failed = obs.value.state !== 'exited' || (code !== undefined && code !== 0);
     const policy = spec?.value.restart ?? 'always';
     replace = policy === 'always' || (policy === 'on-failure' && failed);
-    reason = `${replace ? '' : 'completed: '}${obs.value.state}${code !== undefined ? ` with code ${code}` : ''} on ${obs.value.node} (restart ${policy})`;
+    const init = obs.value.init?.state === 'failed' ? obs.value.init : undefined;
+    const failure = init
+      ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
+      : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
+    reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})`;
+    // The step's last output lines, so `cca why` shows what failed without the evidence's full text.
+    if (init) detail.push(...tailLines(init.tail).map((l) => `output: ${l}`));
+    if (obs.value.diagnostic) detail.push(`${obs.value.diagnostic.code} ${obs.value.diagnostic.message}`);
+    if (replace) {
+      // A workload that stopped by itself (failed, or exited under `restart always`) comes
+      // back with backoff, so a crash loop does not spin; the count lives on the new record.
+      const attempt = nextAttempt(rec.attempt ?? 0, now - s.placement!.value.at);
+      backoff = { attempt, notBefore: now + backoffDelay(attempt), failure };
+    }
     cause = causedByFact(obs);
     compares.push(unchanged(obs), unchanged(s.assignment), unchanged(s.status), sameTenure(s.node!.key, s.node!.createRevision), unchanged(s.placement));
     evidence.push(evidenceOf(obs), evidenceOf(s.assignment!), evidenceOf(s.status!));
   }
   dropLive();
-  const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason], evidence);
+  const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason, ...detail], evidence);
   const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason };
-  const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`) : undefined;
+  const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`, backoff) : undefined;
   return {
     compares: [...compares, ...d.compares, ...(draft?.compares ?? [])],
     ops: [putFact('replica', [rec.service, rec.id], retired), ...d.ops, ...(draft?.ops ?? [])],
   };
+}
+
+/** The last few non-empty lines of an output tail, each cut to a readable length. */
+function tailLines(tail: string, n = 3): string[] {
+  return tail.split('\n').map((l) => l.trimEnd()).filter((l) => l !== '').slice(-n).map((l) => (l.length > 200 ? `…${l.slice(-200)}` : l));
 }
 
 function isStopped(state: string): boolean {

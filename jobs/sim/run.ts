@@ -1,6 +1,7 @@
 import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scenarios.js';
 import { simAutoscale } from './story-autoscale.js';
 import { simNetwork } from './story-network.js';
+import { simOrdering } from './story-ordering.js';
 import type { SimOptions } from './world.js';
 import { simVolumes } from './story-volumes.js';
 import { simRollout } from './story-rollout.js';
@@ -16,6 +17,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-network': simNetwork,
   'sim-volumes': simVolumes,
   'sim-rollout': simRollout,
+  'sim-ordering': simOrdering,
 };
 
 export type ScenarioName = string;

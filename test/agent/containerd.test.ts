@@ -143,6 +143,31 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
     await waitFor('removed', async () => ![...(await runtime.ctr.containers())].some((c) => c.startsWith('cca-init-')), 15_000);
   }, 60_000);
 
+  it('runs several init steps in order (each its own container, its output in init.log), then the main one; a step past its timeout is killed and says so', async () => {
+    server.assign('n1', 'init-seq-1', {
+      name: 'initseq', image: 'busybox:1.35',
+      init: [
+        { name: 'first', command: ['sh', '-c', 'sleep 0.5; echo one'] },
+        { name: 'second', command: ['sh', '-c', 'echo two'] },
+      ],
+      command: ['sh', '-c', 'echo main; while true; do sleep 1; done'],
+    });
+    server.assign('n1', 'init-slow-1', { name: 'initslow', image: 'busybox:1.35', init: [{ name: 'wait', command: ['sh', '-c', 'echo waiting; sleep 60'], timeoutMs: 1_500 }], command: ['sleep', '100'] });
+    const ok = await waitFor('init-seq running', () => (server.observation('n1', 'init-seq-1')?.state === 'running' ? server.observation('n1', 'init-seq-1') : undefined), 30_000);
+    expect(ok.init).toMatchObject({ step: 'second', state: 'succeeded' });
+    const log = readFileSync(join(tmp.dir, 'state', 'replicas', 'init-seq-1', 'init.log'), 'utf8');
+    expect(log).toBe('--- init first (code 0)\none\n--- init second (code 0)\ntwo\n');
+    await waitFor('main output', () => readFileSync(join(tmp.dir, 'state', 'replicas', 'init-seq-1', 'stdout.log'), 'utf8').includes('main'), 10_000);
+    const slow = await waitFor('init-slow failed', () => (server.observation('n1', 'init-slow-1')?.state === 'failed' ? server.observation('n1', 'init-slow-1') : undefined), 30_000);
+    expect(slow.init).toMatchObject({ step: 'wait', state: 'failed', exitCode: 137, timedOut: true });
+    expect(slow.init?.tail).toContain('timed out after 1500 ms');
+    expect(slow.diagnostic?.code).toBe('CCA-E0519');
+    expect([...(await runtime.ctr.containers())].some((c) => c.startsWith('cca-init-slow-1-init-'))).toBe(false);
+    server.unassign('n1', 'init-seq-1');
+    server.unassign('n1', 'init-slow-1');
+    await waitFor('removed', async () => ![...(await runtime.ctr.containers())].some((c) => c.startsWith('cca-init-')), 15_000);
+  }, 90_000);
+
   it('reports a crash with its exit code', async () => {
     server.assign('n1', 'crash-1', { name: 'crash', image: 'busybox:1.35', command: ['sh', '-c', 'sleep 0.3; exit 3'] });
     const obs = await waitFor('failed', () => (server.observation('n1', 'crash-1')?.state === 'failed' ? server.observation('n1', 'crash-1') : undefined), 30_000);

@@ -46,6 +46,8 @@ describe('apply', () => {
     writeFileSync(join(cwd, 'api.cca'), 'service api {\n  image = "busybox:1.35"\n  after = [web]\n}\n');
     expect((await run('apply-dry-run-changed', ['apply', 'web2.cca', 'api.cca', '--dry-run'])).code).toBe(0);
     expect((await run('apply-dry-run-json', ['apply', 'web2.cca', '--dry-run', '-o', 'json'])).code).toBe(0);
+    // Pruning web while api runs `after` it would leave a dangling dependency (CCA-E0305): drop the edge first.
+    writeFileSync(join(cwd, 'api.cca'), 'service api {\n  image = "busybox:1.35"\n}\n');
     expect((await run('apply-prune-dry-run', ['apply', 'api.cca', '--prune', '--dry-run'])).code).toBe(0);
     const colour = await run(undefined, ['apply', 'web2.cca', '--dry-run'], { stdoutIsTTY: true });
     expect(colour.stdout).toContain('\u001b[33m~ service web\u001b[0m');

@@ -111,6 +111,16 @@ describe('service sets', () => {
     expect(out.map((i) => i.params.cycle)).toEqual(['a → b → c → a', 'd → d']);
   });
 
+  test('a cycle through stored services is found and reported against the submitted member', () => {
+    const stored = new Map([['c', ['a']], ['b', ['c']]]);
+    const out = validateServiceSet([spec('a', ['b'])], { existing: ['b', 'c'], storedAfter: stored });
+    expect(out.map((i) => [i.code, i.service, i.params.cycle])).toEqual([['CCA-E0306', 'a', 'a → b → c → a']]);
+    // A submitted spec replaces its stored edges: breaking the cycle in the same apply is fine.
+    expect(validateServiceSet([spec('a', ['b']), spec('c')], { existing: ['b', 'c'], storedAfter: stored })).toEqual([]);
+    // Stored services alone never report (they were valid when applied).
+    expect(validateServiceSet([spec('z')], { existing: ['x', 'y'], storedAfter: new Map([['x', ['y']], ['y', ['x']]]) })).toEqual([]);
+  });
+
   test('a long chain is not a cycle and does not recurse', () => {
     const chain = Array.from({ length: 2000 }, (_, i) => spec(`s${i}`, i > 0 ? [`s${i - 1}`] : []));
     expect(validateServiceSet(chain)).toEqual([]);

@@ -95,6 +95,28 @@ describe('apply', () => {
     expect(await errorOf(big)).toMatchObject({ code: 'CCA-E0602' });
   });
 
+  test('a dependency cycle is refused at apply time, including one closed through services already stored', async () => {
+    const { call, store } = await securedApp();
+    const svc = (name: string, after: string[]) => `service ${name} {\n  image = "busybox:1.35"\n  command = ["sleep", "100"]\n${after.length ? `  after = [${after.map((a) => `"${a}"`).join(', ')}]\n` : ''}}\n`;
+    expect((await call('POST', '/v1/apply', { text: svc('db', []) + svc('cache', ['db']) + svc('api', ['cache']), token: ADMIN })).status).toBe(200);
+    const before = (await store.get(buildKey('service', 'db')))!.modRevision;
+    // Only db is submitted; the cycle db → api → cache → db goes through two stored services.
+    const closed = await call('POST', '/v1/apply', { text: svc('db', ['api']), token: ADMIN, headers: { 'x-cca-filename': 'db.cca' } });
+    expect(closed.status).toBe(400);
+    const body = await closed.json();
+    expect(body.error.code).toBe('CCA-E0612');
+    expect(body.diagnostics).toHaveLength(1);
+    expect(body.diagnostics[0]).toMatchObject({ code: 'CCA-E0306', span: { file: 'db.cca' } });
+    expect(body.diagnostics[0].message).toContain('api → cache → db → api');
+    expect((await store.get(buildKey('service', 'db')))!.modRevision).toBe(before);
+    // The JSON form is checked the same way.
+    const asJson = await call('POST', '/v1/apply', { json: { services: [{ name: 'db', image: 'busybox:1.35', after: ['api'] }] }, token: ADMIN });
+    expect((await asJson.json()).diagnostics.map((d: { code: string }) => d.code)).toEqual(['CCA-E0306']);
+    // With prune, services left out are deleted, so they are no longer dependency targets.
+    const pruned = await call('POST', '/v1/apply', { json: { services: [{ name: 'api', image: 'busybox:1.35', after: ['cache'] }], prune: true }, token: ADMIN });
+    expect((await pruned.json()).diagnostics.map((d: { code: string }) => d.code)).toEqual(['CCA-E0305']);
+  });
+
   test('a concurrent change makes an apply fail with a coded conflict instead of overwriting', async () => {
     const { call, store } = await securedApp();
     await call('POST', '/v1/apply', { text: web, token: ADMIN });

@@ -135,6 +135,8 @@ describe('scheduler: stateful affinity', () => {
       b.t += 100;
       await b.observe(home, cur.id, 'exited', 1);
       await b.settle(all);
+      b.t += 1_000 * 2 ** i; // past the crash backoff (1, 2, 4 s: docs/ordering.md), within the node leases
+      await b.settle(all);
       const next = (await b.live('db'))[0]!;
       expect(next.id).not.toBe(cur.id);
       expect(await placementOf(b, next.id)).toBe(home);
@@ -155,6 +157,8 @@ describe('scheduler: stateful affinity', () => {
     expect(await placementOf(b, (await b.live('hog'))[0]!.id)).toBeUndefined();
     b.t += 100;
     await b.observe('n1', first.id, 'exited', 1);
+    await b.settle(all);
+    b.t += 2_000; // past the crash backoff
     await b.settle(all);
     expect(await placementOf(b, (await b.live('hog'))[0]!.id)).toBe('n1');
     const replacement = (await b.live('db'))[0]!;

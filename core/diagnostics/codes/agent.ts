@@ -142,4 +142,18 @@ export const agentCodes = [
     cause: 'replica {replica} (tenure {tenure}) is not running on node {node}: the agent confirmed it under tenure {current}',
     fix: 'nothing: this is the proof a stateful replica needs to be replaced',
   },
+  {
+    code: 'CCA-E0518',
+    blame: 'user',
+    title: 'init step failed',
+    cause: 'init step {step} of replica {replica} (service {service}) exited with code {exitCode}: {tail}',
+    fix: 'fix the step (`init {step}` in the spec) or what it depends on; the replica is replaced and retried with backoff (`cca why replica {replica}` shows the output tail)',
+  },
+  {
+    code: 'CCA-E0519',
+    blame: 'user',
+    title: 'init step timed out',
+    cause: 'init step {step} of replica {replica} (service {service}) ran past its timeout of {timeoutMs} ms and was killed: {tail}',
+    fix: 'make the step finish sooner or raise its `timeout`; the replica is replaced and retried with backoff',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -65,4 +65,25 @@ export const controllerCodes = [
     cause: 'replica {replica} of service {service} needs volume {volume}, held on {nodes}: {shortfall}',
     fix: 'free capacity on {nodes}, or delete the volume there (remove it from the spec) to let the replica start elsewhere with an empty one',
   },
+  {
+    code: 'CCA-E0416',
+    blame: 'user',
+    title: 'replica backing off after a failure',
+    cause: 'replica {replica} of service {service} replaces one that failed ({failure}, {attempt} in a row); it is placed no earlier than {delay} after that failure',
+    fix: 'see what failed with `cca why replica {replica}` and fix the command or init step; the delay doubles per consecutive failure (1 s up to 5 min) and resets after 10 min placed',
+  },
+  {
+    code: 'CCA-E0417',
+    blame: 'user',
+    title: 'waiting for a dependency',
+    cause: 'replica {replica} of service {service} starts after {dependency}, which has {ready}/{desired} replicas ready',
+    fix: 'see why {dependency} is not ready (`cca get services {dependency}`, `cca why service {dependency}`); {service} is placed once it is',
+  },
+  {
+    code: 'CCA-E0418',
+    blame: 'user',
+    title: 'dependency not defined',
+    cause: 'replica {replica} of service {service} starts after {dependency}, but no service {dependency} exists (it was deleted)',
+    fix: 'apply {dependency} again, or remove it from the `after` list of {service}',
+  },
 ] as const satisfies readonly DiagnosticDef[];

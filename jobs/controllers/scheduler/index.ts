@@ -7,8 +7,9 @@ import { getFact, listFacts, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
 import { indexBy, readClusterView } from '../view.js';
 import { commitAll, packTxns } from './batch.js';
-import { pendingReasons, planPlacements, SCHEDULER, type Pending, type PlacementPlan, type VolumeNodes } from './plan-placements.js';
+import { pendingReasons, planPlacements, SCHEDULER, type Pending, type VolumeNodes } from './plan-placements.js';
 import { planReleases, planRepairs } from './plan-releases.js';
+import { holdOf, type Hold } from './holds.js';
 
 export { SCHEDULER } from './plan-placements.js';
 
@@ -35,16 +36,18 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
   const concurrency = opts.txnConcurrency ?? 1;
   return {
     name: SCHEDULER,
-    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service'), prefixOf('volume')],
+    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
-      const [view, recordList, placementList, repairs, services, volumes] = await Promise.all([
+      const [view, recordList, placementList, repairs, services, volumes, endpoints, autoscale] = await Promise.all([
         readClusterView(store),
         listFacts(store, 'replica', prefixOf('replica')),
         listFacts(store, 'placement', prefixOf('placement')),
         listFacts(store, 'repair', prefixOf('repair')),
         listFacts(store, 'service', prefixOf('service')),
         listFacts(store, 'volume', prefixOf('volume')),
+        listFacts(store, 'endpoints', prefixOf('endpoints')),
+        listFacts(store, 'autoscale', prefixOf('autoscale')),
       ]);
       const records = indexBy(recordList, (r) => r.value.id);
       const placements = indexBy(placementList, (p) => p.value.replica);
@@ -65,12 +68,21 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
         if (t === undefined) templates.set(service, (t = templateHash(specs.get(service)!.value)));
         return t;
       };
-      const pending: Pending[] = recordList
+      const deps = { services: specs, endpoints: indexBy(endpoints, (e) => e.value.service), autoscale: indexBy(autoscale, (a) => a.value.service) };
+      const pending: Pending[] = [];
+      const holds: Hold[] = [];
+      for (const record of recordList
         .filter((r) => r.value.desired === 'run' && !r.value.retired && !placements.has(r.value.id) && specs.has(r.value.service))
         .filter((r) => r.value.template === '' || r.value.template === templateOf(r.value.service))
-        .sort((a, b) => a.value.createdAt - b.value.createdAt || (a.value.id < b.value.id ? -1 : 1))
-        .map((record) => ({ record, spec: specs.get(record.value.service)! }));
-      if (pending.length === 0) return {};
+        .sort((a, b) => a.value.createdAt - b.value.createdAt || (a.value.id < b.value.id ? -1 : 1))) {
+        const p: Pending = { record, spec: specs.get(record.value.service)! };
+        const h = holdOf(p, deps, now);
+        if ('hold' in h) holds.push(h.hold);
+        else pending.push(h.gate ? { ...p, gate: h.gate } : p);
+      }
+      const wake = holds.reduce<number | undefined>((at, h) => (h.until === undefined ? at : Math.min(at ?? Infinity, h.until)), undefined);
+      const until = (w: Wakeup): Wakeup => (wake === undefined ? w : { at: Math.min(w.at ?? Infinity, wake) });
+      if (pending.length === 0) return until(holds.length > 0 ? ((await recordPending(store, holds, now)) > 0 ? { at: now + RETRY_MS } : {}) : {});
       const live = (id: string) => {
         const r = records.get(id);
         return !!r && r.value.desired === 'run' && !r.value.retired;
@@ -82,9 +94,10 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       // Pending decisions are recorded on a view without this step's own placements in
       // flight, so their basis is the one the next step will see (else a converged system
       // would keep bumping repetition counts).
-      if (plan.more || (plan.placed > 0 && plan.unplaced.length > 0)) return { at: failed > 0 ? now + RETRY_MS : now };
-      const pendingFailed = await recordPending(store, plan, now);
-      return failed + pendingFailed > 0 ? { at: now + RETRY_MS } : {};
+      if (plan.more || (plan.placed > 0 && (plan.unplaced.length > 0 || holds.length > 0))) return { at: failed > 0 ? now + RETRY_MS : now };
+      const unplaced: Hold[] = plan.unplaced.map((u) => ({ pending: u.pending, reasons: pendingReasons(u.pending, u.shortfall, u.excluded), basis: u.basis, evidence: [] }));
+      const pendingFailed = await recordPending(store, [...unplaced, ...holds], now);
+      return until(failed + pendingFailed > 0 ? { at: now + RETRY_MS } : {});
     },
   };
 }
@@ -94,14 +107,14 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
  * shortfall on the same basis writes nothing; the same shortfall on a new basis only counts
  * a repetition in the summary (never a cause); a different shortfall is a new decision.
  */
-async function recordPending(store: Store, plan: PlacementPlan, now: number): Promise<number> {
+async function recordPending(store: Store, unplaced: readonly Hold[], now: number): Promise<number> {
   let failed = 0;
-  for (const u of plan.unplaced) {
+  for (const u of unplaced) {
     const r = u.pending.record.value;
     const repeat = await getFact(store, 'repeat', SCHEDULER, 'replica', r.id);
     const lastKv = repeat ? await store.get(repeat.value.decision) : null;
     const last = lastKv ? decodeFact('decision', lastKv.key, lastKv.value) : undefined;
-    const reasons = pendingReasons(u.pending, u.shortfall, u.excluded);
+    const reasons = u.reasons;
     const same = last && last.action === 'pending' && JSON.stringify(last.reasons) === JSON.stringify(reasons);
     if (same && (repeat?.value.basis ?? last.basis) === u.basis) continue;
     if (same && repeat) {
@@ -117,7 +130,7 @@ async function recordPending(store: Store, plan: PlacementPlan, now: number): Pr
       action: 'pending',
       tag: 'sched-pending',
       at: now,
-      evidence: [evidenceOf(u.pending.record), evidenceOf(u.pending.spec)],
+      evidence: [evidenceOf(u.pending.record), evidenceOf(u.pending.spec), ...u.evidence],
       cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
       reasons,
       basis: u.basis,

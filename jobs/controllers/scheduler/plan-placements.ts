@@ -9,6 +9,7 @@ import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Dem
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isReady, type ClusterView } from '../view.js';
+import type { Gate } from './holds.js';
 
 export const SCHEDULER = 'scheduler';
 /** Placements on one node per step: one node's placements share a txn (its allocation record). */
@@ -17,6 +18,8 @@ export const MAX_PER_NODE = 36;
 export interface Pending {
   record: Fact<'replica'>;
   spec: Fact<'service'>;
+  /** What released an `after` hold (holds.ts): compared and cited by the placement. */
+  gate?: Gate;
 }
 
 export interface PlacementPlan {
@@ -190,13 +193,14 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
       evidenceOf(n),
       evidenceOf(view.statuses.get(node)!),
       alloc ? evidenceOf(alloc) : absentEvidence(buildKey('allocation', node)),
+      ...(p.gate?.evidence ?? []),
     ],
     cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
-    reasons,
+    reasons: [...reasons, ...(p.gate?.reasons ?? [])],
   }, true);
   const assignedKey = buildKey('assigned', node, r.id);
   const placementKey = buildKey('placement', r.id);
-  g.compares.push(unchanged(p.record), absent(assignedKey), absent(placementKey), ...decision.compares);
+  g.compares.push(unchanged(p.record), absent(assignedKey), absent(placementKey), ...(p.gate?.compares ?? []), ...decision.compares);
   const assignment: Assignment = {
     replica: r.id,
     service: r.service,
