@@ -1,0 +1,234 @@
+import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import type { Endpoints, Observation } from '../../core/model/facts.js';
+import type { Compare, Op, Store } from '../../db/store.js';
+import type { Controller, StepContext, Wakeup } from '../controller.js';
+import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { serviceOfReplica } from '../ids.js';
+import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
+import { admissibleObservation, readReplicaState, type ReplicaState } from './replica-state.js';
+import { digest } from './view.js';
+
+export const ENDPOINT_CONTROLLER = 'endpoints';
+const RETRY_MS = 100;
+/** Where replicas are reached when neither the observation nor the node names an address (host networking). */
+export const DEFAULT_ADDRESS = '127.0.0.1';
+
+export type Endpoint = Endpoints['endpoints'][number];
+
+/**
+ * Ready replicas of a service as `/endpoints/<service>` last published them: what the
+ * `after = [...]` ordering and rollouts compare (read the one key, compare its mod revision).
+ */
+export function readyCount(value: Pick<Endpoints, 'endpoints'> | undefined): number {
+  return value?.endpoints.length ?? 0;
+}
+
+/** Is this replica's admissible observation one a client may be sent to? Pure, shared with the simulation's invariant. */
+export function servesTraffic(obs: Pick<Observation, 'state' | 'health'>, hasReadinessCheck: boolean): boolean {
+  if (obs.state !== 'running' || obs.health.liveness === 'failing') return false;
+  return hasReadinessCheck ? obs.health.readiness === 'passing' : true;
+}
+
+/** One replica's standing: in the set (with its address), or out, and why in words. */
+interface Standing {
+  replica: string;
+  endpoint?: Endpoint;
+  why: string;
+  cause: Cause;
+  evidence: Evidence[];
+}
+
+/**
+ * The endpoint controller, one step per service: publishes `/endpoints/<service>`, the
+ * replicas that are running and ready (readiness passing, or running when the service has
+ * no readiness check) under the admissible-observation rule — current placement, the
+ * node's current tenure, a ready node. It wakes on every key that rule reads, so a replica
+ * whose readiness fails leaves on the step after the agent reports it, and a node whose
+ * lease expires (its `/nodes/` key deleted, ending the tenure) takes its replicas out at
+ * once, before the node controller even marks it lost. Writes only when the set changes,
+ * each change with a `service` decision naming who joined or left and why.
+ */
+export const endpointController: Controller = {
+  name: ENDPOINT_CONTROLLER,
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
+  subjectOf(key) {
+    const p = parseKey(key);
+    if (!p) return undefined;
+    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'endpoints') return p.params.service;
+    if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'assigned') return serviceOfReplica(p.params.replica!);
+    // A node's registration or status concerns every service with a replica there.
+    return undefined;
+  },
+  async subjects(store: Store) {
+    const names = new Set<string>();
+    for (const prefix of [prefixOf('service'), prefixOf('endpoints')]) {
+      for (const kv of (await store.range({ prefix, keysOnly: true })).kvs) {
+        const p = parseKey(kv.key);
+        if (p?.params.service) names.add(p.params.service);
+      }
+    }
+    return [...names].sort();
+  },
+  async reconcile(ctx: StepContext): Promise<Wakeup> {
+    if (ctx.subject === undefined) return {};
+    return reconcileService(ctx, ctx.subject);
+  },
+};
+
+/** The set a service's replicas justify right now, with every compare that justified it (read-set rule). */
+export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[]; compares: Compare[] }> {
+  const spec = await getFact(store, 'service', service);
+  const records = await listFacts(store, 'replica', prefixOf('replica', service));
+  const standings: Standing[] = [];
+  const compares: Compare[] = [unchanged(spec, buildKey('service', service))];
+  for (const r of records) {
+    const s = await readReplicaState(store, r);
+    compares.push(...readSetOf(s));
+    standings.push(standingOf(s));
+  }
+  return { ...(spec ? { spec } : {}), standings, compares };
+}
+
+async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
+  const { store, now } = ctx;
+  const key = buildKey('endpoints', service);
+  const current = await getFact(store, 'endpoints', service);
+  const { spec, standings, compares } = await planEndpoints(store, service);
+  const next = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])) : [];
+  const before = current?.value.endpoints ?? [];
+  if (current && spec && sameSet(before, next)) return {};
+  if (!current && spec && next.length === 0) return {}; // nothing published yet and nothing to publish
+  if (!current && !spec) return {};
+
+  const was = new Map(before.map((e) => [e.replica, e]));
+  const now_ = new Map(next.map((e) => [e.replica, e]));
+  const changes: Standing[] = [];
+  for (const s of standings) {
+    const inBefore = was.get(s.replica);
+    const inNext = now_.get(s.replica);
+    if (!!inBefore !== !!inNext || (inBefore && inNext && !sameEndpoint(inBefore, inNext))) changes.push(s);
+  }
+  // Published replicas whose record is gone altogether (deleted after retirement).
+  for (const e of before) {
+    if (!standings.some((s) => s.replica === e.replica)) {
+      const rk = buildKey('replica', service, e.replica);
+      changes.push({ replica: e.replica, why: `${e.replica} left: its replica record is gone`, cause: causedByFact({ key: rk, modRevision: 0 }), evidence: [absentEvidence(rk)] });
+    }
+  }
+  const reasons = !spec ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`] : changes.map((c) => c.why);
+  const first = changes[0];
+  const cause: Cause = !spec ? causedByFact({ key: buildKey('service', service), modRevision: 0 }) : first ? first.cause : causedByFact(spec);
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: ENDPOINT_CONTROLLER,
+    action: !spec ? 'endpoints withdrawn' : `endpoints changed: ${next.length} ready`,
+    // The set's digest keeps two changes in one millisecond apart.
+    tag: `ep-${digest(next.map((e) => `${e.replica}@${e.address}`))}`,
+    at: now,
+    evidence: [...(current ? [evidenceOf(current)] : [absentEvidence(key)]), ...changes.flatMap((c) => c.evidence).slice(0, 32)],
+    cause,
+    reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
+  });
+  const ops: Op[] = [spec ? putFact('endpoints', [service], { service, endpoints: next, at: now }) : deleteKey(key), ...d.ops];
+  const r = await store.txn({ compare: dedupe([unchanged(current, key), ...compares, ...d.compares]), success: ops });
+  return r.succeeded ? {} : { at: now + RETRY_MS };
+}
+
+/** The replica's standing and the words `cca why service` shows for it. */
+function standingOf(s: ReplicaState): Standing {
+  const rec = s.record.value;
+  const id = rec.id;
+  const evidence: Evidence[] = [evidenceOf(s.record)];
+  if (rec.desired !== 'run' || rec.retired) {
+    const at = rec.stopRequestedAt ?? rec.createdAt;
+    return { replica: id, why: `${id} left: the replica controller is stopping it${rec.reason ? ` (${rec.reason})` : ''}`, cause: causedBy(decisionKey('replica', id, at, 'rc-stop')), evidence };
+  }
+  if (!s.placement) return { replica: id, why: `${id} is not placed`, cause: causedByFact(s.record), evidence };
+  const node = s.placement.value.node;
+  const obs = admissibleObservation(s);
+  if (!obs) {
+    const { why, cause } = inadmissible(s, node);
+    if (s.observation) evidence.push(evidenceOf(s.observation));
+    if (s.status) evidence.push(evidenceOf(s.status));
+    return { replica: id, why: `${id} left: ${why}`, cause, evidence };
+  }
+  evidence.push(evidenceOf(obs));
+  const o = obs.value;
+  const check = s.assignment!.value.spec.health.readiness;
+  if (!servesTraffic(o, check !== undefined)) {
+    const what =
+      o.state !== 'running'
+        ? `${o.state}${o.exitCode !== undefined ? ` with code ${o.exitCode}` : ''}${o.diagnostic ? ` (${o.diagnostic.message})` : ''}`
+        : o.health.liveness === 'failing'
+          ? 'liveness failing'
+          : `readiness ${o.health.readiness}${check ? ` (${probeText(check.probe)})` : ''}`;
+    return { replica: id, why: `${id} is out: ${what} on ${node}`, cause: causedByFact(obs), evidence };
+  }
+  const spec = s.assignment!.value.spec;
+  const nodeAddress = s.node ? decodeFact('node', s.node.key, s.node.value).address : '';
+  const address = o.address || nodeAddress || DEFAULT_ADDRESS;
+  const ports = o.ports ?? Object.fromEntries(spec.ports.map((p) => [p.name, p.container]));
+  const endpoint: Endpoint = { replica: id, node, address, ports };
+  return { replica: id, endpoint, why: `${id} joined: running and ${check ? 'ready' : 'running (no readiness check)'} on ${node} at ${address}${portsText(ports)}`, cause: causedByFact(obs), evidence };
+}
+
+/** Why an observation does not count (rule 5), and the cause to cite. */
+function inadmissible(s: ReplicaState, node: string): { why: string; cause: Cause } {
+  const tenure = s.placement!.value.tenure;
+  const nodeKey = buildKey('node', node);
+  if (!s.node || s.node.createRevision !== tenure) {
+    return { why: `node ${node} ended tenure ${tenure} (${s.node ? `re-registered as ${s.node.createRevision}` : 'its registration lease expired'})`, cause: causedByFact(s.node ? { key: nodeKey, kv: s.node } : { key: nodeKey, modRevision: 0 }) };
+  }
+  if (!s.status || s.status.value.state !== 'ready' || s.status.value.tenure !== tenure) {
+    const st = s.status?.value;
+    const cause = st?.state === 'lost' ? causedBy(decisionKey('node', node, st.since, 'node-lost')) : causedByFact(s.status ?? { key: buildKey('nodeStatus', node), modRevision: 0 });
+    return { why: `node ${node} is ${st ? `${st.state} (tenure ${st.tenure})` : 'not ready yet'}`, cause };
+  }
+  if (!s.observation) return { why: `nothing observed on ${node} yet`, cause: causedByFact(s.placement!) };
+  return { why: `the report from ${node} is from tenure ${s.observation.value.tenure}, not ${tenure}`, cause: causedByFact(s.observation) };
+}
+
+/** Every key the replica's standing was read from, present or absent. */
+function readSetOf(s: ReplicaState): Compare[] {
+  const id = s.record.value.id;
+  const out: Compare[] = [unchanged(s.record), unchanged(s.placement, buildKey('placement', id))];
+  if (!s.placement) return out;
+  const n = s.placement.value.node;
+  out.push(
+    unchanged(s.assignment, buildKey('assigned', n, id)),
+    unchanged(s.observation, buildKey('observed', n, id)),
+    s.node ? { key: s.node.key, target: 'modRevision', op: '=', value: s.node.modRevision } : absent(buildKey('node', n)),
+    unchanged(s.status, buildKey('nodeStatus', n)),
+  );
+  return out;
+}
+
+function dedupe(cs: Compare[]): Compare[] {
+  const seen = new Map<string, Compare>();
+  for (const c of cs) seen.set(`${c.key}\0${c.target}`, c);
+  return [...seen.values()];
+}
+
+function sameEndpoint(a: Endpoint, b: Endpoint): boolean {
+  return a.replica === b.replica && a.node === b.node && a.address === b.address && JSON.stringify(sortedPorts(a.ports)) === JSON.stringify(sortedPorts(b.ports));
+}
+
+function sameSet(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
+  return a.length === b.length && a.every((e, i) => sameEndpoint(e, b[i]!));
+}
+
+function sortedPorts(p: Record<string, number>): [string, number][] {
+  return Object.entries(p).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+}
+
+function portsText(p: Record<string, number>): string {
+  const list = sortedPorts(p);
+  return list.length === 0 ? '' : ` (${list.map(([n, v]) => `${n} ${v}`).join(', ')})`;
+}
+
+function probeText(p: { type: string; path?: string; port?: number | string }): string {
+  if (p.type === 'http') return `http ${p.path ?? '/'}${p.port !== undefined ? ` on ${p.port}` : ''}`;
+  if (p.type === 'tcp') return `tcp${p.port !== undefined ? ` ${p.port}` : ''}`;
+  return 'exec';
+}

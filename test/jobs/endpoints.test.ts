@@ -1,0 +1,251 @@
+import { describe, expect, test } from 'vitest';
+import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
+import type { Observation } from '../../core/model/facts.js';
+import type { ServiceSpecInput } from '../../core/model/service.js';
+import type { Store, TxnRequest } from '../../db/store.js';
+import { auditor, endpointController, nodeController, readyCount, replicaController, scheduler } from '../../jobs/controllers/index.js';
+import { why, whyText } from '../../jobs/decisions/why.js';
+import { Bench } from './harness.js';
+
+const node = nodeController({ lostGraceMs: 1_000 });
+const placing = [replicaController, scheduler, node, auditor];
+const all = [...placing, endpointController];
+
+const readiness = { probe: { type: 'http' as const, path: '/ready', port: 'http' }, intervalMs: 2_000, timeoutMs: 1_000 };
+const web = (replicas: number, extra: Partial<ServiceSpecInput> = {}): ServiceSpecInput => ({
+  name: 'web',
+  image: 'web:1',
+  replicas,
+  ports: [{ name: 'http', container: 8080 }],
+  ...extra,
+});
+
+async function cluster(nodes: string[] = ['n1', 'n2']) {
+  const b = new Bench();
+  for (const [i, n] of nodes.entries()) await b.register(n, ['a', 'b', 'c'][i % 3]);
+  await b.settle(all);
+  return b;
+}
+
+/** What an agent reports: running, with health and where the replica is reached. */
+async function report(b: Bench, replica: string, o: Partial<Observation> = {}): Promise<void> {
+  const a = (await b.assignments()).find((x) => x.replica === replica)!;
+  const tenure = o.tenure ?? (await b.store.get(buildKey('node', a.node)))!.createRevision;
+  const obs: Observation = {
+    replica,
+    service: a.service,
+    node: a.node,
+    tenure,
+    state: 'running',
+    restarts: 0,
+    health: { liveness: 'unknown', readiness: 'unknown' },
+    image: '',
+    address: `127.0.0.${a.node.slice(1)}`,
+    ports: { http: 8080 },
+    at: b.t,
+    ...o,
+  };
+  await b.store.put(buildKey('observed', a.node, replica), encodeFact('observed', obs));
+}
+
+async function endpoints(b: Bench, service = 'web') {
+  const kv = await b.store.get(buildKey('endpoints', service));
+  return kv ? decodeFact('endpoints', kv.key, kv.value) : undefined;
+}
+
+const ids = async (b: Bench) => ((await endpoints(b))?.endpoints ?? []).map((e) => e.replica);
+
+describe('endpoint controller', () => {
+  test('running replicas of a service without a readiness check join with their address and ports; converged writes nothing', async () => {
+    const b = await cluster();
+    await b.apply(web(2));
+    await b.settle(all);
+    const live = await b.live('web');
+    expect(await endpoints(b)).toBeUndefined(); // nothing running yet: nothing published
+    for (const r of live) await report(b, r.id);
+    await b.settle(all);
+    const e = await endpoints(b);
+    expect(e?.endpoints).toHaveLength(2);
+    expect(readyCount(e)).toBe(2);
+    const byNode = Object.fromEntries(e!.endpoints.map((x) => [x.node, x]));
+    expect(byNode.n1).toMatchObject({ address: '127.0.0.1', ports: { http: 8080 } });
+    expect(byNode.n2).toMatchObject({ address: '127.0.0.2', ports: { http: 8080 } });
+    // Converged: another round of every step writes nothing.
+    const rev = await b.store.revision();
+    for (const s of await endpointController.subjects!(b.store)) await b.step(endpointController, s);
+    for (const c of all) for (const s of (await c.subjects?.(b.store)) ?? [undefined]) await b.step(c, s);
+    expect(await b.store.revision()).toBe(rev);
+    const answer = await why(b.store, 'service', 'web');
+    expect(answer.complete).toBe(true);
+    expect(answer.chain[0]!.decision.controller).toBe('endpoints');
+    expect(answer.chain[0]!.decision.reasons.join('\n')).toMatch(/joined: running .* on n\d at 127\.0\.0\.\d \(http 8080\)/);
+  });
+
+  test('with a readiness check: unknown and failing stay out, passing joins, failing leaves with a decision naming the probe', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(2, { health: { readiness } }));
+    await b.settle(all);
+    const [r1, r2] = (await b.live('web')).map((r) => r.id);
+    await report(b, r1!);
+    await report(b, r2!, { health: { liveness: 'unknown', readiness: 'failing' } });
+    await b.settle(all);
+    expect(await ids(b)).toEqual([]);
+    b.t += 1_000;
+    await report(b, r1!, { health: { liveness: 'unknown', readiness: 'passing' } });
+    await b.step(endpointController, 'web');
+    expect(await ids(b)).toEqual([r1]);
+    b.t += 1_000;
+    await report(b, r2!, { health: { liveness: 'unknown', readiness: 'passing' } });
+    await b.step(endpointController, 'web');
+    expect(await ids(b)).toEqual([r1, r2].sort());
+    b.t += 1_000;
+    await report(b, r1!, { health: { liveness: 'unknown', readiness: 'failing' } });
+    await b.step(endpointController, 'web'); // one step after the report
+    expect(await ids(b)).toEqual([r2]);
+    const answer = await why(b.store, 'service', 'web');
+    const d = answer.chain[0]!.decision;
+    expect(d.action).toBe('endpoints changed: 1 ready');
+    expect(d.reasons).toEqual([`${r1} is out: readiness failing (http /ready on http) on n1`]);
+    expect(answer.complete).toBe(true);
+    expect(answer.terminal?.fact).toBe(buildKey('observed', 'n1', r1!));
+    expect(d.evidence.some((e) => e.key === buildKey('observed', 'n1', r1!) && e.value.includes('"failing"'))).toBe(true);
+    expect(whyText(answer)).toContain('readiness failing');
+    // The replica is not restarted for failing readiness: same ids, still live.
+    await b.settle(all);
+    expect((await b.live('web')).map((r) => r.id).sort()).toEqual([r1, r2].sort());
+  });
+
+  test("a lost node's replicas leave at once: the lease expiry alone takes them out, before the node controller acts", async () => {
+    const b = await cluster(['n1', 'n2']);
+    await b.apply(web(2));
+    await b.settle(all);
+    for (const r of await b.live('web')) await report(b, r.id);
+    await b.settle(all);
+    expect(await ids(b)).toHaveLength(2);
+    const onN2 = (await b.assignments('n2')).map((a) => a.replica);
+    await b.store.revokeLease(b.leases.get('n2')!); // as if it expired
+    await b.step(endpointController, 'web'); // the very next endpoint step
+    expect(await ids(b)).toEqual((await b.assignments('n1')).map((a) => a.replica));
+    expect((await ids(b)).some((r) => onN2.includes(r))).toBe(false);
+    const d = (await why(b.store, 'service', 'web')).chain[0]!.decision;
+    expect(d.reasons[0]).toMatch(/left: node n2 ended tenure \d+ \(its registration lease expired\)/);
+    // Once the node controller marks it lost, citing that decision keeps the chain complete.
+    await b.settle(all);
+    expect((await why(b.store, 'service', 'web')).complete).toBe(true);
+  });
+
+  test('a node marked lost (status) takes its replicas out even while its registration still exists', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(1));
+    await b.settle(all);
+    const [r] = await b.live('web');
+    await report(b, r!.id);
+    await b.settle(all);
+    expect(await ids(b)).toEqual([r!.id]);
+    const st = (await b.fact('nodeStatus', 'n1'))!;
+    await b.store.put(buildKey('nodeStatus', 'n1'), encodeFact('nodeStatus', { ...st, state: 'cordoned', since: b.t }));
+    await b.step(endpointController, 'web');
+    expect(await ids(b)).toEqual([]);
+    expect((await why(b.store, 'service', 'web')).chain[0]!.decision.reasons[0]).toContain('node n1 is cordoned');
+  });
+
+  test('an observation from another tenure is not admissible: it never joins', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(1));
+    await b.settle(all);
+    const [r] = await b.live('web');
+    await report(b, r!.id, { tenure: 999 });
+    await b.settle(all);
+    expect(await endpoints(b)).toBeUndefined();
+    await report(b, r!.id);
+    await b.settle(all);
+    expect(await ids(b)).toEqual([r!.id]);
+  });
+
+  test('a replica being scaled down leaves when the replica controller stops it, before it exits', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(2, { stopGraceMs: 5_000 }));
+    await b.settle(all);
+    for (const r of await b.live('web')) await report(b, r.id);
+    await b.settle(all);
+    expect(await ids(b)).toHaveLength(2);
+    b.t += 1;
+    await b.apply(web(1, { stopGraceMs: 5_000 }));
+    await b.step(replicaController, 'web');
+    const stopping = (await b.replicas('web')).find((r) => r.desired === 'stop')!;
+    await b.step(endpointController, 'web');
+    expect(await ids(b)).not.toContain(stopping.id);
+    expect(await ids(b)).toHaveLength(1);
+    const answer = await why(b.store, 'service', 'web');
+    expect(answer.chain[0]!.decision.reasons[0]).toContain(`${stopping.id} left: the replica controller is stopping it`);
+    expect(answer.chain[1]?.decision.subject).toBe(stopping.id); // the chain goes on through the stop decision
+    expect(answer.complete).toBe(true);
+  });
+
+  test('a liveness-failing or exited replica is out, a deleted service has its endpoints withdrawn', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(2));
+    await b.settle(all);
+    const [r1, r2] = (await b.live('web')).map((r) => r.id);
+    await report(b, r1!);
+    await report(b, r2!, { health: { liveness: 'failing', readiness: 'unknown' } });
+    await b.step(endpointController, 'web');
+    expect(await ids(b)).toEqual([r1]);
+    await b.store.delete(buildKey('service', 'web'));
+    expect(await endpointController.subjects!(b.store)).toEqual(['web']);
+    await b.step(endpointController, 'web');
+    expect(await endpoints(b)).toBeUndefined();
+    expect((await why(b.store, 'service', 'web')).chain[0]!.decision.action).toBe('endpoints withdrawn');
+  });
+
+  test('host networking: a report without an address is reached at the node’s declared address, ports from the spec', async () => {
+    const b = new Bench();
+    const { id } = await b.store.grantLease(10);
+    await b.store.put(buildKey('node', 'n1'), encodeFact('node', { name: 'n1', address: '127.0.5.5', capacity: { cpuMillis: 4_000, memoryBytes: 1 << 30 }, images: { 'web:1': 'x' } }), { lease: id });
+    await b.settle(all);
+    await b.apply(web(1));
+    await b.settle(all);
+    const [r] = await b.live('web');
+    const a = (await b.assignments())[0]!;
+    await b.store.put(
+      buildKey('observed', 'n1', r!.id),
+      encodeFact('observed', { replica: r!.id, service: 'web', node: 'n1', tenure: a.tenure, state: 'running', at: b.t }),
+    );
+    await b.step(endpointController, 'web');
+    expect((await endpoints(b))!.endpoints).toEqual([{ replica: r!.id, node: 'n1', address: '127.0.5.5', ports: { http: 8080 } }]);
+  });
+
+  test('read-set rule: an observation that changes between the read and the write makes the step write nothing', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(1, { health: { readiness } }));
+    await b.settle(all);
+    const [r] = await b.live('web');
+    await report(b, r!.id, { health: { liveness: 'unknown', readiness: 'passing' } });
+    // The agent reports "failing" while the step is deciding: its txn must not publish "passing".
+    const racing: Store = new Proxy(b.store, {
+      get(target, prop, receiver) {
+        if (prop === 'txn') {
+          return async (req: TxnRequest) => {
+            await report(b, r!.id, { health: { liveness: 'unknown', readiness: 'failing' } });
+            return target.txn(req);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const wake = await endpointController.reconcile({ store: racing, now: b.t, random: () => 0.5, subject: 'web' });
+    expect(await endpoints(b)).toBeUndefined();
+    expect(wake.at).toBeGreaterThan(b.t);
+    await b.step(endpointController, 'web');
+    expect(await endpoints(b)).toBeUndefined(); // failing: still nothing to publish
+  });
+
+  test('subjects: a node change wakes every service; a replica key wakes its own service', () => {
+    expect(endpointController.subjectOf!(buildKey('observed', 'n1', 'web-abcdefgh'))).toBe('web');
+    expect(endpointController.subjectOf!(buildKey('assigned', 'n1', 'api-abcdefgh'))).toBe('api');
+    expect(endpointController.subjectOf!(buildKey('node', 'n1'))).toBeUndefined();
+    expect(endpointController.subjectOf!(buildKey('nodeStatus', 'n1'))).toBeUndefined();
+    expect(readyCount(undefined)).toBe(0);
+  });
+});
