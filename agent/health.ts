@@ -46,6 +46,14 @@ function portOf(spec: ServiceSpec, port: number | string | undefined): number | 
   return spec.ports.find((p) => p.name === port)?.container;
 }
 
+/** The probe in words, for diagnostics: `http GET /healthz on port 8080`. */
+export function probeText(check: HealthCheck, spec: ServiceSpec): string {
+  const p = check.probe;
+  if (p.type === 'exec') return `exec ${p.command.join(' ')}`;
+  const port = portOf(spec, p.port);
+  return p.type === 'http' ? `http GET ${p.path} on port ${port ?? p.port ?? '?'}` : `tcp connect to port ${port ?? p.port ?? '?'}`;
+}
+
 /** http: a 2xx/3xx answer; tcp: a connection; exec: exit 0 inside the workload. Host networking: 127.0.0.1. */
 export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime, handle: WorkloadHandle): () => Promise<boolean> {
   const p = check.probe;

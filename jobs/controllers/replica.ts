@@ -164,7 +164,9 @@ function retireLiveIfDone(
     const failed = obs.value.state !== 'exited' || (code !== undefined && code !== 0);
     const policy = spec?.value.restart ?? 'always';
     replace = policy === 'always' || (policy === 'on-failure' && failed);
-    reason = `${replace ? '' : 'completed: '}${obs.value.state}${code !== undefined ? ` with code ${code}` : ''} on ${obs.value.node} (restart ${policy})`;
+    // The agent's diagnostic says why (e.g. "liveness failed: …"): the reason `cca why` shows.
+    const because = obs.value.diagnostic ? `: ${obs.value.diagnostic.message}` : '';
+    reason = `${replace ? '' : 'completed: '}${obs.value.state}${code !== undefined ? ` with code ${code}` : ''} on ${obs.value.node} (restart ${policy})${because}`;
     cause = causedByFact(obs);
     compares.push(unchanged(obs), unchanged(s.assignment), unchanged(s.status), sameTenure(s.node!.key, s.node!.createRevision), unchanged(s.placement));
     evidence.push(evidenceOf(obs), evidenceOf(s.assignment!), evidenceOf(s.status!));

@@ -86,4 +86,11 @@ export const agentCodes = [
     cause: 'the agent cannot use its state directory {dir}: {reason}',
     fix: 'give the agent a writable directory on a local disk with --state-dir',
   },
+  {
+    code: 'CCA-E0513',
+    blame: 'user',
+    title: 'liveness check failed',
+    cause: 'liveness failed: {probe} did not pass {failures} time(s) in a row, so the agent stopped replica {replica}',
+    fix: 'find why the workload stops answering (`cca logs`, its own health endpoint); the replica controller replaces it per the restart policy. If the probe is too strict for the workload, raise failureThreshold, timeout or initialDelay',
+  },
 ] as const satisfies readonly DiagnosticDef[];
