@@ -183,6 +183,11 @@ export class SimAgent {
     for (const w of this.runtime.running()) {
       const a = assigned.get(w.replica);
       if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
+      // Liveness failed past its threshold: stop it and report it failed (agent/agent.ts does the same).
+      else if (w.unalive && this.runtime.kill(w.replica, this.wall)) {
+        w.livenessFailed = `liveness failed: exec probe did not pass 3 time(s) in a row, so the agent stopped replica ${w.replica}`;
+        this.emit({ kind: 'stopped', replica: w.replica });
+      }
     }
     await this.report(assigned, tenure);
   }
@@ -199,11 +204,15 @@ export class SimAgent {
         service: w.service,
         node: this.record.name,
         tenure,
-        state: w.state,
+        state: w.livenessFailed ? 'failed' : w.state,
         ...(w.exitCode !== undefined ? { exitCode: w.exitCode } : {}),
         restarts: 0,
-        health: { liveness: 'unknown', readiness: w.state === 'running' ? 'passing' : 'unknown' },
+        health: { liveness: w.livenessFailed ? 'failing' : 'unknown', readiness: w.state !== 'running' ? 'unknown' : w.unready ? 'failing' : 'passing' },
         image: a.spec.image,
+        // Host networking: the node's declared address, the spec's container ports.
+        address: this.record.address || '127.0.0.1',
+        ports: Object.fromEntries(a.spec.ports.map((p) => [p.name, p.container])),
+        ...(w.livenessFailed ? { diagnostic: { code: 'CCA-E0513', message: w.livenessFailed } } : {}),
         at: w.endedAt ?? w.startedAt,
       };
       const value = encodeFact('observed', obs);

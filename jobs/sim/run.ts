@@ -1,4 +1,5 @@
 import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scenarios.js';
+import { simEndpoints } from './story-endpoints.js';
 import type { SimOptions } from './world.js';
 
 /**
@@ -8,6 +9,7 @@ import type { SimOptions } from './world.js';
 const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-c0': simC0,
   'sim-c1': simC1,
+  'sim-endpoints': simEndpoints,
 };
 
 export type ScenarioName = string;

@@ -12,6 +12,12 @@ export interface Workload {
   exitCode?: number;
   startedAt: number;
   endedAt?: number;
+  /** Its readiness probe fails (a fault the scenario injects); it keeps running. */
+  unready?: boolean;
+  /** Its liveness probe fails: the agent stops it and reports it failed (see SimAgent). */
+  unalive?: boolean;
+  /** Stopped by the agent for failing liveness: reported failed with this reason. */
+  livenessFailed?: string;
 }
 
 export class FakeRuntime {

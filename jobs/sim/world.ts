@@ -26,6 +26,8 @@ export interface SimOptions {
 
 export interface NodeSpec {
   name: string;
+  /** The declared address replicas are reached at (host networking); empty = loopback. */
+  address?: string;
   zone?: string;
   cpuMillis: number;
   memoryBytes: number;
@@ -86,6 +88,8 @@ export class SimWorld {
   private stepsThisInstant = 0;
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
+  /** A story's own safety checks, run after every step and agent tick while the store is up. */
+  readonly checks: ((w: SimWorld) => Promise<void>)[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -143,6 +147,7 @@ export class SimWorld {
     const gated = new GatedStore(this.store, () => (this.partitions.has(name) ? 'unreachable' : this.storeDown ? 'store-down' : 'up'));
     const record = {
       name,
+      ...(spec.address !== undefined ? { address: spec.address } : {}),
       zone: spec.zone ?? 'default',
       labels: spec.labels ?? {},
       taints: spec.taints ?? [],
@@ -270,6 +275,32 @@ export class SimWorld {
     return false;
   }
 
+  /** A running replica's readiness probe starts (or stops) failing; it keeps running. */
+  setReadiness(replica: string, failing: boolean): boolean {
+    for (const [name, a] of this.agents) {
+      const w = a.runtime.workloads.get(replica);
+      if (w?.state === 'running') {
+        w.unready = failing;
+        this.log(`fault: ${replica}'s readiness ${failing ? 'fails' : 'passes again'} on ${name}`);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A running replica's liveness probe fails: its agent stops it on its next pass. */
+  failLiveness(replica: string): boolean {
+    for (const [name, a] of this.agents) {
+      const w = a.runtime.workloads.get(replica);
+      if (w?.state === 'running') {
+        w.unalive = true;
+        this.log(`fault: ${replica}'s liveness fails on ${name}`);
+        return true;
+      }
+    }
+    return false;
+  }
+
   failKills(node: string, n: number): void {
     const a = this.agents.get(node);
     if (a) a.runtime.failingKills += n;
@@ -390,6 +421,7 @@ export class SimWorld {
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
+    for (const check of this.checks) await check(this);
   }
 
   /** Route every committed change to the wake table, and check new assignments as they appear. */
