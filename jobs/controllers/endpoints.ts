@@ -36,6 +36,8 @@ interface Standing {
   why: string;
   cause: Cause;
   evidence: Evidence[];
+  /** The keys the standing was read from (present or absent), compared when it changes. */
+  readSet: Compare[];
 }
 
 /**
@@ -75,25 +77,23 @@ export const endpointController: Controller = {
   },
 };
 
-/** The set a service's replicas justify right now, with every compare that justified it (read-set rule). */
-export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[]; compares: Compare[] }> {
+/** Each replica's standing right now, with the keys it was read from. */
+export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[] }> {
   const spec = await getFact(store, 'service', service);
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
   const standings: Standing[] = [];
-  const compares: Compare[] = [unchanged(spec, buildKey('service', service))];
   for (const r of records) {
     const s = await readReplicaState(store, r);
-    compares.push(...readSetOf(s));
-    standings.push(standingOf(s));
+    standings.push({ ...standingOf(s), readSet: readSetOf(s) });
   }
-  return { ...(spec ? { spec } : {}), standings, compares };
+  return { ...(spec ? { spec } : {}), standings };
 }
 
 async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
   const { store, now } = ctx;
   const key = buildKey('endpoints', service);
   const current = await getFact(store, 'endpoints', service);
-  const { spec, standings, compares } = await planEndpoints(store, service);
+  const { spec, standings } = await planEndpoints(store, service);
   const next = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])) : [];
   const before = current?.value.endpoints ?? [];
   if (current && spec && sameSet(before, next)) return {};
@@ -112,7 +112,7 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   for (const e of before) {
     if (!standings.some((s) => s.replica === e.replica)) {
       const rk = buildKey('replica', service, e.replica);
-      changes.push({ replica: e.replica, why: `${e.replica} left: its replica record is gone`, cause: causedByFact({ key: rk, modRevision: 0 }), evidence: [absentEvidence(rk)] });
+      changes.push({ replica: e.replica, why: `${e.replica} left: its replica record is gone`, cause: causedByFact({ key: rk, modRevision: 0 }), evidence: [absentEvidence(rk)], readSet: [absent(rk)] });
     }
   }
   const reasons = !spec ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`] : changes.map((c) => c.why);
@@ -131,12 +131,17 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
   const ops: Op[] = [spec ? putFact('endpoints', [service], { service, endpoints: next, at: now }) : deleteKey(key), ...d.ops];
-  const r = await store.txn({ compare: dedupe([unchanged(current, key), ...compares, ...d.compares]), success: ops });
+  // Read-set rule: the change is justified by the keys of the replicas that joined or left
+  // (and the spec and the published set). A member that stays is not compared: its report
+  // changing meanwhile (a usage figure, every few seconds per replica) must not make every
+  // step of a large service fail; if its standing did change, that change wakes the next step.
+  const compares = [unchanged(current, key), unchanged(spec, buildKey('service', service)), ...changes.flatMap((c) => c.readSet)];
+  const r = await store.txn({ compare: dedupe([...compares, ...d.compares]), success: ops });
   return r.succeeded ? {} : { at: now + RETRY_MS };
 }
 
 /** The replica's standing and the words `cca why service` shows for it. */
-function standingOf(s: ReplicaState): Standing {
+function standingOf(s: ReplicaState): Omit<Standing, 'readSet'> {
   const rec = s.record.value;
   const id = rec.id;
   const evidence: Evidence[] = [evidenceOf(s.record)];

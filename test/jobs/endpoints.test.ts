@@ -241,6 +241,32 @@ describe('endpoint controller', () => {
     expect(await endpoints(b)).toBeUndefined(); // failing: still nothing to publish
   });
 
+  test('read-set rule, the other side: a member that stays may re-report (usage) meanwhile without failing the step', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(2));
+    await b.settle(all);
+    const [r1, r2] = (await b.live('web')).map((r) => r.id);
+    await report(b, r1!);
+    await b.settle(all);
+    expect(await ids(b)).toEqual([r1]);
+    await report(b, r2!);
+    const racing: Store = new Proxy(b.store, {
+      get(target, prop, receiver) {
+        if (prop === 'txn') {
+          return async (req: TxnRequest) => {
+            await report(b, r1!, { usage: { cpuMillis: 7, memoryBytes: 1 } });
+            return target.txn(req);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const wake = await endpointController.reconcile({ store: racing, now: b.t, random: () => 0.5, subject: 'web' });
+    expect(wake.at).toBeUndefined();
+    expect(await ids(b)).toEqual([r1, r2].sort());
+  });
+
   test('subjects: a node change wakes every service; a replica key wakes its own service', () => {
     expect(endpointController.subjectOf!(buildKey('observed', 'n1', 'web-abcdefgh'))).toBe('web');
     expect(endpointController.subjectOf!(buildKey('assigned', 'n1', 'api-abcdefgh'))).toBe('api');
