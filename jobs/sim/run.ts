@@ -1,5 +1,5 @@
 import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scenarios.js';
-import { simEndpoints } from './story-endpoints.js';
+import { simEndpoints, simEndpointsRandom } from './story-endpoints.js';
 import type { SimOptions } from './world.js';
 
 /**
@@ -10,6 +10,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-c0': simC0,
   'sim-c1': simC1,
   'sim-endpoints': simEndpoints,
+  'sim-endpoints-random': simEndpointsRandom,
 };
 
 export type ScenarioName = string;

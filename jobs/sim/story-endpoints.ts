@@ -2,7 +2,7 @@ import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import type { Store } from '../../db/store.js';
 import { listFacts } from '../facts.js';
 import { why, whyText } from '../decisions/why.js';
-import { expectThat, result, running, web, type ScenarioResult } from './scenarios.js';
+import { expectThat, result, running, simRandom, web, type ScenarioResult } from './scenarios.js';
 import { SimWorld, type SimOptions } from './world.js';
 
 const Gi = 1024 ** 3;
@@ -183,4 +183,19 @@ export async function simEndpoints(opts: SimOptions): Promise<ScenarioResult> {
   await w.checkQuiescent();
   notes.push(`longest disagreement between the published set and the replicas: ${stale.maxStaleMs} ms (bound ${STALE_BOUND_MS} ms)`);
   return result('sim-endpoints', w, notes);
+}
+
+/**
+ * sim-endpoints-random: the randomized cluster and fault schedule of `random` (crashes,
+ * agent restarts, power cycles, partitions, store outages, clock skew, failing kills,
+ * scaling, a corrupted allocation) with the endpoint invariants checked after every step.
+ */
+export async function simEndpointsRandom(opts: SimOptions): Promise<ScenarioResult> {
+  let stale = { maxStaleMs: 0 };
+  const r = await simRandom(opts, undefined, (w) => {
+    stale = watchEndpoints(w);
+  });
+  r.scenario = 'sim-endpoints-random';
+  r.notes.push(`longest disagreement between the published set and the replicas: ${stale.maxStaleMs} ms (bound ${STALE_BOUND_MS} ms)`);
+  return r;
 }

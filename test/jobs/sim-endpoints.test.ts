@@ -24,6 +24,20 @@ describe('sim-endpoints', () => {
     expect(stale.every((s) => s >= 0)).toBe(true);
   }, 240_000);
 
+  test(`the endpoint invariants hold under the random fault schedules over ${SEEDS} seeds`, async () => {
+    const stale: number[] = [];
+    for (let seed = FIRST; seed < FIRST + SEEDS; seed++) {
+      const r = await runScenario('sim-endpoints-random', { seed, traceLimit: 4_000 });
+      if (!r.ok) {
+        console.log(r.trace.slice(-80).join('\n'));
+        expect.fail(describeFailure(r));
+      }
+      stale.push(Number(/longest disagreement .*?: (\d+) ms/.exec(r.notes.join('\n'))?.[1] ?? -1));
+    }
+    console.log(`sim-endpoints-random: ${SEEDS} seeds from ${FIRST}, longest disagreement per seed (ms): ${stale.join(', ')}`);
+    expect(stale.every((s) => s >= 0)).toBe(true);
+  }, 240_000);
+
   test('the invariant can fail: it catches an endpoint that is not ready, and a ready replica left out', async () => {
     const b = new Bench();
     await b.register('n1');
