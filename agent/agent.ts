@@ -279,7 +279,7 @@ export class Agent {
         const cs = (slot[kind] ??= new CheckState(check, now));
         if (!cs.due(now)) continue;
         const handle = slot.handle;
-        void cs.run(now, probeFor(check, a.spec, this.opts.runtime, handle)).then((changed) => {
+        void cs.run(now, probeFor(check, a.spec, this.opts.runtime, handle, slot.address)).then((changed) => {
           if (!changed) return;
           this.event(kind, `${kind} ${cs.state}`, slot.replica);
           if (kind === 'liveness' && cs.state === 'failing') void this.livenessFailed(slot, handle, cs);

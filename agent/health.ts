@@ -54,8 +54,12 @@ export function probeText(check: HealthCheck, spec: ServiceSpec): string {
   return p.type === 'http' ? `http GET ${p.path} on port ${port ?? p.port ?? '?'}` : `tcp connect to port ${port ?? p.port ?? '?'}`;
 }
 
-/** http: a 2xx/3xx answer; tcp: a connection; exec: exit 0 inside the workload. Host networking: 127.0.0.1. */
-export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime, handle: WorkloadHandle): () => Promise<boolean> {
+/**
+ * http: a 2xx/3xx answer; tcp: a connection; exec: exit 0 inside the workload. `host` is the
+ * replica's own address when the runtime gave it one (its own network namespace), else
+ * 127.0.0.1 (host networking: the workload listens on the node).
+ */
+export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime, handle: WorkloadHandle, host = '127.0.0.1'): () => Promise<boolean> {
   const p = check.probe;
   const timeoutMs = check.timeoutMs;
   if (p.type === 'exec') return async () => (await runtime.exec(handle, p.command, timeoutMs).catch(() => 1)) === 0;
@@ -64,7 +68,7 @@ export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime
   if (p.type === 'http') {
     return async () => {
       try {
-        const res = await fetch(`http://127.0.0.1:${port}${p.path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+        const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}${p.path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
         await res.body?.cancel();
         return res.status >= 200 && res.status < 400;
       } catch {
@@ -74,7 +78,7 @@ export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime
   }
   return () =>
     new Promise((resolve) => {
-      const s = connect({ host: '127.0.0.1', port, timeout: timeoutMs });
+      const s = connect({ host, port, timeout: timeoutMs });
       const done = (ok: boolean) => {
         s.destroy();
         resolve(ok);
