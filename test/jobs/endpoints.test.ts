@@ -275,3 +275,23 @@ describe('endpoint controller', () => {
     expect(readyCount(undefined)).toBe(0);
   });
 });
+
+describe('liveness failures in the replica controller', () => {
+  test('a replica the agent stopped for liveness (failed, exit 0, CCA-E0513) is replaced under on-failure, the decision quoting the reason', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web(1, { restart: 'on-failure' }));
+    await b.settle(all);
+    const [r] = await b.live('web');
+    await report(b, r!.id);
+    await b.settle(all);
+    const message = `liveness failed: http GET /livez on port 8080 did not pass 3 time(s) in a row, so the agent stopped replica ${r!.id}`;
+    await report(b, r!.id, { state: 'failed', exitCode: 0, health: { liveness: 'failing', readiness: 'unknown' }, diagnostic: { code: 'CCA-E0513', message } });
+    await b.settle(all);
+    const [next] = await b.live('web');
+    expect(next!.id).not.toBe(r!.id);
+    expect(next!.reason).toBe(`replaces ${r!.id} (failed with code 0 on n1 (restart on-failure): ${message})`);
+    const answer = await why(b.store, 'replica', r!.id);
+    expect(answer.history.some((l) => l.decision.action === `retired: failed with code 0 on n1 (restart on-failure): ${message}`)).toBe(true);
+    expect(await ids(b)).toEqual([]); // out of the endpoints the moment it was reported failed
+  });
+});
