@@ -102,6 +102,9 @@ ${show('apply-wait', 'apply-wait-timeout')}
 
 ${show('get-services-plain', 'get-services-wide', 'get-replicas-plain', 'get-replicas-wide', 'get-nodes-plain', 'get-nodes-wide', 'get-service-by-name', 'get-unknown-service')}
 
+\`cca get endpoints SERVICE [-w]\` lists the replicas a load balancer may send the service's
+traffic to (NAME, NODE, ADDRESS, PORTS; see [endpoints.md](endpoints.md)).
+
 \`-w\` prints the table, then follows the watch and prints it again after every change
 (redrawn in place on a terminal; with \`-o json\`, one compact listing per line) until Ctrl-C:
 
