@@ -1,6 +1,6 @@
 import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
-import type { Compare, Op, Store } from '../../db/store.js';
+import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
 import { serviceOfReplica } from '../ids.js';
@@ -10,6 +10,10 @@ import { digest } from './view.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
 const RETRY_MS = 100;
+/** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
+const MAX_CHANGES = 16;
+/** Txns per step; a larger change continues in the next step, at once. */
+const MAX_TXNS = 64;
 /** Where replicas are reached when neither the observation nor the node names an address (host networking). */
 export const DEFAULT_ADDRESS = '127.0.0.1';
 
@@ -91,7 +95,6 @@ export async function planEndpoints(store: Store, service: string): Promise<{ sp
 
 async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
   const { store, now } = ctx;
-  const key = buildKey('endpoints', service);
   const current = await getFact(store, 'endpoints', service);
   const { spec, standings } = await planEndpoints(store, service);
   const next = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])) : [];
@@ -109,35 +112,86 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
     if (!!inBefore !== !!inNext || (inBefore && inNext && !sameEndpoint(inBefore, inNext))) changes.push(s);
   }
   // Published replicas whose record is gone altogether (deleted after retirement).
+  const known = new Set(standings.map((s) => s.replica));
   for (const e of before) {
-    if (!standings.some((s) => s.replica === e.replica)) {
+    if (!known.has(e.replica)) {
       const rk = buildKey('replica', service, e.replica);
       changes.push({ replica: e.replica, why: `${e.replica} left: its replica record is gone`, cause: causedByFact({ key: rk, modRevision: 0 }), evidence: [absentEvidence(rk)], readSet: [absent(rk)] });
     }
   }
-  const reasons = !spec ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`] : changes.map((c) => c.why);
-  const first = changes[0];
+  // A store txn compares at most 128 keys: a large change (a whole service becoming ready)
+  // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
+  // comparing the set the previous one wrote.
+  changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
+  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : { at: now + RETRY_MS };
+  let published = current;
+  for (let i = 0; i < changes.length; i += MAX_CHANGES) {
+    if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
+    const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_);
+    if (!r.ok) return { at: now + RETRY_MS };
+    published = r.written;
+  }
+  return {};
+}
+
+/** One txn: the set with this batch of changes applied (or withdrawn when the service is gone), with its decision. */
+async function publish(
+  ctx: StepContext,
+  service: string,
+  current: Fact<'endpoints'> | undefined,
+  batch: readonly Standing[],
+  spec: Fact<'service'> | undefined,
+  next: ReadonlyMap<string, Endpoint>,
+): Promise<{ ok: false } | { ok: true; written: Fact<'endpoints'> }> {
+  const { store, now } = ctx;
+  const key = buildKey('endpoints', service);
+  const before = current?.value.endpoints ?? [];
+  const endpoints = spec ? applyChanges(before, batch, next) : [];
+  const reasons = !spec ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`] : batch.map((c) => c.why);
+  const first = batch[0];
   const cause: Cause = !spec ? causedByFact({ key: buildKey('service', service), modRevision: 0 }) : first ? first.cause : causedByFact(spec);
   const d = decide({
     kind: 'service',
     subject: service,
     controller: ENDPOINT_CONTROLLER,
-    action: !spec ? 'endpoints withdrawn' : `endpoints changed: ${next.length} ready`,
+    action: !spec ? 'endpoints withdrawn' : `endpoints changed: ${endpoints.length} ready`,
     // The set's digest keeps two changes in one millisecond apart.
-    tag: `ep-${digest(next.map((e) => `${e.replica}@${e.address}`))}`,
+    tag: `ep-${digest(endpoints.map((e) => `${e.replica}@${e.address}`))}`,
     at: now,
-    evidence: [...(current ? [evidenceOf(current)] : [absentEvidence(key)]), ...changes.flatMap((c) => c.evidence).slice(0, 32)],
+    evidence: [current ? setEvidence(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, 32)],
     cause,
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
-  const ops: Op[] = [spec ? putFact('endpoints', [service], { service, endpoints: next, at: now }) : deleteKey(key), ...d.ops];
+  const value = { service, endpoints, at: now };
+  const ops: Op[] = [spec ? putFact('endpoints', [service], value) : deleteKey(key), ...d.ops];
   // Read-set rule: the change is justified by the keys of the replicas that joined or left
   // (and the spec and the published set). A member that stays is not compared: its report
   // changing meanwhile (a usage figure, every few seconds per replica) must not make every
   // step of a large service fail; if its standing did change, that change wakes the next step.
-  const compares = [unchanged(current, key), unchanged(spec, buildKey('service', service)), ...changes.flatMap((c) => c.readSet)];
+  const compares = [unchanged(current, key), unchanged(spec, buildKey('service', service)), ...(spec ? batch.flatMap((c) => c.readSet) : [])];
   const r = await store.txn({ compare: dedupe([...compares, ...d.compares]), success: ops });
-  return r.succeeded ? {} : { at: now + RETRY_MS };
+  if (!r.succeeded) return { ok: false };
+  const kv: KeyValue = { key, value: JSON.stringify(value), createRevision: current?.kv.createRevision ?? r.revision, modRevision: r.revision, version: (current?.kv.version ?? 0) + 1, lease: 0 };
+  return { ok: true, written: { key, kv, value } };
+}
+
+/** `before` with a batch of changes applied: joins and moves take their new entry, leaves drop out. */
+function applyChanges(before: readonly Endpoint[], batch: readonly Standing[], next: ReadonlyMap<string, Endpoint>): Endpoint[] {
+  const out = new Map(before.map((e) => [e.replica, e]));
+  for (const c of batch) {
+    const e = next.get(c.replica);
+    if (e) out.set(c.replica, e);
+    else out.delete(c.replica);
+  }
+  return [...out.values()].sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0));
+}
+
+/** The published set as evidence: whole when small, else its size and first members (a decision stays small). */
+function setEvidence(f: Fact<'endpoints'>): Evidence {
+  const e = evidenceOf(f);
+  if (e.value.length <= 4_096) return e;
+  const ids = f.value.endpoints.map((x) => x.replica);
+  return { ...e, value: JSON.stringify({ service: f.value.service, count: ids.length, replicas: [...ids.slice(0, 50), '…'] }) };
 }
 
 /** The replica's standing and the words `cca why service` shows for it. */

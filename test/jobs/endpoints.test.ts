@@ -267,6 +267,32 @@ describe('endpoint controller', () => {
     expect(await ids(b)).toEqual([r1, r2].sort());
   });
 
+  test('a large change goes out as a chain of txns that each fit (leaves first), in one step', async () => {
+    const b = await cluster(['n1', 'n2', 'n3']);
+    await b.apply(web(40, { resources: { cpuMillis: 10, memoryBytes: 1 << 20 } }));
+    await b.settle(all);
+    const live = await b.live('web');
+    expect(live).toHaveLength(40);
+    for (const r of live) await report(b, r.id);
+    const before = await b.store.revision();
+    expect((await b.step(endpointController, 'web')).at).toBeUndefined();
+    expect(await ids(b)).toHaveLength(40);
+    expect(await b.store.revision()).toBe(before + 3); // 16 + 16 + 8 joins
+    const history = (await why(b.store, 'service', 'web')).history.map((l) => l.decision.action);
+    expect(history.slice(0, 3)).toEqual(['endpoints changed: 40 ready', 'endpoints changed: 32 ready', 'endpoints changed: 16 ready']);
+    // Twenty leave and a new replica joins: the leaves go out first.
+    for (const r of live.slice(0, 20)) await report(b, r.id, { state: 'exited', exitCode: 1 });
+    await b.settle(placing);
+    const fresh = (await b.live('web')).filter((r) => !live.some((x) => x.id === r.id));
+    expect(fresh.length).toBeGreaterThan(0);
+    for (const r of fresh) await report(b, r.id);
+    const at = await b.store.revision();
+    await b.step(endpointController, 'web');
+    const first = (await b.store.range({ prefix: '/decisions/service/web/' })).kvs.filter((kv) => kv.modRevision === at + 1).map((kv) => JSON.parse(kv.value) as { reasons: string[] })[0]!;
+    expect(first.reasons.every((r) => r.includes(' left:') || r.includes(' is out:'))).toBe(true);
+    expect(await ids(b)).toHaveLength(40);
+  });
+
   test('subjects: a node change wakes every service; a replica key wakes its own service', () => {
     expect(endpointController.subjectOf!(buildKey('observed', 'n1', 'web-abcdefgh'))).toBe('web');
     expect(endpointController.subjectOf!(buildKey('assigned', 'n1', 'api-abcdefgh'))).toBe('api');
