@@ -27,7 +27,7 @@ export function readyCount(value: Pick<Endpoints, 'endpoints'> | undefined): num
   return value?.endpoints.length ?? 0;
 }
 
-/** Is this replica's admissible observation one a client may be sent to? Pure, shared with the simulation's invariant. */
+/** Is this replica's admissible observation one a client may be sent to? Pure: running, liveness not failing, ready (or no readiness check). */
 export function servesTraffic(obs: Pick<Observation, 'state' | 'health'>, hasReadinessCheck: boolean): boolean {
   if (obs.state !== 'running' || obs.health.liveness === 'failing') return false;
   return hasReadinessCheck ? obs.health.readiness === 'passing' : true;
