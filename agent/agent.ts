@@ -280,8 +280,8 @@ export class Agent {
         if (!cs.due(now)) continue;
         const handle = slot.handle;
         void cs.run(now, probeFor(check, a.spec, this.opts.runtime, handle, slot.address)).then((changed) => {
-          if (!changed) return;
-          this.event(kind, `${kind} ${cs.state}`, slot.replica);
+          if (changed) this.event(kind, `${kind} ${cs.state}`, slot.replica);
+          // Not only on the change: a stop that failed leaves it running, and the next failing probe tries again.
           if (kind === 'liveness' && cs.state === 'failing') void this.livenessFailed(slot, handle, cs);
         });
       }
