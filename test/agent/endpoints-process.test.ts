@@ -113,6 +113,12 @@ describe.skipIf(!haveBusybox)('endpoints on the process runtime', () => {
     expect(once).toBe(0);
     expect(readFileSync(out, 'utf8')).toContain(`upstream web {\n    server 127.0.0.1:${port}; # ${replica} on p1\n}`);
     expect(readFileSync(reloaded, 'utf8')).toBe('reloaded\n');
+    const haproxy = join(tmp.dir, 'web-backend.cfg');
+    const hp = await new Promise<number>((resolve) =>
+      spawn(process.execPath, [join(root, 'fixtures/lb/endpoints-to-upstream.mjs'), '--server', server.url, '--token', ADMIN, '--service', 'web', '--out', haproxy, '--format', 'haproxy', '--once'], { stdio: 'ignore' }).once('exit', (c) => resolve(c ?? -1)),
+    );
+    expect(hp).toBe(0);
+    expect(readFileSync(haproxy, 'utf8')).toContain(`backend web\n    balance roundrobin\n    server ${replica} 127.0.0.1:${port}\n`);
 
     // Following the watch: the file changes when the replica leaves.
     const follower: ChildProcess = spawn(process.execPath, lbArgs, { stdio: 'ignore' });
