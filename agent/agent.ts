@@ -5,12 +5,12 @@ export { AGENT_VERSION } from './lease.js';
 import { AgentClient, ServerError, UnreachableError } from './client.js';
 import { LeaseKeeper } from './lease.js';
 import { FENCE } from './fence.js';
-import { CheckState, probeFor } from './health.js';
+import { CheckState, probeFor, probeText } from './health.js';
 import { materialize } from './materialize.js';
 import type { NetnsManager } from './netns.js';
 import { PolicyFollower } from './network-policy.js';
 import { plan, type SlotView } from './plan.js';
-import type { Runtime, RuntimeEvent, WorkloadStatus } from './runtime.js';
+import type { Runtime, RuntimeEvent, WorkloadHandle, WorkloadStatus } from './runtime.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
 import type { StateDir } from './state.js';
 import { VolumeDir } from './volumes.js';
@@ -158,7 +158,7 @@ export class Agent {
 
   private applyStatus(slot: Slot, s: WorkloadStatus): void {
     if (s.state === 'exited') {
-      slot.state = (s.exitCode ?? 0) === 0 || (slot.state === 'stopping' && !s.oom) ? 'exited' : 'failed';
+      slot.state = exitState(slot, s.exitCode ?? 0, s.oom ?? false);
       if (s.exitCode !== undefined) slot.exitCode = s.exitCode;
     } else if (s.state === 'lost') {
       slot.state = 'lost';
@@ -181,7 +181,7 @@ export class Agent {
     if (e.kind === 'exited') {
       // A stop we asked for ends `exited` whatever the signal's code; only a workload that
       // died on its own (or never got going) is `failed`.
-      slot.state = e.exitCode === 0 || (slot.state === 'stopping' && !e.oom) ? 'exited' : 'failed';
+      slot.state = exitState(slot, e.exitCode, e.oom);
       slot.exitCode = e.exitCode;
       delete slot.address;
       delete slot.ports;
@@ -368,11 +368,36 @@ export class Agent {
         if (!check) continue;
         const cs = (slot[kind] ??= new CheckState(check, now));
         if (!cs.due(now)) continue;
-        void cs.run(now, probeFor(check, a.spec, this.opts.runtime, slot.handle, slot.address)).then((changed) => {
+        const handle = slot.handle;
+        void cs.run(now, probeFor(check, a.spec, this.opts.runtime, handle, slot.address)).then((changed) => {
           if (changed) this.event(kind, `${kind} ${cs.state}`, slot.replica);
+          // Not only on the change: a stop that failed leaves it running, and the next failing probe tries again.
+          if (kind === 'liveness' && cs.state === 'failing') void this.livenessFailed(slot, handle, cs);
         });
       }
     }
+  }
+
+  /**
+   * Liveness failed past its threshold: stop the workload and report it `failed` with the
+   * reason once it has exited. The agent restarts nothing itself: the replica controller
+   * retires the replica and replaces it (new id) per the restart policy, citing this report.
+   */
+  private async livenessFailed(slot: Slot, handle: WorkloadHandle, cs: CheckState): Promise<void> {
+    const a = slot.assignment;
+    if (slot.handle?.id !== handle.id || slot.state !== 'running' || !a) return;
+    const d = makeDiagnostic('CCA-E0513', { probe: probeText(cs.check, a.spec), failures: cs.check.failureThreshold, replica: slot.replica });
+    slot.livenessFailed = { code: d.code, message: d.message };
+    slot.diagnostic = slot.livenessFailed;
+    slot.state = 'stopping';
+    this.log(`${slot.replica}: ${d.code} ${d.message}`);
+    this.event('liveness-failed', `${d.code} ${d.message}`, slot.replica);
+    try {
+      await this.opts.runtime.stop(handle, a.spec.stopGraceMs);
+    } catch (e) {
+      this.log(`stopping ${slot.replica} after its liveness failure failed: ${e instanceof Error ? e.message : String(e)}`);
+    }
+    this.kick();
   }
 
   private async report(now: number): Promise<void> {
@@ -382,7 +407,7 @@ export class Agent {
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
     for (const slot of this.slots.values()) {
       if (slot.assignment?.tenure !== lease.tenure || slot.settling) continue;
-      const obs = observationOf(slot, this.opts.node, lease.tenure, now);
+      const obs = observationOf(slot, this.opts.node, lease.tenure, now, this.opts.record.address ?? '');
       if (!obs) continue;
       const fp = fingerprint(obs);
       if (fp !== slot.reported || now - slot.reportedAt >= every) due.push({ slot, obs, fp });
@@ -550,6 +575,9 @@ export class Agent {
       delete slot.liveness;
       delete slot.readiness;
       this.policy?.forget(a.replica);
+      delete slot.livenessFailed;
+      delete slot.address;
+      delete slot.ports;
       slot.handle = await this.opts.runtime.start({ replica: a.replica, service: a.service, spec: a.spec, image, env, files, volumes, dir });
       this.log(`started ${a.replica} (${a.service})`);
       this.event('started', `started on the ${this.opts.runtime.name} runtime`, a.replica);
@@ -566,4 +594,13 @@ export class Agent {
       this.event('start-failed', d.message, a.replica);
     }
   }
+}
+
+/**
+ * What an exit means: a stop we asked for ends `exited` whatever the signal's code, unless
+ * we stopped it for failing its liveness check; a workload that died on its own is `failed`.
+ */
+function exitState(slot: Slot, exitCode: number, oom: boolean): Observation['state'] {
+  if (slot.livenessFailed) return 'failed';
+  return exitCode === 0 || (slot.state === 'stopping' && !oom) ? 'exited' : 'failed';
 }

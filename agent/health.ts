@@ -46,8 +46,20 @@ function portOf(spec: ServiceSpec, port: number | string | undefined): number | 
   return spec.ports.find((p) => p.name === port)?.container;
 }
 
-/** http: a 2xx/3xx answer; tcp: a connection; exec: exit 0 inside the workload. At the replica's own address, else 127.0.0.1 (host networking). */
-export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime, handle: WorkloadHandle, address = '127.0.0.1'): () => Promise<boolean> {
+/** The probe in words, for diagnostics: `http GET /healthz on port 8080`. */
+export function probeText(check: HealthCheck, spec: ServiceSpec): string {
+  const p = check.probe;
+  if (p.type === 'exec') return `exec ${p.command.join(' ')}`;
+  const port = portOf(spec, p.port);
+  return p.type === 'http' ? `http GET ${p.path} on port ${port ?? p.port ?? '?'}` : `tcp connect to port ${port ?? p.port ?? '?'}`;
+}
+
+/**
+ * http: a 2xx/3xx answer; tcp: a connection; exec: exit 0 inside the workload. `host` is the
+ * replica's own address when the runtime gave it one (its own network namespace), else
+ * 127.0.0.1 (host networking: the workload listens on the node).
+ */
+export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime, handle: WorkloadHandle, host = '127.0.0.1'): () => Promise<boolean> {
   const p = check.probe;
   const timeoutMs = check.timeoutMs;
   if (p.type === 'exec') return async () => (await runtime.exec(handle, p.command, timeoutMs).catch(() => 1)) === 0;
@@ -56,7 +68,7 @@ export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime
   if (p.type === 'http') {
     return async () => {
       try {
-        const res = await fetch(`http://${address}:${port}${p.path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
+        const res = await fetch(`http://${host.includes(':') ? `[${host}]` : host}:${port}${p.path}`, { signal: AbortSignal.timeout(timeoutMs), redirect: 'manual' });
         await res.body?.cancel();
         return res.status >= 200 && res.status < 400;
       } catch {
@@ -66,7 +78,7 @@ export function probeFor(check: HealthCheck, spec: ServiceSpec, runtime: Runtime
   }
   return () =>
     new Promise((resolve) => {
-      const s = connect({ host: address, port, timeout: timeoutMs });
+      const s = connect({ host, port, timeout: timeoutMs });
       const done = (ok: boolean) => {
         s.destroy();
         resolve(ok);

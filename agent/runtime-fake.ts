@@ -2,6 +2,9 @@ import { Listeners, type Runtime, type RuntimeEvent, type StartRequest, type Wor
 
 interface FakeWorkload {
   handle: WorkloadHandle;
+  /** Port name → container port, from the spec. */
+  ports: Record<string, number>;
+  address?: string;
   state: WorkloadStatus['state'];
   exitCode?: number;
   stopTimer?: ReturnType<typeof setTimeout>;
@@ -12,6 +15,12 @@ export interface FakeRuntimeOptions {
   /** How long a stopped fake workload takes to exit after SIGTERM (never longer than the grace). */
   exitAfterTermMs?: number;
   now?: () => number;
+  /**
+   * Workloads get their own (pretend) network namespace: each reports a deterministic
+   * address of its own, 127.1.0.<n> for its nth start. Off: host networking (no address,
+   * the agent reports the node's).
+   */
+  ownNetwork?: boolean;
 }
 
 /**
@@ -27,6 +36,8 @@ export class FakeRuntime implements Runtime {
   private readonly now: () => number;
   /** Every start ever made, for tests that check nothing started twice. */
   readonly starts: string[] = [];
+  /** Exit codes exec probes get, per replica (0 when unset): a test hook for failing health checks. */
+  readonly execResults = new Map<string, number>();
 
   constructor(private readonly opts: FakeRuntimeOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -37,8 +48,10 @@ export class FakeRuntime implements Runtime {
   }
 
   async start(req: StartRequest): Promise<WorkloadHandle> {
-    const handle: WorkloadHandle = { runtime: 'fake', replica: req.replica, service: req.service, id: `fake-${++this.seq}`, image: req.image, startedAt: this.now() };
-    this.workloads.set(req.replica, { handle, state: 'running' });
+    const seq = ++this.seq;
+    const handle: WorkloadHandle = { runtime: 'fake', replica: req.replica, service: req.service, id: `fake-${seq}`, image: req.image, startedAt: this.now() };
+    const ports = Object.fromEntries(req.spec.ports.map((p) => [p.name, p.container]));
+    this.workloads.set(req.replica, { handle, state: 'running', ports, ...(this.opts.ownNetwork ? { address: `127.1.${Math.floor(seq / 250)}.${(seq % 250) + 1}` } : {}) });
     this.starts.push(req.replica);
     return handle;
   }
@@ -66,8 +79,8 @@ export class FakeRuntime implements Runtime {
     return [...this.workloads.values()].map((w) => this.status(w));
   }
 
-  async exec(): Promise<number> {
-    return 0;
+  async exec(handle: WorkloadHandle): Promise<number> {
+    return this.execResults.get(handle.replica) ?? 0;
   }
 
   subscribe(listener: (e: RuntimeEvent) => void): () => void {
@@ -102,6 +115,7 @@ export class FakeRuntime implements Runtime {
       state: w.state,
       ...(w.exitCode === undefined ? {} : { exitCode: w.exitCode }),
       ...(w.state === 'running' ? { usage: { cpuMillis: 1, memoryBytes: 1 << 20 } } : {}),
+      ...(w.address !== undefined ? { address: w.address, ports: w.ports } : {}),
     };
   }
 }

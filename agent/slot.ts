@@ -25,6 +25,8 @@ export interface Slot {
   readiness?: CheckState;
   /** An exit is being looked into (its init progress read): not reported until then. */
   settling?: boolean;
+  /** Set when the agent stopped the workload because its liveness check failed: its exit is a failure. */
+  livenessFailed?: { code: string; message: string };
   /** The last observation sent, without `at`, to send only changes. */
   reported?: string;
   reportedAt: number;
@@ -34,7 +36,21 @@ export function newSlot(replica: string): Slot {
   return { replica, state: 'pending', restarts: 0, held: false, fenced: false, reportedAt: 0 };
 }
 
-export function observationOf(slot: Slot, node: string, tenure: number, now: number): Observation | undefined {
+/** Host networking: replicas listen on the node's own address (the declared one, loopback when none). */
+export const HOST_ADDRESS = '127.0.0.1';
+
+/**
+ * Where a replica can be reached: the runtime's own answer (a replica in its own network
+ * namespace), else the node's declared address with the spec's container ports.
+ */
+export function reachOf(slot: Slot, nodeAddress: string): { address?: string; ports?: Record<string, number> } {
+  if (!slot.handle) return {};
+  const spec = slot.assignment?.spec;
+  const ports = slot.ports ?? (spec ? Object.fromEntries(spec.ports.map((p) => [p.name, p.container])) : undefined);
+  return { address: slot.address ?? (nodeAddress || HOST_ADDRESS), ...(ports ? { ports } : {}) };
+}
+
+export function observationOf(slot: Slot, node: string, tenure: number, now: number, nodeAddress = ''): Observation | undefined {
   const service = slot.assignment?.service ?? slot.handle?.service;
   if (service === undefined) return undefined;
   return {
@@ -50,8 +66,7 @@ export function observationOf(slot: Slot, node: string, tenure: number, now: num
     image: slot.handle?.image ?? '',
     ...(slot.init === undefined ? {} : { init: initOf(slot.init) }),
     ...(diagnosticOf(slot) ?? {}),
-    ...(slot.address === undefined ? {} : { address: slot.address }),
-    ...(slot.ports === undefined ? {} : { ports: slot.ports }),
+    ...reachOf(slot, nodeAddress),
     at: now,
   };
 }

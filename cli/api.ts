@@ -67,6 +67,9 @@ export const apiReplica = z.looseObject({
 });
 export const replicasAnswer = z.looseObject({ revision: count, replicas: z.array(apiReplica) });
 
+export const apiEndpoint = z.looseObject({ replica: z.string(), node: z.string(), address: z.string(), ports: z.record(z.string(), z.number().int()) });
+export const endpointsAnswer = z.looseObject({ revision: count, service: z.string(), endpoints: z.array(apiEndpoint) });
+
 export const apiNode = z.looseObject({
   name: z.string(),
   state: z.string(),

@@ -1,5 +1,5 @@
 import { formatBytes, formatCpu } from '../core/model/quantity.js';
-import { nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, type ApiNode, type ApiReplica, type ApiService } from './api.js';
+import { endpointsAnswer, nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, type ApiNode, type ApiReplica, type ApiService } from './api.js';
 import type { Client } from './client.js';
 import { fail } from './exit.js';
 
@@ -63,8 +63,17 @@ export interface NodeItem {
   taints: string[];
 }
 
-export type Kind = 'services' | 'replicas' | 'nodes';
-export type Item = ServiceItem | ReplicaItem | NodeItem;
+/** One replica a load balancer may send traffic to (`/endpoints/<service>`, docs/endpoints.md). */
+export interface EndpointItem {
+  name: string;
+  service: string;
+  node: string;
+  address: string;
+  ports: Record<string, number>;
+}
+
+export type Kind = 'services' | 'replicas' | 'nodes' | 'endpoints';
+export type Item = ServiceItem | ReplicaItem | NodeItem | EndpointItem;
 export interface Listing<T extends Item = Item> {
   kind: Kind;
   revision: number;
@@ -139,6 +148,11 @@ const node = (n: ApiNode): NodeItem => ({
 });
 
 export async function list(client: Client, kind: Kind, name?: string, filter: { service?: string } = {}): Promise<Listing> {
+  if (kind === 'endpoints') {
+    // NAME is the service: its endpoints are one key, read and watched whole.
+    const r = await client.json('GET', `/v1/services/${encodeURIComponent(name ?? '')}/endpoints`, endpointsAnswer);
+    return { kind, revision: r.revision, items: r.endpoints.map((e) => ({ name: e.replica, service: r.service, node: e.node, address: e.address, ports: e.ports })) };
+  }
   if (kind === 'services') {
     if (name) {
       const r = await client.json('GET', `/v1/services/${encodeURIComponent(name)}`, serviceAnswer);
@@ -180,6 +194,14 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
         ...(wide ? [s.image, s.pending[0] ? `${s.pending[0].replica}: ${s.pending[0].reason}` : '-'] : []),
         ...(rolled ? [rolloutText(s.rollout)] : []),
       ]),
+    };
+  }
+  if (l.kind === 'endpoints') {
+    const items = l.items as EndpointItem[];
+    const ports = (p: Record<string, number>) => Object.entries(p).sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, v]) => `${n}=${v}`).join(',') || '-';
+    return {
+      headers: ['NAME', 'NODE', 'ADDRESS', 'PORTS', ...(wide ? ['SERVICE'] : [])],
+      rows: items.map((e) => [e.name, e.node, e.address, ports(e.ports), ...(wide ? [e.service] : [])]),
     };
   }
   if (l.kind === 'replicas') {

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
-import { redactFact } from '../../core/keys.js';
+import { buildKey, decodeFact, redactFact } from '../../core/keys.js';
 import { dnsLabelProblem } from '../../core/model/index.js';
 import { applyServices, deleteService, type ApplyInput } from '../apply.js';
 import { requireAdmin, requireReader, type AuthEnv, type AuthPolicy } from '../auth.js';
@@ -62,6 +62,25 @@ export function serviceRoutes(deps: ServerDeps, policy: AuthPolicy) {
     const s = services[0];
     if (!s) throw new CcaError('CCA-E0609', { kind: 'service', name });
     return c.json({ revision, service: { ...s, spec: redactFact('service', s.spec) } });
+  });
+
+  /**
+   * The service's published endpoints, for a load balancer: read at one revision with the
+   * spec. `revision` lets a client follow on with `/v1/watch?prefix=/endpoints/<name>&from=revision+1`.
+   */
+  app.get('/v1/services/:name/endpoints', requireReader(policy), async (c) => {
+    const name = serviceName(c.req.param('name'));
+    const revision = await deps.store.revision();
+    const [spec, kv] = await Promise.all([deps.store.get(buildKey('service', name), { revision }), deps.store.get(buildKey('endpoints', name), { revision })]);
+    if (!spec) throw new CcaError('CCA-E0609', { kind: 'service', name });
+    const value = kv ? decodeFact('endpoints', kv.key, kv.value) : undefined;
+    return c.json({
+      revision,
+      service: name,
+      endpoints: value?.endpoints ?? [],
+      modRevision: kv?.modRevision ?? 0,
+      at: value?.at ?? null,
+    });
   });
   return app;
 }

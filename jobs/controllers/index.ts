@@ -2,6 +2,7 @@ import type { Controller } from '../controller.js';
 import { retention, type RetentionOptions } from '../decisions/retention.js';
 import { auditor } from './auditor.js';
 import { autoscaler, type AutoscalerOptions } from './autoscaler.js';
+import { endpointController } from './endpoints.js';
 import { networkController } from './network.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaController } from './replica.js';
@@ -11,6 +12,7 @@ import { storageController } from './storage.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } from './autoscaler.js';
+export { endpointController, ENDPOINT_CONTROLLER, readyCount } from './endpoints.js';
 export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, REPLICA_CONTROLLER } from './replica.js';
@@ -33,6 +35,7 @@ export function controllers(opts: ControllerOptions = {}): Controller[] {
     schedulerWith(opts.scheduler ?? {}),
     nodeController(opts.node),
     auditor,
+    endpointController,
     rolloutController,
     autoscaler(opts.autoscaler),
     networkController,

@@ -206,7 +206,9 @@ function retireLiveIfDone(
     const failure = init
       ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
       : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
-    reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})`;
+    // The agent's diagnostic says why (e.g. "liveness failed: …"): the reason `cca why` shows.
+    const because = !init && obs.value.diagnostic ? `: ${obs.value.diagnostic.message}` : '';
+    reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})${because}`;
     // The step's last output lines, so `cca why` shows what failed without the evidence's full text.
     if (init) detail.push(...tailLines(init.tail).map((l) => `output: ${l}`));
     if (obs.value.diagnostic) detail.push(`${obs.value.diagnostic.code} ${obs.value.diagnostic.message}`);

@@ -191,6 +191,11 @@ export class SimAgent {
     for (const w of this.runtime.running()) {
       const a = assigned.get(w.replica);
       if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
+      // Liveness failed past its threshold: stop it and report it failed (agent/agent.ts does the same).
+      else if (w.unalive && this.runtime.kill(w.replica, this.wall)) {
+        w.livenessFailed = `liveness failed: exec probe did not pass 3 time(s) in a row, so the agent stopped replica ${w.replica}`;
+        this.emit({ kind: 'stopped', replica: w.replica });
+      }
     }
     await this.report(assigned, tenure);
     await this.reportVolumes(assigned, tenure);
@@ -237,13 +242,17 @@ export class SimAgent {
         service: w.service,
         node: this.record.name,
         tenure,
-        state: w.state,
+        state: w.livenessFailed ? 'failed' : w.state,
         ...(w.exitCode !== undefined ? { exitCode: w.exitCode } : {}),
         restarts: 0,
-        health: { liveness: 'unknown', readiness: w.state === 'running' ? this.readiness(a) : 'unknown' },
+        health: { liveness: w.livenessFailed ? 'failing' : 'unknown', readiness: w.state !== 'running' ? 'unknown' : w.unready ? 'failing' : this.readiness(a) },
         image: a.spec.image,
         ...(cpu !== undefined ? { usage: { cpuMillis: cpu, memoryBytes: 64 * 1024 * 1024 } } : {}),
-        ...(w.address !== undefined && w.state === 'running' ? { address: w.address } : {}),
+        // Its own address (a node with a replica network), else host networking: the node's
+        // declared address; the spec's container ports.
+        address: w.address ?? (this.record.address || '127.0.0.1'),
+        ports: Object.fromEntries(a.spec.ports.map((p) => [p.name, p.container])),
+        ...(w.livenessFailed ? { diagnostic: { code: 'CCA-E0513', message: w.livenessFailed } } : {}),
         at: w.endedAt ?? w.startedAt,
       };
       const value = encodeFact('observed', obs);

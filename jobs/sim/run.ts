@@ -2,6 +2,7 @@ import { faultText, simC0, simC1, simRandom, type ScenarioResult } from './scena
 import { simAutoscale } from './story-autoscale.js';
 import { simNetwork } from './story-network.js';
 import { simOrdering } from './story-ordering.js';
+import { simEndpoints, simEndpointsRandom } from './story-endpoints.js';
 import type { SimOptions } from './world.js';
 import { simVolumes } from './story-volumes.js';
 import { simRollout } from './story-rollout.js';
@@ -18,6 +19,8 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-volumes': simVolumes,
   'sim-rollout': simRollout,
   'sim-ordering': simOrdering,
+  'sim-endpoints': simEndpoints,
+  'sim-endpoints-random': simEndpointsRandom,
 };
 
 export type ScenarioName = string;

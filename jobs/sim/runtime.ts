@@ -14,6 +14,12 @@ export interface Workload {
   endedAt?: number;
   /** Its own address (a node with a replica network); never reused within a run. */
   address?: string;
+  /** Its readiness probe fails (a fault the scenario injects); it keeps running. */
+  unready?: boolean;
+  /** Its liveness probe fails: the agent stops it and reports it failed (see SimAgent). */
+  unalive?: boolean;
+  /** Stopped by the agent for failing liveness: reported failed with this reason. */
+  livenessFailed?: string;
 }
 
 export class FakeRuntime {

@@ -266,13 +266,17 @@ function scheduleFault(w: SimWorld, f: Fault): void {
   }
 }
 
-/** A randomized schedule from the seed; `only` keeps a subset of its faults (shrinking, replay). */
-export async function simRandom(opts: SimOptions, only?: readonly number[]): Promise<ScenarioResult> {
+/**
+ * A randomized schedule from the seed; `only` keeps a subset of its faults (shrinking,
+ * replay); `setup` lets a story add its own checks to the world before it runs.
+ */
+export async function simRandom(opts: SimOptions, only?: readonly number[], setup?: (w: SimWorld) => void): Promise<ScenarioResult> {
   const plan = new Rng(opts.seed ^ 0x5eed);
   const cluster = randomCluster(plan);
   const all = randomFaults(plan, cluster);
   const faults = only ? all.filter((_, i) => only.includes(i)) : all;
   const w = new SimWorld(opts);
+  setup?.(w);
   for (const n of cluster.nodes) w.addNode(n);
   for (const s of cluster.services) await w.apply(s);
   for (const f of faults) scheduleFault(w, f);

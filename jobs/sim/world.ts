@@ -26,6 +26,8 @@ export interface SimOptions {
 
 export interface NodeSpec {
   name: string;
+  /** The declared address replicas are reached at (host networking); empty = loopback. */
+  address?: string;
   zone?: string;
   cpuMillis: number;
   memoryBytes: number;
@@ -91,7 +93,9 @@ export class SimWorld {
   private readonly loads = new Map<string, { curve: (t: number) => number; every: number }>();
   /** Invariants a story adds: run after every step and agent tick, with the step's label (e.g. a controller's name). */
   readonly extraChecks: { invariant: string; check: (label: string) => Promise<string[]> }[] = [];
-  private readonly checks: { name: string; check: () => Promise<string[]> }[] = [];
+  private readonly namedChecks: { name: string; check: () => Promise<string[]> }[] = [];
+  /** A story's own safety checks, run after every step and agent tick while the store is up. */
+  readonly checks: ((w: SimWorld) => Promise<void>)[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -149,6 +153,7 @@ export class SimWorld {
     const gated = new GatedStore(this.store, () => (this.partitions.has(name) ? 'unreachable' : this.storeDown ? 'store-down' : 'up'));
     const record = {
       name,
+      ...(spec.address !== undefined ? { address: spec.address } : {}),
       zone: spec.zone ?? 'default',
       labels: spec.labels ?? {},
       taints: spec.taints ?? [],
@@ -297,6 +302,32 @@ export class SimWorld {
     return false;
   }
 
+  /** A running replica's readiness probe starts (or stops) failing; it keeps running. */
+  setReadiness(replica: string, failing: boolean): boolean {
+    for (const [name, a] of this.agents) {
+      const w = a.runtime.workloads.get(replica);
+      if (w?.state === 'running') {
+        w.unready = failing;
+        this.log(`fault: ${replica}'s readiness ${failing ? 'fails' : 'passes again'} on ${name}`);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** A running replica's liveness probe fails: its agent stops it on its next pass. */
+  failLiveness(replica: string): boolean {
+    for (const [name, a] of this.agents) {
+      const w = a.runtime.workloads.get(replica);
+      if (w?.state === 'running') {
+        w.unalive = true;
+        this.log(`fault: ${replica}'s liveness fails on ${name}`);
+        return true;
+      }
+    }
+    return false;
+  }
+
   failKills(node: string, n: number): void {
     const a = this.agents.get(node);
     if (a) a.runtime.failingKills += n;
@@ -328,7 +359,7 @@ export class SimWorld {
    * built-in ones (while the store is up); each string it returns is a violation.
    */
   addCheck(name: string, check: () => Promise<string[]>): void {
-    this.checks.push({ name, check });
+    this.namedChecks.push({ name, check });
   }
 
   // ── running ────────────────────────────────────────────────────────────────────
@@ -426,7 +457,8 @@ export class SimWorld {
     for (const c of this.extraChecks) for (const d of await c.check(label)) this.violate(c.invariant, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
-    for (const c of this.checks) for (const d of await c.check()) this.violate(c.name, d);
+    for (const c of this.namedChecks) for (const d of await c.check()) this.violate(c.name, d);
+    for (const check of this.checks) await check(this);
   }
 
   /** Route every committed change to the wake table, and check new assignments as they appear. */

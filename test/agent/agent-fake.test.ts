@@ -210,6 +210,64 @@ describe('agent with the fake runtime', () => {
   });
 });
 
+describe('agent: where replicas are reached, and liveness', () => {
+  let server: FakeAgentServer;
+  let state: { dir: string; cleanup: () => void };
+  const agents: TestAgent[] = [];
+  const served = { ...web, ports: [{ name: 'http', container: 8080 }, { name: 'admin', container: 9090 }] };
+
+  beforeEach(async () => {
+    server = new FakeAgentServer();
+    await server.listen();
+    state = tempDir('agent-reach');
+  });
+
+  afterEach(async () => {
+    for (const a of agents.splice(0)) await a.agent.close();
+    await server.close();
+    state.cleanup();
+  });
+
+  it("host networking: observations carry the node's declared address and the spec's container ports", async () => {
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb' } });
+    agents.push(await startAgent(server, runtime, state.dir, { record: { address: '127.0.3.3', zone: 'a', capacity: { cpuMillis: 4000, memoryBytes: 2 ** 30 } } }));
+    await waitFor('registration', () => server.tenureOf('n1'));
+    server.assign('n1', 'web-1', served);
+    const obs = await waitFor('running', () => (server.observation('n1', 'web-1')?.state === 'running' ? server.observation('n1', 'web-1') : undefined));
+    expect(obs).toMatchObject({ address: '127.0.3.3', ports: { http: 8080, admin: 9090 } });
+    await runtime.close();
+  });
+
+  it('a runtime with its own network reports its own address, whatever the node declares', async () => {
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb' }, ownNetwork: true });
+    agents.push(await startAgent(server, runtime, state.dir, { record: { address: '', zone: 'a', capacity: { cpuMillis: 4000, memoryBytes: 2 ** 30 } } }));
+    await waitFor('registration', () => server.tenureOf('n1'));
+    server.assign('n1', 'web-1', served);
+    const obs = await waitFor('running with an address', () => (server.observation('n1', 'web-1')?.address ? server.observation('n1', 'web-1') : undefined));
+    expect(obs).toMatchObject({ state: 'running', address: '127.1.0.2', ports: { http: 8080, admin: 9090 } });
+    await runtime.close();
+  });
+
+  it('liveness failing past its threshold: the agent stops the workload and reports it failed with CCA-E0513, and does not restart it', async () => {
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb' } });
+    agents.push(await startAgent(server, runtime, state.dir));
+    await waitFor('registration', () => server.tenureOf('n1'));
+    const liveness = { probe: { type: 'exec' as const, command: ['true'] }, intervalMs: 200, timeoutMs: 100, failureThreshold: 2, initialDelayMs: 0 };
+    server.assign('n1', 'web-1', { ...served, health: { liveness } });
+    await waitFor('liveness passing', () => server.observation('n1', 'web-1')?.health.liveness === 'passing');
+    runtime.execResults.set('web-1', 1);
+    const obs = await waitFor('failed', () => (server.observation('n1', 'web-1')?.state === 'failed' ? server.observation('n1', 'web-1') : undefined));
+    expect(obs.diagnostic?.code).toBe('CCA-E0513');
+    expect(obs.diagnostic?.message).toBe('liveness failed: exec true did not pass 2 time(s) in a row, so the agent stopped replica web-1');
+    expect(obs.exitCode).toBe(143);
+    expect(runtime.running()).toEqual([]);
+    await sleep(600);
+    expect(runtime.starts).toEqual(['web-1']); // the replica controller replaces it, the agent never restarts it
+    expect(server.events.map((e) => e.kind)).toContain('liveness-failed');
+    await runtime.close();
+  });
+});
+
 describe('agent API client', () => {
   it('gets 403 for another node and 401 for a bad token', async () => {
     const server = new FakeAgentServer();

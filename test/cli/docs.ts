@@ -108,6 +108,9 @@ listings without autoscaled services are unchanged:
 
 ${show('get-services-autoscaled')}
 
+\`cca get endpoints SERVICE [-w]\` lists the replicas a load balancer may send the service's
+traffic to (NAME, NODE, ADDRESS, PORTS; see [endpoints.md](endpoints.md)).
+
 \`-w\` prints the table, then follows the watch and prints it again after every change
 (redrawn in place on a terminal; with \`-o json\`, one compact listing per line) until Ctrl-C:
 

@@ -89,7 +89,7 @@ describe('retention', () => {
   });
 
   test('the full controller list includes retention unless turned off', () => {
-    expect(controllers().map((c) => c.name)).toEqual(['replica', 'scheduler', 'node', 'auditor', 'rollout', 'autoscaler', 'network', 'storage', 'retention']);
+    expect(controllers().map((c) => c.name)).toEqual(['replica', 'scheduler', 'node', 'auditor', 'endpoints', 'rollout', 'autoscaler', 'network', 'storage', 'retention']);
     expect(controllers({ retention: false }).map((c) => c.name)).not.toContain('retention');
   });
 });

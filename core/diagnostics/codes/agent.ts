@@ -156,4 +156,11 @@ export const agentCodes = [
     cause: 'init step {step} of replica {replica} (service {service}) ran past its timeout of {timeoutMs} ms and was killed: {tail}',
     fix: 'make the step finish sooner or raise its `timeout`; the replica is replaced and retried with backoff',
   },
+  {
+    code: 'CCA-E0513',
+    blame: 'user',
+    title: 'liveness check failed',
+    cause: 'liveness failed: {probe} did not pass {failures} time(s) in a row, so the agent stopped replica {replica}',
+    fix: 'find why the workload stops answering (`cca logs`, its own health endpoint); the replica controller replaces it per the restart policy. If the probe is too strict for the workload, raise failureThreshold, timeout or initialDelay',
+  },
 ] as const satisfies readonly DiagnosticDef[];

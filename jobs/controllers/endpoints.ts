@@ -1,0 +1,293 @@
+import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import type { Endpoints, Observation } from '../../core/model/facts.js';
+import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
+import type { Controller, StepContext, Wakeup } from '../controller.js';
+import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { serviceOfReplica } from '../ids.js';
+import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
+import { admissibleObservation, readReplicaState, type ReplicaState } from './replica-state.js';
+import { digest } from './view.js';
+
+export const ENDPOINT_CONTROLLER = 'endpoints';
+const RETRY_MS = 100;
+/** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
+const MAX_CHANGES = 16;
+/** Txns per step; a larger change continues in the next step, at once. */
+const MAX_TXNS = 64;
+/** Where replicas are reached when neither the observation nor the node names an address (host networking). */
+export const DEFAULT_ADDRESS = '127.0.0.1';
+
+export type Endpoint = Endpoints['endpoints'][number];
+
+/**
+ * Ready replicas of a service as `/endpoints/<service>` last published them: what the
+ * `after = [...]` ordering and rollouts compare (read the one key, compare its mod revision).
+ */
+export function readyCount(value: Pick<Endpoints, 'endpoints'> | undefined): number {
+  return value?.endpoints.length ?? 0;
+}
+
+/** Is this replica's admissible observation one a client may be sent to? Pure: running, liveness not failing, ready (or no readiness check). */
+export function servesTraffic(obs: Pick<Observation, 'state' | 'health'>, hasReadinessCheck: boolean): boolean {
+  if (obs.state !== 'running' || obs.health.liveness === 'failing') return false;
+  return hasReadinessCheck ? obs.health.readiness === 'passing' : true;
+}
+
+/** One replica's standing: in the set (with its address), or out, and why in words. */
+interface Standing {
+  replica: string;
+  endpoint?: Endpoint;
+  why: string;
+  cause: Cause;
+  evidence: Evidence[];
+  /** The keys the standing was read from (present or absent), compared when it changes. */
+  readSet: Compare[];
+}
+
+/**
+ * The endpoint controller, one step per service: publishes `/endpoints/<service>`, the
+ * replicas that are running and ready (readiness passing, or running when the service has
+ * no readiness check) under the admissible-observation rule — current placement, the
+ * node's current tenure, a ready node. It wakes on every key that rule reads, so a replica
+ * whose readiness fails leaves on the step after the agent reports it, and a node whose
+ * lease expires (its `/nodes/` key deleted, ending the tenure) takes its replicas out at
+ * once, before the node controller even marks it lost. Writes only when the set changes,
+ * each change with a `service` decision naming who joined or left and why.
+ */
+export const endpointController: Controller = {
+  name: ENDPOINT_CONTROLLER,
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
+  subjectOf(key) {
+    const p = parseKey(key);
+    if (!p) return undefined;
+    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'endpoints') return p.params.service;
+    if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'assigned') return serviceOfReplica(p.params.replica!);
+    // A node's registration or status concerns every service with a replica there.
+    return undefined;
+  },
+  async subjects(store: Store) {
+    const names = new Set<string>();
+    for (const prefix of [prefixOf('service'), prefixOf('endpoints')]) {
+      for (const kv of (await store.range({ prefix, keysOnly: true })).kvs) {
+        const p = parseKey(kv.key);
+        if (p?.params.service) names.add(p.params.service);
+      }
+    }
+    return [...names].sort();
+  },
+  async reconcile(ctx: StepContext): Promise<Wakeup> {
+    if (ctx.subject === undefined) return {};
+    return reconcileService(ctx, ctx.subject);
+  },
+};
+
+/** Each replica's standing right now, with the keys it was read from. */
+export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[] }> {
+  const spec = await getFact(store, 'service', service);
+  const records = await listFacts(store, 'replica', prefixOf('replica', service));
+  const standings: Standing[] = [];
+  for (const r of records) {
+    const s = await readReplicaState(store, r);
+    standings.push({ ...standingOf(s), readSet: readSetOf(s) });
+  }
+  return { ...(spec ? { spec } : {}), standings };
+}
+
+async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
+  const { store, now } = ctx;
+  const current = await getFact(store, 'endpoints', service);
+  const { spec, standings } = await planEndpoints(store, service);
+  const next = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])) : [];
+  const before = current?.value.endpoints ?? [];
+  if (current && spec && sameSet(before, next)) return {};
+  if (!current && spec && next.length === 0) return {}; // nothing published yet and nothing to publish
+  if (!current && !spec) return {};
+
+  const was = new Map(before.map((e) => [e.replica, e]));
+  const now_ = new Map(next.map((e) => [e.replica, e]));
+  const changes: Standing[] = [];
+  for (const s of standings) {
+    const inBefore = was.get(s.replica);
+    const inNext = now_.get(s.replica);
+    if (!!inBefore !== !!inNext || (inBefore && inNext && !sameEndpoint(inBefore, inNext))) changes.push(s);
+  }
+  // Published replicas whose record is gone altogether (deleted after retirement).
+  const known = new Set(standings.map((s) => s.replica));
+  for (const e of before) {
+    if (!known.has(e.replica)) {
+      const rk = buildKey('replica', service, e.replica);
+      changes.push({ replica: e.replica, why: `${e.replica} left: its replica record is gone`, cause: causedByFact({ key: rk, modRevision: 0 }), evidence: [absentEvidence(rk)], readSet: [absent(rk)] });
+    }
+  }
+  // A store txn compares at most 128 keys: a large change (a whole service becoming ready)
+  // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
+  // comparing the set the previous one wrote.
+  changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
+  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : { at: now + RETRY_MS };
+  let published = current;
+  for (let i = 0; i < changes.length; i += MAX_CHANGES) {
+    if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
+    const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_);
+    if (!r.ok) return { at: now + RETRY_MS };
+    published = r.written;
+  }
+  return {};
+}
+
+/** One txn: the set with this batch of changes applied (or withdrawn when the service is gone), with its decision. */
+async function publish(
+  ctx: StepContext,
+  service: string,
+  current: Fact<'endpoints'> | undefined,
+  batch: readonly Standing[],
+  spec: Fact<'service'> | undefined,
+  next: ReadonlyMap<string, Endpoint>,
+): Promise<{ ok: false } | { ok: true; written: Fact<'endpoints'> }> {
+  const { store, now } = ctx;
+  const key = buildKey('endpoints', service);
+  const before = current?.value.endpoints ?? [];
+  const endpoints = spec ? applyChanges(before, batch, next) : [];
+  const reasons = !spec ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`] : batch.map((c) => c.why);
+  const first = batch[0];
+  const cause: Cause = !spec ? causedByFact({ key: buildKey('service', service), modRevision: 0 }) : first ? first.cause : causedByFact(spec);
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: ENDPOINT_CONTROLLER,
+    action: !spec ? 'endpoints withdrawn' : `endpoints changed: ${endpoints.length} ready`,
+    // The set's digest keeps two changes in one millisecond apart.
+    tag: `ep-${digest(endpoints.map((e) => `${e.replica}@${e.address}`))}`,
+    at: now,
+    evidence: [current ? setEvidence(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, 32)],
+    cause,
+    reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
+  });
+  const value = { service, endpoints, at: now };
+  const ops: Op[] = [spec ? putFact('endpoints', [service], value) : deleteKey(key), ...d.ops];
+  // Read-set rule: the change is justified by the keys of the replicas that joined or left
+  // (and the spec and the published set). A member that stays is not compared: its report
+  // changing meanwhile (a usage figure, every few seconds per replica) must not make every
+  // step of a large service fail; if its standing did change, that change wakes the next step.
+  const compares = [unchanged(current, key), unchanged(spec, buildKey('service', service)), ...(spec ? batch.flatMap((c) => c.readSet) : [])];
+  const r = await store.txn({ compare: dedupe([...compares, ...d.compares]), success: ops });
+  if (!r.succeeded) return { ok: false };
+  const kv: KeyValue = { key, value: JSON.stringify(value), createRevision: current?.kv.createRevision ?? r.revision, modRevision: r.revision, version: (current?.kv.version ?? 0) + 1, lease: 0 };
+  return { ok: true, written: { key, kv, value } };
+}
+
+/** `before` with a batch of changes applied: joins and moves take their new entry, leaves drop out. */
+function applyChanges(before: readonly Endpoint[], batch: readonly Standing[], next: ReadonlyMap<string, Endpoint>): Endpoint[] {
+  const out = new Map(before.map((e) => [e.replica, e]));
+  for (const c of batch) {
+    const e = next.get(c.replica);
+    if (e) out.set(c.replica, e);
+    else out.delete(c.replica);
+  }
+  return [...out.values()].sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0));
+}
+
+/** The published set as evidence: whole when small, else its size and first members (a decision stays small). */
+function setEvidence(f: Fact<'endpoints'>): Evidence {
+  const e = evidenceOf(f);
+  if (e.value.length <= 4_096) return e;
+  const ids = f.value.endpoints.map((x) => x.replica);
+  return { ...e, value: JSON.stringify({ service: f.value.service, count: ids.length, replicas: [...ids.slice(0, 50), '…'] }) };
+}
+
+/** The replica's standing and the words `cca why service` shows for it. */
+function standingOf(s: ReplicaState): Omit<Standing, 'readSet'> {
+  const rec = s.record.value;
+  const id = rec.id;
+  const evidence: Evidence[] = [evidenceOf(s.record)];
+  if (rec.desired !== 'run' || rec.retired) {
+    const at = rec.stopRequestedAt ?? rec.createdAt;
+    return { replica: id, why: `${id} left: the replica controller is stopping it${rec.reason ? ` (${rec.reason})` : ''}`, cause: causedBy(decisionKey('replica', id, at, 'rc-stop')), evidence };
+  }
+  if (!s.placement) return { replica: id, why: `${id} is not placed`, cause: causedByFact(s.record), evidence };
+  const node = s.placement.value.node;
+  const obs = admissibleObservation(s);
+  if (!obs) {
+    const { why, cause } = inadmissible(s, node);
+    if (s.observation) evidence.push(evidenceOf(s.observation));
+    if (s.status) evidence.push(evidenceOf(s.status));
+    return { replica: id, why: `${id} left: ${why}`, cause, evidence };
+  }
+  evidence.push(evidenceOf(obs));
+  const o = obs.value;
+  const check = s.assignment!.value.spec.health.readiness;
+  if (!servesTraffic(o, check !== undefined)) {
+    const what =
+      o.state !== 'running'
+        ? `${o.state}${o.exitCode !== undefined ? ` with code ${o.exitCode}` : ''}${o.diagnostic ? ` (${o.diagnostic.message})` : ''}`
+        : o.health.liveness === 'failing'
+          ? 'liveness failing'
+          : `readiness ${o.health.readiness}${check ? ` (${probeText(check.probe)})` : ''}`;
+    return { replica: id, why: `${id} is out: ${what} on ${node}`, cause: causedByFact(obs), evidence };
+  }
+  const spec = s.assignment!.value.spec;
+  const nodeAddress = s.node ? decodeFact('node', s.node.key, s.node.value).address : '';
+  const address = o.address || nodeAddress || DEFAULT_ADDRESS;
+  const ports = o.ports ?? Object.fromEntries(spec.ports.map((p) => [p.name, p.container]));
+  const endpoint: Endpoint = { replica: id, node, address, ports };
+  return { replica: id, endpoint, why: `${id} joined: running and ${check ? 'ready' : 'running (no readiness check)'} on ${node} at ${address}${portsText(ports)}`, cause: causedByFact(obs), evidence };
+}
+
+/** Why an observation does not count (rule 5), and the cause to cite. */
+function inadmissible(s: ReplicaState, node: string): { why: string; cause: Cause } {
+  const tenure = s.placement!.value.tenure;
+  const nodeKey = buildKey('node', node);
+  if (!s.node || s.node.createRevision !== tenure) {
+    return { why: `node ${node} ended tenure ${tenure} (${s.node ? `re-registered as ${s.node.createRevision}` : 'its registration lease expired'})`, cause: causedByFact(s.node ? { key: nodeKey, kv: s.node } : { key: nodeKey, modRevision: 0 }) };
+  }
+  if (!s.status || s.status.value.state !== 'ready' || s.status.value.tenure !== tenure) {
+    const st = s.status?.value;
+    const cause = st?.state === 'lost' ? causedBy(decisionKey('node', node, st.since, 'node-lost')) : causedByFact(s.status ?? { key: buildKey('nodeStatus', node), modRevision: 0 });
+    return { why: `node ${node} is ${st ? `${st.state} (tenure ${st.tenure})` : 'not ready yet'}`, cause };
+  }
+  if (!s.observation) return { why: `nothing observed on ${node} yet`, cause: causedByFact(s.placement!) };
+  return { why: `the report from ${node} is from tenure ${s.observation.value.tenure}, not ${tenure}`, cause: causedByFact(s.observation) };
+}
+
+/** Every key the replica's standing was read from, present or absent. */
+function readSetOf(s: ReplicaState): Compare[] {
+  const id = s.record.value.id;
+  const out: Compare[] = [unchanged(s.record), unchanged(s.placement, buildKey('placement', id))];
+  if (!s.placement) return out;
+  const n = s.placement.value.node;
+  out.push(
+    unchanged(s.assignment, buildKey('assigned', n, id)),
+    unchanged(s.observation, buildKey('observed', n, id)),
+    s.node ? { key: s.node.key, target: 'modRevision', op: '=', value: s.node.modRevision } : absent(buildKey('node', n)),
+    unchanged(s.status, buildKey('nodeStatus', n)),
+  );
+  return out;
+}
+
+function dedupe(cs: Compare[]): Compare[] {
+  const seen = new Map<string, Compare>();
+  for (const c of cs) seen.set(`${c.key}\0${c.target}`, c);
+  return [...seen.values()];
+}
+
+function sameEndpoint(a: Endpoint, b: Endpoint): boolean {
+  return a.replica === b.replica && a.node === b.node && a.address === b.address && JSON.stringify(sortedPorts(a.ports)) === JSON.stringify(sortedPorts(b.ports));
+}
+
+function sameSet(a: readonly Endpoint[], b: readonly Endpoint[]): boolean {
+  return a.length === b.length && a.every((e, i) => sameEndpoint(e, b[i]!));
+}
+
+function sortedPorts(p: Record<string, number>): [string, number][] {
+  return Object.entries(p).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0));
+}
+
+function portsText(p: Record<string, number>): string {
+  const list = sortedPorts(p);
+  return list.length === 0 ? '' : ` (${list.map(([n, v]) => `${n} ${v}`).join(', ')})`;
+}
+
+function probeText(p: { type: string; path?: string; port?: number | string }): string {
+  if (p.type === 'http') return `http ${p.path ?? '/'}${p.port !== undefined ? ` on ${p.port}` : ''}`;
+  if (p.type === 'tcp') return `tcp${p.port !== undefined ? ` ${p.port}` : ''}`;
+  return 'exec';
+}
