@@ -237,6 +237,12 @@ export const volumeRecordSchema = z.object({
   /** The replica whose placement first made the volume wanted on this node. */
   replica: z.string().optional(),
   at: ms.default(0),
+  /**
+   * When a replica was last placed here with this volume, and which: of several nodes holding
+   * a service's volume, a replacement goes back to the one used last (the newest data).
+   */
+  usedAt: ms.default(0),
+  usedBy: z.string().optional(),
 });
 
 /** `/observed-volumes/<node>/<service>/<volume>`: the agent's report of that volume. */

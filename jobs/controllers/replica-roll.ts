@@ -50,8 +50,12 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
   const paused = rollout?.value.state === 'stuck' && rollout.value.toTemplate === target;
   const freshReady = fresh.filter(isReadyReplica);
   const oldReady = old.filter(isReadyReplica);
-  const counts = { desired, newLive: fresh.length + drafted, newReady: freshReady.length, oldLive: old.length, oldReady: oldReady.length };
-  const plan = planRoll(counts, rollBounds(spec.value.update, desired), paused);
+  const stateful = spec.value.volumes.length > 0;
+  // A stateful replacement waits until the stopped copy has retired: placed while the old one
+  // still ran, it would find the volume's node taken and start elsewhere on other data.
+  const stopping = stateful ? states.filter((s) => s.record.value.desired === 'stop' && !s.record.value.retired).length : 0;
+  const counts = { desired, newLive: fresh.length + drafted, newReady: freshReady.length, oldLive: old.length, oldReady: oldReady.length, stopping };
+  const plan = planRoll(counts, rollBounds(spec.value.update, desired, stateful), paused);
   if (plan.create + plan.stopUnready + plan.stopReady === 0) return { rolling: true };
 
   const create = Math.min(plan.create, MAX_CREATE);

@@ -30,6 +30,11 @@ export interface RollCounts {
   newReady: number;
   oldLive: number;
   oldReady: number;
+  /**
+   * Replicas told to stop that have not stopped yet, counted against `maxLive` (only for a
+   * stateful service: its replacement must not start until the old copy let go of its node).
+   */
+  stopping?: number;
 }
 
 export interface RollBounds {
@@ -49,8 +54,13 @@ export interface RollPlan extends RollBounds {
   stopReady: number;
 }
 
-export function rollBounds(update: Pick<ServiceSpec['update'], 'maxSurge' | 'maxUnavailable'>, desired: number): RollBounds {
-  const surge = resolveCountOrPercent(update.maxSurge, desired, 'up');
+/**
+ * A stateful service (one with volumes) rolls without surge: its data lives on one node, so a
+ * surged copy would start elsewhere on an empty volume while the old one still writes. It
+ * stops an old replica first and its replacement goes back to the node holding the volume.
+ */
+export function rollBounds(update: Pick<ServiceSpec['update'], 'maxSurge' | 'maxUnavailable'>, desired: number, stateful = false): RollBounds {
+  const surge = stateful ? 0 : resolveCountOrPercent(update.maxSurge, desired, 'up');
   let unavailable = resolveCountOrPercent(update.maxUnavailable, desired, 'down');
   if (surge === 0 && unavailable === 0) unavailable = 1;
   return { surge, unavailable, minReady: Math.max(0, desired - unavailable), maxLive: desired + surge };
@@ -61,7 +71,7 @@ export function planRoll(c: RollCounts, bounds: RollBounds, paused: boolean): Ro
   if (c.oldLive === 0) return none;
   const total = c.newLive + c.oldLive;
   if (paused) return { ...none, create: Math.max(0, Math.min(c.desired - c.newLive, c.desired - total)) };
-  const create = Math.max(0, Math.min(c.desired - c.newLive, bounds.maxLive - total));
+  const create = Math.max(0, Math.min(c.desired - c.newLive, bounds.maxLive - total - (c.stopping ?? 0)));
   const newUnready = Math.max(0, c.newLive - c.newReady);
   const room = Math.max(0, total - bounds.minReady - newUnready);
   const stopUnready = Math.min(c.oldLive - c.oldReady, room);

@@ -23,6 +23,8 @@ interface Want {
   volume: string;
   sizeBytes: number;
   assignment: Fact<'assigned'>;
+  /** The assignment placed here most recently that mounts it (the volume's last user). */
+  latest: Fact<'assigned'>;
 }
 
 /**
@@ -54,7 +56,10 @@ export const storageController: Controller = {
     for (const w of wants.values()) {
       const key = buildKey('volume', w.node, w.service, w.volume);
       const existing = records.get(key);
-      if (existing && existing.value.sizeBytes === w.sizeBytes) continue;
+      if (existing && existing.value.sizeBytes === w.sizeBytes) {
+        if (existing.value.usedAt < w.latest.value.placedAt) txns.push(usedTxn(w, existing, now));
+        continue;
+      }
       txns.push(wantTxn(w, key, existing, specs.get(w.service), now));
     }
     for (const v of volumes) {
@@ -92,9 +97,13 @@ export function wanted(assigned: readonly Fact<'assigned'>[], specs: Map<string,
   for (const a of sorted) {
     for (const v of a.value.spec.volumes) {
       const key = buildKey('volume', a.value.node, a.value.service, v.name);
-      if (out.has(key)) continue;
+      const seen = out.get(key);
+      if (seen) {
+        if (a.value.placedAt > seen.latest.value.placedAt) seen.latest = a;
+        continue;
+      }
       const current = specs.get(a.value.service)?.value.volumes.find((d) => d.name === v.name);
-      out.set(key, { node: a.value.node, service: a.value.service, volume: v.name, sizeBytes: current?.sizeBytes ?? v.sizeBytes, assignment: a });
+      out.set(key, { node: a.value.node, service: a.value.service, volume: v.name, sizeBytes: current?.sizeBytes ?? v.sizeBytes, assignment: a, latest: a });
     }
   }
   return out;
@@ -102,7 +111,7 @@ export function wanted(assigned: readonly Fact<'assigned'>[], specs: Map<string,
 
 function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Txn {
   const serviceKey = buildKey('service', w.service);
-  const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now };
+  const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now, usedAt: Math.max(existing?.value.usedAt ?? 0, w.latest.value.placedAt), usedBy: w.latest.value.replica };
   const d = decide({
     kind: 'service',
     subject: w.service,
@@ -119,6 +128,26 @@ function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spe
   return {
     compares: [unchanged(existing, key), unchanged(w.assignment), unchanged(spec, serviceKey), ...d.compares],
     ops: [putFact('volume', [w.node, w.service, w.volume], record), ...d.ops],
+  };
+}
+
+/** A new replica placed with the volume on its node: the record names the volume's last user. */
+function usedTxn(w: Want, existing: Fact<'volume'>, now: number): Txn {
+  const a = w.latest.value;
+  const d = decide({
+    kind: 'service',
+    subject: w.service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${w.volume} on ${w.node} used by ${a.replica}`,
+    tag: `storage-use-${w.node}-${w.volume}-${a.replica}`,
+    at: now,
+    evidence: [evidenceOf(w.latest), evidenceOf(existing)],
+    cause: causedByFact(w.latest),
+    reasons: [`replica ${a.replica} is placed on ${w.node} and mounts volume ${w.volume}: its data there is the newest of ${w.service}'s`],
+  });
+  return {
+    compares: [unchanged(existing), unchanged(w.latest), ...d.compares],
+    ops: [putFact('volume', [w.node, w.service, w.volume], { ...existing.value, usedAt: a.placedAt, usedBy: a.replica }), ...d.ops],
   };
 }
 

@@ -126,6 +126,14 @@ export async function simVolumes(opts: SimOptions): Promise<ScenarioResult> {
   await w.runFor(20_000);
   expectThat(w, (await dbPlacement(w))?.id === fourth?.id, `${home} returns: db does not move back`);
 
+  // A rolling update of the stateful db (its env changes) rolls in place: no surge (a surged
+  // copy would start elsewhere on an empty volume), the replacement goes back to the node
+  // holding the volume, and the copy check above sees at most one db running throughout.
+  await w.apply({ ...db, env: { VERSION: '2' } });
+  await w.runFor(20_000);
+  const rolled = await dbPlacement(w);
+  expectThat(w, !!rolled && rolled.id !== fourth?.id && rolled.node === fourth?.node, `a rolling update of db replaces it in place on ${fourth?.node}`);
+
   // 4. Deleting the service releases its volumes on every node.
   await w.deleteService('db');
   await w.runFor(20_000);

@@ -15,6 +15,15 @@ describe('roll bounds', () => {
     expect(rollBounds({ maxSurge: '0%', maxUnavailable: '25%' }, 3)).toEqual({ surge: 0, unavailable: 1, minReady: 2, maxLive: 3 });
     expect(rollBounds({ maxSurge: 0, maxUnavailable: 0 }, 3).unavailable).toBe(1);
   });
+
+  test('a stateful service (volumes) rolls without surge: stop one old, then replace it', () => {
+    const b = rollBounds({ maxSurge: '25%', maxUnavailable: 0 }, 3, true);
+    expect(b).toEqual({ surge: 0, unavailable: 1, minReady: 2, maxLive: 3 });
+    expect(planRoll(counts({}), b, false)).toMatchObject({ create: 0, stopReady: 1 });
+    // Its replacement is created only once the stopped copy has retired (left its node).
+    expect(planRoll(counts({ oldLive: 2, oldReady: 2, stopping: 1 }), b, false)).toMatchObject({ create: 0, stopReady: 0 });
+    expect(planRoll(counts({ oldLive: 2, oldReady: 2 }), b, false)).toMatchObject({ create: 1, stopReady: 0 });
+  });
 });
 
 describe('one step of a roll', () => {
@@ -42,6 +51,8 @@ describe('one step of a roll', () => {
   test('surge 0, unavailable 1: stops first, then replaces', () => {
     const b = rollBounds({ maxSurge: 0, maxUnavailable: 1 }, 3);
     expect(planRoll(counts({}), b, false)).toMatchObject({ create: 0, stopReady: 1 });
+    // Its replacement is created only once the stopped copy has retired (left its node).
+    expect(planRoll(counts({ oldLive: 2, oldReady: 2, stopping: 1 }), b, false)).toMatchObject({ create: 0, stopReady: 0 });
     expect(planRoll(counts({ oldLive: 2, oldReady: 2 }), b, false)).toMatchObject({ create: 1, stopReady: 0 });
     expect(planRoll(counts({ oldLive: 2, oldReady: 2, newLive: 1 }), b, false)).toMatchObject({ create: 0, stopReady: 0 });
   });

@@ -88,7 +88,11 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
         return !!r && r.value.desired === 'run' && !r.value.retired;
       };
       const volumeNodes: VolumeNodes = new Map();
-      for (const v of volumes) volumeNodes.set(v.value.service, (volumeNodes.get(v.value.service) ?? new Set()).add(v.value.node));
+      for (const v of volumes) {
+        const held = volumeNodes.get(v.value.service) ?? new Map<string, number>();
+        held.set(v.value.node, Math.max(held.get(v.value.node) ?? 0, v.value.usedAt));
+        volumeNodes.set(v.value.service, held);
+      }
       const plan = planPlacements(view, pending, live, now, volumeNodes);
       const failed = await commitAll(store, packTxns(plan.groups), concurrency);
       // Pending decisions are recorded on a view without this step's own placements in

@@ -68,7 +68,8 @@ export function spreadCounts(view: ClusterView, live: (replica: string) => boole
 }
 
 /** Per service, the nodes holding one of its volumes (`/volumes/`). */
-export type VolumeNodes = Map<string, Set<string>>;
+/** Service → the nodes holding its volumes → when a replica last used them there. */
+export type VolumeNodes = Map<string, Map<string, number>>;
 
 /**
  * Stateful affinity: a replica with a volume goes back to a ready node that holds its
@@ -82,8 +83,11 @@ function placeStateful(d: Demand, spec: ServiceSpec, nodes: readonly Candidate[]
   // Only capacity makes it wait: a holder it may not use at all (a taint, its constraints, an
   // audit) is no holder, and the replica is placed as any other.
   const texts = textsOf(d);
-  const free = nodes.filter((n) => holders.has(n.name) && (spread.node.get(n.name) ?? 0) === 0 && staticExclusion(d, n, texts) === undefined);
-  if (free.length === 0) return undefined;
+  const usable = nodes.filter((n) => holders.has(n.name) && (spread.node.get(n.name) ?? 0) === 0 && staticExclusion(d, n, texts) === undefined);
+  if (usable.length === 0) return undefined;
+  // Of several holders (the service moved once, e.g. after a fence), the one used last has the newest data.
+  const newest = Math.max(...usable.map((n) => holders.get(n.name)!));
+  const free = usable.filter((n) => holders.get(n.name) === newest);
   const r = placeAmong(d, free, spread);
   const names = free.map((n) => n.name).join(', ');
   if (r.ok) return { ...r, reasons: [`its volume ${spec.volumes.map((v) => v.name).join(', ')} is held on ${r.node}`, ...r.reasons] };
