@@ -15,7 +15,7 @@ export const fieldChange = z.looseObject({ path: z.string(), old: z.unknown().op
 export const applyAnswer = z.looseObject({
   plan: z.looseObject({
     added: z.array(z.string()),
-    changed: z.array(z.looseObject({ name: z.string(), changes: z.array(fieldChange) })),
+    changed: z.array(z.looseObject({ name: z.string(), changes: z.array(fieldChange), rolls: z.array(z.string()).default([]) })),
     unchanged: z.array(z.string()),
     removed: z.array(z.string()),
   }),

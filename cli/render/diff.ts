@@ -11,7 +11,9 @@ export function renderPlan(plan: ApplyPlan, color: boolean): string {
   const lines: string[] = [];
   for (const name of plan.added) lines.push(paint(color, 'green', `+ service ${name} (new)`));
   for (const c of plan.changed) {
-    lines.push(paint(color, 'yellow', `~ service ${c.name}`));
+    // Say up front which changes replace running replicas (a rolling update) and which do not.
+    const rolls = c.rolls ?? [];
+    lines.push(paint(color, 'yellow', `~ service ${c.name}${rolls.length > 0 ? ` (rolling update: ${rolls.join(', ')} changed)` : ' (no replica is replaced)'}`));
     for (const f of c.changes) {
       lines.push(`    ${f.path}:`);
       if ('old' in f) lines.push(paint(color, 'red', `      - ${show(f.old)}`));

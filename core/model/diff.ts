@@ -1,4 +1,5 @@
 import { REDACTED } from './redact.js';
+import { rolloutChanges } from './resolve.js';
 import type { ServiceSpec } from './service.js';
 
 export interface FieldChange {
@@ -11,6 +12,8 @@ export interface FieldChange {
 export interface ServiceChange {
   name: string;
   changes: FieldChange[];
+  /** Fields of the replicas' template that changed: non-empty means a rolling update replaces them (docs/rollouts.md). */
+  rolls: string[];
 }
 
 export interface ApplyPlan {
@@ -55,7 +58,7 @@ export function planApply(current: readonly ServiceSpec[], next: readonly Servic
     else {
       const changes = diffValues(old, s).map(redactChange);
       if (changes.length === 0) plan.unchanged.push(s.name);
-      else plan.changed.push({ name: s.name, changes });
+      else plan.changed.push({ name: s.name, changes, rolls: rolloutChanges(old, s) });
     }
   }
   if (prune) {

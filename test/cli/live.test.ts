@@ -50,7 +50,7 @@ describe('apply', () => {
     writeFileSync(join(cwd, 'api.cca'), 'service api {\n  image = "busybox:1.35"\n}\n');
     expect((await run('apply-prune-dry-run', ['apply', 'api.cca', '--prune', '--dry-run'])).code).toBe(0);
     const colour = await run(undefined, ['apply', 'web2.cca', '--dry-run'], { stdoutIsTTY: true });
-    expect(colour.stdout).toContain('\u001b[33m~ service web\u001b[0m');
+    expect(colour.stdout).toContain('\u001b[33m~ service web (rolling update: command changed)\u001b[0m');
     expect(colour.stdout).toContain('\u001b[32m      + 3\u001b[0m');
     // Every request carried a generated ID with a random part.
     expect(live.requestIds.length).toBeGreaterThan(5);
