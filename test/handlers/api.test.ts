@@ -54,7 +54,7 @@ describe('apply', () => {
     const again = await (await call('POST', '/v1/apply', { text: web, token: ADMIN })).json();
     expect(again).toMatchObject({ plan: { added: [], unchanged: ['web'] }, revision: real.revision });
     const scaled = await (await call('POST', '/v1/apply?dry_run=1', { text: web.replace('replicas = 3', 'replicas = 5'), token: ADMIN })).json();
-    expect(scaled.plan.changed).toEqual([{ name: 'web', changes: [{ path: 'replicas', old: 3, new: 5 }] }]);
+    expect(scaled.plan.changed).toEqual([{ name: 'web', rolls: [], changes: [{ path: 'replicas', old: 3, new: 5 }] }]);
   });
 
   test('JSON specs, prune, and secrets never shown in a diff or a read', async () => {
