@@ -13,6 +13,7 @@ import { healthRoutes } from './routes/health.js';
 import { readRoutes } from './routes/reads.js';
 import { serviceRoutes } from './routes/services.js';
 import { stateRoutes } from './routes/state.js';
+import { volumeRoutes } from './routes/volumes.js';
 import { watchRoutes } from './routes/watch.js';
 
 /** Streams and long polls would swamp the latency histogram with their waiting time. */
@@ -48,6 +49,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', watchRoutes(deps));
   app.route('/', serviceRoutes(deps, deps.auth));
   app.route('/', readRoutes(deps));
+  app.route('/', volumeRoutes(deps));
   app.route('/', fenceRoutes(deps));
   app.route('/', agentRoutes(deps));
   app.route('/', consoleRoutes(deps));
