@@ -70,6 +70,20 @@ export const replicasAnswer = z.looseObject({ revision: count, replicas: z.array
 export const apiEndpoint = z.looseObject({ replica: z.string(), node: z.string(), address: z.string(), ports: z.record(z.string(), z.number().int()) });
 export const endpointsAnswer = z.looseObject({ revision: count, service: z.string(), endpoints: z.array(apiEndpoint) });
 
+export const apiVolume = z.looseObject({
+  node: z.string(),
+  service: z.string(),
+  volume: z.string(),
+  state: z.string(),
+  wanted: z.boolean(),
+  sizeBytes: count,
+  usedBytes: count.optional(),
+  path: z.string().optional(),
+  usedBy: z.string().optional(),
+  diagnostic: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+});
+export const volumesAnswer = z.looseObject({ revision: count, volumes: z.array(apiVolume) });
+
 export const apiNode = z.looseObject({
   name: z.string(),
   state: z.string(),
@@ -100,5 +114,6 @@ export const whyAnswer = z.looseObject({
 export type ApiService = z.output<typeof apiService>;
 export type ApiReplica = z.output<typeof apiReplica>;
 export type ApiNode = z.output<typeof apiNode>;
+export type ApiVolume = z.output<typeof apiVolume>;
 export type WhyAnswer = z.output<typeof whyAnswer>;
 export type ApplyAnswer = z.output<typeof applyAnswer>;

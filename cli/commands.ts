@@ -3,7 +3,7 @@ import type { CommandModule } from './context.js';
 /** Each command in its own module, loaded only when it runs. */
 export const commands: Record<string, { summary: string; load(): Promise<CommandModule> }> = {
   apply: { summary: 'apply .cca files: local checks, a dry-run diff, confirmation, then apply', load: () => import('./commands/apply.js') },
-  get: { summary: 'list services, replicas, nodes or a service\'s endpoints (-w to follow)', load: () => import('./commands/get.js') },
+  get: { summary: 'list services, replicas, nodes, volumes or a service\'s endpoints (-w to follow)', load: () => import('./commands/get.js') },
   delete: { summary: 'delete a service', load: () => import('./commands/delete.js') },
   fence: { summary: 'assert that a lost node\'s workloads are stopped (--confirm), so its stateful replicas move', load: () => import('./commands/fence.js') },
   why: { summary: 'the decision chain behind a replica, node or service', load: () => import('./commands/why.js') },

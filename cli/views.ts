@@ -1,5 +1,5 @@
 import { formatBytes, formatCpu } from '../core/model/quantity.js';
-import { endpointsAnswer, nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, type ApiNode, type ApiReplica, type ApiService } from './api.js';
+import { endpointsAnswer, nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, volumesAnswer, type ApiNode, type ApiReplica, type ApiService, type ApiVolume } from './api.js';
 import type { Client } from './client.js';
 import { fail } from './exit.js';
 
@@ -72,8 +72,24 @@ export interface EndpointItem {
   ports: Record<string, number>;
 }
 
-export type Kind = 'services' | 'replicas' | 'nodes' | 'endpoints';
-export type Item = ServiceItem | ReplicaItem | NodeItem | EndpointItem;
+/** A local volume on a node: what the storage controller wants joined with what the agent reports (docs/volumes.md). */
+export interface VolumeItem {
+  node: string;
+  service: string;
+  volume: string;
+  /** ready, creating, failed (the agent's report), releasing (reported, no longer wanted) or not reported. */
+  state: string;
+  wanted: boolean;
+  sizeBytes: number;
+  usedBytes: number | null;
+  path: string | null;
+  /** The replica last placed on the node with this volume. */
+  lastUser: string | null;
+  diagnostic: { code: string; message: string } | null;
+}
+
+export type Kind = 'services' | 'replicas' | 'nodes' | 'endpoints' | 'volumes';
+export type Item = ServiceItem | ReplicaItem | NodeItem | EndpointItem | VolumeItem;
 export interface Listing<T extends Item = Item> {
   kind: Kind;
   revision: number;
@@ -147,11 +163,47 @@ const node = (n: ApiNode): NodeItem => ({
   taints: n.taints,
 });
 
+const volume = (v: ApiVolume): VolumeItem => ({
+  node: v.node,
+  service: v.service,
+  volume: v.volume,
+  state: v.state,
+  wanted: v.wanted,
+  sizeBytes: v.sizeBytes,
+  usedBytes: v.usedBytes ?? null,
+  path: v.path ?? null,
+  lastUser: v.usedBy ?? null,
+  diagnostic: v.diagnostic ? { code: v.diagnostic.code, message: v.diagnostic.message } : null,
+});
+
+/**
+ * A measured byte count for people: exact when a unit divides it (as formatBytes), else
+ * rounded to one decimal of the largest binary unit it reaches ("3.2Mi"); -o json is exact.
+ */
+export function roughBytes(bytes: number): string {
+  const exact = formatBytes(bytes);
+  if (!/^\d+$/.test(exact) || bytes < 1024) return exact;
+  const units = ['Ki', 'Mi', 'Gi', 'Ti'] as const;
+  let i = 0;
+  let v = bytes / 1024;
+  while (i < units.length - 1 && v >= 1024) {
+    v /= 1024;
+    i += 1;
+  }
+  // 1023.96Ki rounds to 1024.0: say the next unit instead.
+  if (i < units.length - 1 && Math.round(v * 10) >= 10_240) return `1${units[i + 1]}`;
+  return `${Number(v.toFixed(1))}${units[i]}`;
+}
+
 export async function list(client: Client, kind: Kind, name?: string, filter: { service?: string } = {}): Promise<Listing> {
   if (kind === 'endpoints') {
     // NAME is the service: its endpoints are one key, read and watched whole.
     const r = await client.json('GET', `/v1/services/${encodeURIComponent(name ?? '')}/endpoints`, endpointsAnswer);
     return { kind, revision: r.revision, items: r.endpoints.map((e) => ({ name: e.replica, service: r.service, node: e.node, address: e.address, ports: e.ports })) };
+  }
+  if (kind === 'volumes') {
+    const r = await client.json('GET', `/v1/volumes${filter.service ? `?service=${encodeURIComponent(filter.service)}` : ''}`, volumesAnswer);
+    return { kind, revision: r.revision, items: r.volumes.map(volume) };
   }
   if (kind === 'services') {
     if (name) {
@@ -165,8 +217,8 @@ export async function list(client: Client, kind: Kind, name?: string, filter: { 
     kind === 'replicas'
       ? await client
           .json('GET', `/v1/replicas${filter.service ? `?service=${encodeURIComponent(filter.service)}` : ''}`, replicasAnswer)
-          .then((r) => ({ revision: r.revision, items: r.replicas.map(replica) as Item[] }))
-      : await client.json('GET', '/v1/nodes', nodesAnswer).then((r) => ({ revision: r.revision, items: r.nodes.map(node) as Item[] }));
+          .then((r) => ({ revision: r.revision, items: r.replicas.map(replica) as (ReplicaItem | NodeItem)[] }))
+      : await client.json('GET', '/v1/nodes', nodesAnswer).then((r) => ({ revision: r.revision, items: r.nodes.map(node) as (ReplicaItem | NodeItem)[] }));
   if (name === undefined) return { kind, revision, items };
   const one = items.filter((i) => i.name === name);
   if (one.length === 0) fail('CCA-E0609', { kind: kind.slice(0, -1), name });
@@ -202,6 +254,22 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
     return {
       headers: ['NAME', 'NODE', 'ADDRESS', 'PORTS', ...(wide ? ['SERVICE'] : [])],
       rows: items.map((e) => [e.name, e.node, e.address, ports(e.ports), ...(wide ? [e.service] : [])]),
+    };
+  }
+  if (l.kind === 'volumes') {
+    const items = l.items as VolumeItem[];
+    return {
+      headers: ['NODE', 'SERVICE', 'VOLUME', 'SIZE', 'USED', 'STATE', ...(wide ? ['LAST USER', 'PATH'] : [])],
+      rows: items.map((v) => [
+        v.node,
+        v.service,
+        v.volume,
+        formatBytes(v.sizeBytes),
+        v.usedBytes === null ? '-' : roughBytes(v.usedBytes),
+        // The code of a report's diagnostic (CCA-E0521: over its size); `cca explain` says more.
+        v.diagnostic ? `${v.state} (${v.diagnostic.code})` : v.state,
+        ...(wide ? [v.lastUser ?? '-', v.path ?? '-'] : []),
+      ]),
     };
   }
   if (l.kind === 'replicas') {
