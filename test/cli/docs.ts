@@ -111,6 +111,17 @@ ${show('get-services-autoscaled')}
 \`cca get endpoints SERVICE [-w]\` lists the replicas a load balancer may send the service's
 traffic to (NAME, NODE, ADDRESS, PORTS; see [endpoints.md](endpoints.md)).
 
+\`cca get volumes [--service NAME] [-w]\` (also \`volume\`, \`vol\`) lists local volumes: what the
+storage controller wants on each node joined with what the node's agent reports
+([volumes.md](volumes.md)). SIZE is the declared size, USED what the agent measured (rounded;
+exact in \`-o json\`), STATE the agent's report (\`ready\`, \`creating\`, \`failed\`, with the
+code of a diagnostic it carries, e.g. \`CCA-E0521\` over its size), \`not reported\` while no report
+has come, or \`releasing\` for a volume no longer wanted that the agent still holds. Wide adds
+the replica last placed there with it (LAST USER) and the directory (PATH). An unknown service is
+\`CCA-E0609\`.
+
+${show('get-volumes-plain', 'get-volumes-wide')}
+
 \`-w\` prints the table, then follows the watch and prints it again after every change
 (redrawn in place on a terminal; with \`-o json\`, one compact listing per line) until Ctrl-C:
 
@@ -125,6 +136,7 @@ added; none are removed or renamed):
 - **services**: \`name, image, desired, replicas, placed, running, ready, pending: [{replica, reason}]\`, and for autoscaled services only \`autoscale: {min, max, targetCpuPercent, cpuPercent (or null)}\`
 - **replicas**: \`name, service, node (null when unplaced), state, desired ("run"|"stop"), health ({liveness, readiness} or null), restarts, exitCode (or null), reason\`
 - **nodes**: \`name, state, registered, zone, runtime, tenure, capacity {cpuMillis, memoryBytes}, used {cpuMillis, memoryBytes}, replicas, labels, taints\`
+- **volumes**: \`node, service, volume, state, wanted, sizeBytes, usedBytes (or null), path (or null), lastUser (or null), diagnostic ({code, message} or null)\`
 
 ${show('get-services-json', 'get-replicas-json')}
 
