@@ -43,7 +43,7 @@ describe('console, live mode, in headless Chromium', () => {
     await expect.poll(() => page.locator('#conn').getAttribute('data-state')).toBe('auth');
     await page.fill('#token', pod.admin);
     await page.click('#auth button[type=submit]');
-    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 10_000 }).toBe('live');
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
     expect(page.url()).not.toContain(pod.admin);
     expect(await page.evaluate(() => sessionStorage.getItem('cca-token'))).toBe(pod.admin);
 
@@ -142,7 +142,7 @@ describe('console, live mode, in headless Chromium', () => {
       await open.api('POST', '/v1/apply', { services: [webService('open', 1)] });
       const page = await browser.context.newPage();
       await page.goto(open.url);
-      await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 10_000 }).toBe('live');
+      await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
       await expect.poll(() => page.locator('table[data-id="services"] tr[data-key="open"]').count()).toBe(1);
       expect(await page.evaluate(() => sessionStorage.getItem('cca-token'))).toBeNull();
       await page.close();
