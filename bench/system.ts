@@ -118,7 +118,11 @@ try {
     const c = new pg_.Client({ connectionString: pg!.url });
     try {
       await c.connect();
-      const r = await c.query(`select task_identifier t, count(*)::int n, count(locked_at)::int locked, coalesce(round(extract(epoch from (now() - min(run_at))))::int, 0) late from graphile_worker.jobs where run_at <= now() group by 1 order by 1`);
+      // Grouped by task and controller (a step's job key is `controller:subject`), so a
+      // controller that keeps the workers busy shows by name.
+      const r = await c.query(
+        `select task_identifier || coalesce(' ' || nullif(split_part(key, ':', 1), task_identifier), '') t, count(*)::int n, count(locked_at)::int locked, coalesce(round(extract(epoch from (now() - min(run_at))))::int, 0) late from graphile_worker.jobs where run_at <= now() group by 1 order by 1`,
+      );
       return r.rows.map((x: Json) => `${x.t} ${x.n} due (${x.locked} running, oldest ${x.late} s late)`).join('; ') || 'empty';
     } catch (e) {
       return `unreadable: ${String(e)}`;
@@ -150,6 +154,16 @@ try {
     return false;
   });
   const recovery = (performance.now() - t1) / 1000;
+  // Where the workers' time went: step count and seconds per controller (the pod's /metrics).
+  const metrics = await (await fetch(`${server}/metrics`)).text();
+  const steps = new Map<string, { n: number; s: number }>();
+  for (const m of metrics.matchAll(/^cca_controller_step_duration_seconds_(sum|count)\{controller="([^"]+)"\} ([\d.e+-]+)$/gm)) {
+    const e = steps.get(m[2]!) ?? { n: 0, s: 0 };
+    if (m[1] === 'sum') e.s = Number(m[3]);
+    else e.n = Number(m[3]);
+    steps.set(m[2]!, e);
+  }
+  log(`worker time by controller: ${[...steps].sort((a, b) => b[1].s - a[1].s).map(([c, e]) => `${c} ${e.s.toFixed(1)} s over ${e.n} steps`).join('; ')}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL 10 s)`);
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,

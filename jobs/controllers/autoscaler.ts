@@ -6,7 +6,7 @@ import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
-import { admissibleObservation, isLive, readReplicaState, type ReplicaState } from './replica-state.js';
+import { admissibleObservation, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
 
 export const AUTOSCALER = 'autoscaler';
 const RETRY_MS = 100;
@@ -85,9 +85,7 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   const live: ReplicaState[] = [];
   // Replicas that ran to completion count toward the desired number (restart never / on-failure).
   const completed = records.filter((r) => r.value.retired && r.value.reason.startsWith('completed')).length;
-  for (const r of records) {
-    if (r.value.desired !== 'run' || r.value.retired) continue;
-    const s = await readReplicaState(store, r);
+  for (const s of await readReplicaStates(store, records.filter((r) => r.value.desired === 'run' && !r.value.retired))) {
     if (isLive(s) && !s.lost) live.push(s);
   }
   const sampled = samplesOf(live);

@@ -5,7 +5,7 @@ import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
 import { serviceOfReplica } from '../ids.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
-import { admissibleObservation, readReplicaState, type ReplicaState } from './replica-state.js';
+import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
@@ -85,11 +85,7 @@ export const endpointController: Controller = {
 export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[] }> {
   const spec = await getFact(store, 'service', service);
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
-  const standings: Standing[] = [];
-  for (const r of records) {
-    const s = await readReplicaState(store, r);
-    standings.push({ ...standingOf(s), readSet: readSetOf(s) });
-  }
+  const standings: Standing[] = (await readReplicaStates(store, records)).map((s) => ({ ...standingOf(s), readSet: readSetOf(s) }));
   return { ...(spec ? { spec } : {}), standings };
 }
 

@@ -8,7 +8,7 @@ import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, 
 import { newReplicaId, serviceOfReplica } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { backoffDelay, nextAttempt } from './backoff.js';
-import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaState, type ReplicaState } from './replica-state.js';
+import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
 import { templateHash } from '../../core/model/template.js';
 
@@ -61,8 +61,7 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const { store, now } = ctx;
   const spec = await getFact(store, 'service', service);
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
-  const states: ReplicaState[] = [];
-  for (const r of records) states.push(await readReplicaState(store, r));
+  const states: ReplicaState[] = await readReplicaStates(store, records);
   // The autoscaler's intent, when the spec autoscales, within the spec's bounds; compared by every txn it sizes.
   const intent = spec?.value.autoscale ? await getFact(store, 'autoscale', service) : undefined;
   const intentRead: Compare[] = spec?.value.autoscale ? [unchanged(intent, buildKey('autoscale', service))] : [];

@@ -9,7 +9,7 @@ import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, uniqueCompares } from '../facts.js';
 import { serviceOfReplica } from '../ids.js';
-import { admissibleObservation, isCompleted, readReplicaState, type ReplicaState } from './replica-state.js';
+import { admissibleObservation, isCompleted, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { isReadyReplica, splitByTemplate, templateOfReplica } from './rollout-state.js';
 
 export const ROLLOUT_CONTROLLER = 'rollout';
@@ -64,8 +64,7 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
     return commit(store, { compares: [unchanged(rollout), unchanged(undefined, buildKey('service', service))], ops: [deleteKey(key)] }, now);
   }
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
-  const states: ReplicaState[] = [];
-  for (const r of records) states.push(await readReplicaState(store, r));
+  const states: ReplicaState[] = await readReplicaStates(store, records);
   const target = templateHash(spec.value);
   const completed = states.filter(isCompleted).length;
   const desired = Math.max(0, desiredReplicas(spec.value, intent?.value.desired) - completed);
