@@ -26,8 +26,15 @@ export interface AgentOptions {
   leaseTtlSeconds?: number;
   /** Long-poll wait per request. */
   pollWaitMs?: number;
-  /** Observations are re-sent (with fresh usage) at least this often. */
+  /** Observations of autoscaled replicas are re-sent (with fresh usage) at least this often. */
   reportEveryMs?: number;
+  /**
+   * Other replicas' usage is refreshed this often (default 30 s, never below reportEveryMs):
+   * only the autoscaler acts on usage, and every observation write wakes the controllers
+   * that watch `/observed/`, so frequent usage-only rewrites of a large cluster keep the
+   * workers busy for nothing (docs/benchmarks.md, system).
+   */
+  usageEveryMs?: number;
   now?: () => number;
   log?: (line: string) => void;
   /** Network isolation (the runtime puts replicas in these namespaces): follow and enforce `/network/<node>`. */
@@ -137,6 +144,9 @@ export class Agent {
   }
 
   private lastServerError = '';
+  /** Failed calls so far, and how many of them the last full re-send came after. */
+  private failures = 0;
+  private resentAfter = 0;
 
   private log(line: string): void {
     (this.opts.log ?? ((l: string) => process.stderr.write(`${new Date().toISOString()} agent ${this.opts.node}: ${l}\n`)))(line);
@@ -241,6 +251,9 @@ export class Agent {
 
   private onCallError(e: unknown, what: string): void {
     if (this.closed) return;
+    // After any failed call, everything is re-sent once the server answers again: what it
+    // holds may be older than what we last sent (a store restored, a write lost in the outage).
+    this.failures++;
     if (e instanceof UnreachableError) {
       if (!this.unreachableLogged) this.log(`${e.diagnostic.code} ${e.message} (${what}; retrying)`);
       this.unreachableLogged = true;
@@ -404,13 +417,17 @@ export class Agent {
     const lease = this.leases.lease;
     if (this.reporting || !this.leases.registered || !lease) return;
     const every = this.opts.reportEveryMs ?? 5_000;
+    const slow = Math.max(every, this.opts.usageEveryMs ?? 30_000);
+    const failures = this.failures;
+    const all = failures !== this.resentAfter;
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
     for (const slot of this.slots.values()) {
       if (slot.assignment?.tenure !== lease.tenure || slot.settling) continue;
       const obs = observationOf(slot, this.opts.node, lease.tenure, now, this.opts.record.address ?? '');
       if (!obs) continue;
       const fp = fingerprint(obs);
-      if (fp !== slot.reported || now - slot.reportedAt >= every) due.push({ slot, obs, fp });
+      const refresh = slot.assignment.spec.autoscale ? every : slow;
+      if (all || fp !== slot.reported || now - slot.reportedAt >= refresh) due.push({ slot, obs, fp });
     }
     const confirmations = this.stopConfirmations(lease.tenure, now);
     const events = this.events.slice(0, 100);
@@ -424,6 +441,8 @@ export class Agent {
           d.slot.reportedAt = now;
         }
       }
+      // A call that failed while this report ran asks for another full re-send.
+      if (all) this.resentAfter = failures;
       if (confirmations.length > 0) {
         await this.client.observations(lease.tenure, confirmations);
         for (const c of confirmations) this.confirmed.set(c.replica, lease.tenure);

@@ -238,6 +238,20 @@ describe('agent: where replicas are reached, and liveness', () => {
     await runtime.close();
   });
 
+  it('re-sends usage often only for autoscaled replicas: other unchanged observations wait for usageEveryMs', async () => {
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb' } });
+    agents.push(await startAgent(server, runtime, state.dir, { reportEveryMs: 300, usageEveryMs: 60_000 }));
+    await waitFor('registration', () => server.tenureOf('n1'));
+    server.assign('n1', 'plain-1', served);
+    server.assign('n1', 'scaled-1', { ...served, name: 'scaled', autoscale: { min: 1, max: 3 } });
+    await waitFor('both running', () => server.observation('n1', 'plain-1')?.state === 'running' && server.observation('n1', 'scaled-1')?.state === 'running');
+    const before = { plain: server.reports.get('plain-1')!, scaled: server.reports.get('scaled-1')! };
+    // The autoscaled one is re-sent every 300 ms; wait for three of those, then compare.
+    await waitFor('three usage refreshes of the autoscaled replica', () => server.reports.get('scaled-1')! >= before.scaled + 3, 10_000);
+    expect(server.reports.get('plain-1')).toBe(before.plain);
+    await runtime.close();
+  });
+
   it('a runtime with its own network reports its own address, whatever the node declares', async () => {
     const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb' }, ownNetwork: true });
     agents.push(await startAgent(server, runtime, state.dir, { record: { address: '', zone: 'a', capacity: { cpuMillis: 4000, memoryBytes: 2 ** 30 } } }));

@@ -82,6 +82,9 @@ export class FakeAgentServer {
     this.changed(node);
   }
 
+  /** How many times each replica's observation was written. */
+  readonly reports = new Map<string, number>();
+
   observation(node: string, replica: string): Observation | undefined {
     return this.observed.get(`${node}/${replica}`);
   }
@@ -154,6 +157,7 @@ export class FakeAgentServer {
         for (const o of body.observations as unknown[]) {
           const obs = observationSchema.parse(o);
           this.observed.set(`${node}/${obs.replica}`, obs);
+          this.reports.set(obs.replica, (this.reports.get(obs.replica) ?? 0) + 1);
         }
         this.revision += 1;
         return send(200, { revision: this.revision });
