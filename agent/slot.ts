@@ -94,8 +94,9 @@ function initOf(p: InitProgress): NonNullable<Observation['init']> {
   return { step: p.step, state: p.state, ...(p.exitCode === undefined ? {} : { exitCode: p.exitCode }), tail: p.tail ?? '', ...(p.timedOut ? { timedOut: true } : {}) };
 }
 
-/** An observation's identity for change detection: everything but the time and the usage figures. */
+/** An observation's identity for change detection: everything but the time and the usage figures (not whether there are any). */
 export function fingerprint(o: Observation): string {
-  const { at: _at, usage: _usage, ...rest } = o;
-  return JSON.stringify(rest);
+  const { at: _at, usage, ...rest } = o;
+  // The first usage sample is news (nothing to show before it); later figures are refreshes.
+  return JSON.stringify({ ...rest, sampled: usage !== undefined });
 }
