@@ -72,3 +72,18 @@ export function uniqueCompares(cs: readonly Compare[]): Compare[] {
 export function differs(current: string | undefined, value: string): boolean {
   return current !== value;
 }
+
+/**
+ * The services named by the keys under these prefixes (each keyed by service first), sorted:
+ * the subjects of a controller that steps once per service.
+ */
+export async function servicesUnder(store: Store, prefixes: readonly string[]): Promise<string[]> {
+  const names = new Set<string>();
+  for (const prefix of prefixes) {
+    for (const kv of (await store.range({ prefix, keysOnly: true })).kvs) {
+      const service = parseKey(kv.key)?.params.service;
+      if (service) names.add(service);
+    }
+  }
+  return [...names].sort();
+}

@@ -4,7 +4,7 @@ import type { AutoscaleIntent } from '../../core/model/facts.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { admissibleObservation, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
 
@@ -45,17 +45,7 @@ export function autoscaler(opts: AutoscalerOptions = {}): Controller {
       const p = parseKey(key);
       return p && (p.kind === 'service' || p.kind === 'autoscale') ? p.params.service : undefined;
     },
-    async subjects(store: Store) {
-      const names = new Set<string>();
-      for (const prefix of [prefixOf('service'), prefixOf('autoscale')]) {
-        const r = await store.range({ prefix, keysOnly: true });
-        for (const kv of r.kvs) {
-          const p = parseKey(kv.key);
-          if (p?.params.service) names.add(p.params.service);
-        }
-      }
-      return [...names].sort();
-    },
+    subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('autoscale')]),
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       if (ctx.subject === undefined) return {};
       const r = await step(ctx, ctx.subject, opts);

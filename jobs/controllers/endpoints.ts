@@ -2,7 +2,7 @@ import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { serviceOfReplica } from '../ids.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
@@ -65,16 +65,7 @@ export const endpointController: Controller = {
     // A node's registration or status concerns every service with a replica there.
     return undefined;
   },
-  async subjects(store: Store) {
-    const names = new Set<string>();
-    for (const prefix of [prefixOf('service'), prefixOf('endpoints')]) {
-      for (const kv of (await store.range({ prefix, keysOnly: true })).kvs) {
-        const p = parseKey(kv.key);
-        if (p?.params.service) names.add(p.params.service);
-      }
-    }
-    return [...names].sort();
-  },
+  subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('endpoints')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};
     return reconcileService(ctx, ctx.subject);

@@ -4,7 +4,7 @@ import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
+import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { newReplicaId, serviceOfReplica } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { backoffDelay, nextAttempt } from './backoff.js';
@@ -40,17 +40,7 @@ export const replicaController: Controller = {
     if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'lost') return serviceOfReplica(p.params.replica!);
     return undefined;
   },
-  async subjects(store: Store) {
-    const names = new Set<string>();
-    for (const prefix of [prefixOf('service'), prefixOf('replica')]) {
-      const r = await store.range({ prefix, keysOnly: true });
-      for (const kv of r.kvs) {
-        const p = parseKey(kv.key);
-        if (p?.params.service) names.add(p.params.service);
-      }
-    }
-    return [...names].sort();
-  },
+  subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('replica')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};
     return reconcileService(ctx, ctx.subject);

@@ -7,7 +7,7 @@ import { templateHash } from '../../core/model/template.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
-import { deleteKey, getFact, listFacts, putFact, unchanged, uniqueCompares } from '../facts.js';
+import { deleteKey, getFact, listFacts, putFact, unchanged, uniqueCompares, servicesUnder } from '../facts.js';
 import { serviceOfReplica } from '../ids.js';
 import { admissibleObservation, isCompleted, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { isReadyReplica, splitByTemplate, templateOfReplica } from './rollout-state.js';
@@ -34,16 +34,7 @@ export const rolloutController: Controller = {
     if (p.kind === 'placement' || p.kind === 'observed') return serviceOfReplica(p.params.replica!);
     return undefined; // a node's readiness changes: every service's counts may change
   },
-  async subjects(store: Store) {
-    const names = new Set<string>();
-    for (const prefix of [prefixOf('service'), prefixOf('rollout')]) {
-      for (const kv of (await store.range({ prefix, keysOnly: true })).kvs) {
-        const p = parseKey(kv.key);
-        if (p?.params.service) names.add(p.params.service);
-      }
-    }
-    return [...names].sort();
-  },
+  subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('rollout')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};
     return reconcileRollout(ctx, ctx.subject);

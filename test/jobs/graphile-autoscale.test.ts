@@ -1,13 +1,8 @@
 import { afterAll, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
-import { createPool } from '../../db/postgres/pool.js';
-import { PostgresStore } from '../../db/postgres/store.js';
-import { controllers } from '../../jobs/controllers/index.js';
-import { startGraphileDriver } from '../../jobs/graphile-driver.js';
-import { jobHook } from '../../jobs/job-hook.js';
 import { eventually } from '../db/conformance.js';
-import { createTestDatabase } from '../support/databases.js';
+import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -19,15 +14,7 @@ afterAll(async () => {
  * (no change to its keys wakes it), and the replica controller follows its intent.
  */
 test('the autoscaler wakes on its timer as a graphile-worker job and the replica controller follows its intent', async () => {
-  const db = await createTestDatabase('graphile_autoscale');
-  cleanups.push(db.drop);
-  const list = controllers({ retention: false, autoscaler: { syncMs: 300 } });
-  const pool = createPool(db.url);
-  cleanups.push(() => pool.end());
-  const driver = await startGraphileDriver({ pool, controllers: list, pollIntervalMs: 100, concurrency: 2 });
-  cleanups.push(() => driver.stop());
-  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
-  cleanups.push(() => store.close());
+  const { store } = await graphileCluster('graphile_autoscale', cleanups, { autoscaler: { syncMs: 300 } });
 
   const { id } = await store.grantLease(60);
   const reg = await store.put(buildKey('node', 'n1'), encodeFact('node', { name: 'n1', zone: 'a', capacity: { cpuMillis: 4_000, memoryBytes: 2 ** 32 }, images: { 'web:1': 'x' } }), { lease: id });

@@ -1,14 +1,9 @@
 import { afterAll, expect, test } from 'vitest';
 import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
-import { createPool } from '../../db/postgres/pool.js';
-import { PostgresStore } from '../../db/postgres/store.js';
-import { controllers } from '../../jobs/controllers/index.js';
 import { why } from '../../jobs/decisions/why.js';
-import { startGraphileDriver } from '../../jobs/graphile-driver.js';
-import { jobHook } from '../../jobs/job-hook.js';
 import { eventually } from '../db/conformance.js';
-import { createTestDatabase } from '../support/databases.js';
+import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -17,15 +12,7 @@ afterAll(async () => {
 
 /** The real controllers, unchanged, as graphile-worker jobs over Postgres: each step one transaction. */
 test('the controllers place replicas and explain them when run as graphile-worker jobs', async () => {
-  const db = await createTestDatabase('graphile_controllers');
-  cleanups.push(db.drop);
-  const list = controllers({ retention: false });
-  const pool = createPool(db.url);
-  cleanups.push(() => pool.end());
-  const driver = await startGraphileDriver({ pool, controllers: list, pollIntervalMs: 100, concurrency: 2 });
-  cleanups.push(() => driver.stop());
-  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
-  cleanups.push(() => store.close());
+  const { store, driver } = await graphileCluster('graphile_controllers', cleanups);
 
   for (const [n, zone] of [['n1', 'a'], ['n2', 'b']] as const) {
     const { id } = await store.grantLease(30);

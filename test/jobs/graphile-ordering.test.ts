@@ -1,13 +1,8 @@
 import { afterAll, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
-import { createPool } from '../../db/postgres/pool.js';
-import { PostgresStore } from '../../db/postgres/store.js';
-import { controllers } from '../../jobs/controllers/index.js';
-import { startGraphileDriver } from '../../jobs/graphile-driver.js';
-import { jobHook } from '../../jobs/job-hook.js';
 import { eventually } from '../db/conformance.js';
-import { createTestDatabase } from '../support/databases.js';
+import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -19,15 +14,7 @@ afterAll(async () => {
  * the scheduler scheduled at `notBefore` (its run_at), not by anything kept in memory.
  */
 test('a replacement after an init failure is placed at its notBefore by a timed scheduler job', async () => {
-  const db = await createTestDatabase('graphile_ordering');
-  cleanups.push(db.drop);
-  const list = controllers({ retention: false });
-  const pool = createPool(db.url);
-  cleanups.push(() => pool.end());
-  const driver = await startGraphileDriver({ pool, controllers: list, pollIntervalMs: 100, concurrency: 2 });
-  cleanups.push(() => driver.stop());
-  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
-  cleanups.push(() => store.close());
+  const { store } = await graphileCluster('graphile_ordering', cleanups);
 
   const { id } = await store.grantLease(60);
   await store.put(buildKey('node', 'n1'), encodeFact('node', { name: 'n1', zone: 'a', capacity: { cpuMillis: 2_000, memoryBytes: 2 ** 32 }, images: { 'web:1': 'x' } }), { lease: id });

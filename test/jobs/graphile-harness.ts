@@ -1,0 +1,23 @@
+import { createPool } from '../../db/postgres/pool.js';
+import { PostgresStore } from '../../db/postgres/store.js';
+import { controllers, type ControllerOptions } from '../../jobs/controllers/index.js';
+import { startGraphileDriver } from '../../jobs/graphile-driver.js';
+import { jobHook } from '../../jobs/job-hook.js';
+import { createTestDatabase } from '../support/databases.js';
+
+/**
+ * A database of its own with the real controllers running as graphile-worker jobs, and a
+ * store whose commits enqueue them. Each close is pushed on `cleanups` (run them in reverse).
+ */
+export async function graphileCluster(name: string, cleanups: (() => Promise<void>)[], opts: ControllerOptions = {}) {
+  const db = await createTestDatabase(name);
+  cleanups.push(db.drop);
+  const list = controllers({ retention: false, ...opts });
+  const pool = createPool(db.url);
+  cleanups.push(() => pool.end());
+  const driver = await startGraphileDriver({ pool, controllers: list, pollIntervalMs: 100, concurrency: 2 });
+  cleanups.push(() => driver.stop());
+  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
+  cleanups.push(() => store.close());
+  return { store, driver };
+}
