@@ -1,25 +1,17 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
+import type { ContainerdDaemon } from '../../agent/containerd/daemon.js';
 import { NetnsManager } from '../../agent/netns.js';
 import { renderPolicy } from '../../agent/nft.js';
-import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
-import { buildImages } from '../../fixtures/images/build.js';
-import { FakeAgentServer } from './fake-server.js';
+import type { ContainerdRuntime } from '../../agent/runtime-containerd.js';
+import { containerdTools, startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
+import type { FakeAgentServer } from './fake-server.js';
 import { namespacesWith, probe, requireNetns } from './netns-support.js';
-import { startAgent, tempDir, waitFor, type TestAgent } from './support.js';
+import { tempDir, waitFor, type TestAgent } from './support.js';
 
 /** The containerd runtime with `--network netns`: containers join the namespace the agent made (`ctr run --with-ns`). */
-const haveContainerd = ['containerd', 'ctr', 'runc', 'umoci'].every((b) => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}) && existsSync('/usr/bin/tini-static') && existsSync('/usr/bin/busybox');
+const haveContainerd = containerdTools();
 const can = haveContainerd && requireNetns();
 const prefix = `tc${(process.pid % 36 ** 4).toString(36)}`;
 const cidr = `10.234.${process.pid % 250}.0/24`;
@@ -34,24 +26,11 @@ describe.skipIf(!can)('containerd runtime in network namespaces', () => {
   let agent: TestAgent;
 
   beforeAll(async () => {
-    buildImages(join(tmp.dir, 'images'));
-    daemon = await startContainerd(join(tmp.dir, 'containerd'));
-    runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images'), network: net });
-    server = new FakeAgentServer();
-    await server.listen();
-    agent = await startAgent(server, runtime, join(tmp.dir, 'state'), { node: 'n1', pollWaitMs: 1_000, network: net });
-    await waitFor('registration', () => server.tenureOf('n1'));
+    ({ daemon, runtime, server, agent } = await startContainerdAgent(tmp.dir, namespace, net));
   }, 60_000);
 
   afterAll(async () => {
-    await agent?.agent.close();
-    await server?.close();
-    if (runtime) {
-      for (const s of await runtime.list({ usage: false })) await runtime.remove(s.handle);
-      await runtime.ctr.run(['images', 'rm', 'docker.io/library/busybox:1.35'], { allowFail: true });
-      await runtime.close();
-    }
-    await daemon?.stop();
+    await stopContainerdAgent({ daemon, runtime, server, agent });
     for (const n of net.all()) await net.teardown(n.replica);
     try {
       execFileSync('ip', ['link', 'del', net.bridge], { stdio: 'ignore' });

@@ -1,22 +1,14 @@
-import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
+import type { ContainerdDaemon } from '../../agent/containerd/daemon.js';
 import { FENCE } from '../../agent/fence.js';
 import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
-import { buildImages } from '../../fixtures/images/build.js';
-import { FakeAgentServer } from './fake-server.js';
+import { containerdTools, startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
+import type { FakeAgentServer } from './fake-server.js';
 import { startAgent, tempDir, waitFor, type TestAgent } from './support.js';
 
-const available = ['containerd', 'ctr', 'runc', 'umoci'].every((b) => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}) && existsSync('/usr/bin/tini-static') && existsSync('/usr/bin/busybox') && process.getuid?.() === 0;
+const available = containerdTools() && process.getuid?.() === 0;
 
 describe.skipIf(!available)('containerd runtime (private containerd)', () => {
   const tmp = tempDir('ctd');
@@ -28,24 +20,11 @@ describe.skipIf(!available)('containerd runtime (private containerd)', () => {
   const port = 20_000 + (process.pid % 20_000);
 
   beforeAll(async () => {
-    buildImages(join(tmp.dir, 'images'));
-    daemon = await startContainerd(join(tmp.dir, 'containerd'));
-    runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images') });
-    server = new FakeAgentServer();
-    await server.listen();
-    agent = await startAgent(server, runtime, join(tmp.dir, 'state'), { node: 'n1', pollWaitMs: 1_000 });
-    await waitFor('registration', () => server.tenureOf('n1'));
+    ({ daemon, runtime, server, agent } = await startContainerdAgent(tmp.dir, namespace));
   }, 60_000);
 
   afterAll(async () => {
-    await agent?.agent.close();
-    await server?.close();
-    if (runtime) {
-      for (const s of await runtime.list({ usage: false })) await runtime.remove(s.handle);
-      await runtime.ctr.run(['images', 'rm', 'docker.io/library/busybox:1.35'], { allowFail: true });
-      await runtime.close();
-    }
-    await daemon?.stop();
+    await stopContainerdAgent({ daemon, runtime, server, agent });
     tmp.cleanup();
   }, 60_000);
 

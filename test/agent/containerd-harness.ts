@@ -1,0 +1,53 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
+import type { NetnsManager } from '../../agent/netns.js';
+import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
+import { buildImages } from '../../fixtures/images/build.js';
+import { FakeAgentServer } from './fake-server.js';
+import { startAgent, waitFor, type TestAgent } from './support.js';
+
+/** containerd, ctr, runc and umoci on the PATH, and the tini and busybox the images are built from. */
+export function containerdTools(): boolean {
+  const onPath = ['containerd', 'ctr', 'runc', 'umoci'].every((b) => {
+    try {
+      execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  return onPath && existsSync('/usr/bin/tini-static') && existsSync('/usr/bin/busybox');
+}
+
+export interface ContainerdAgent {
+  daemon: ContainerdDaemon;
+  runtime: ContainerdRuntime;
+  server: FakeAgentServer;
+  agent: TestAgent;
+}
+
+/** A private containerd under `dir`, the fixture images, and an agent n1 on it, registered with a fake server. */
+export async function startContainerdAgent(dir: string, namespace: string, network?: NetnsManager): Promise<ContainerdAgent> {
+  buildImages(join(dir, 'images'));
+  const daemon = await startContainerd(join(dir, 'containerd'));
+  const runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(dir, 'state', 'replicas'), imagesDir: join(dir, 'images'), ...(network ? { network } : {}) });
+  const server = new FakeAgentServer();
+  await server.listen();
+  const agent = await startAgent(server, runtime, join(dir, 'state'), { node: 'n1', pollWaitMs: 1_000, ...(network ? { network } : {}) });
+  await waitFor('registration', () => server.tenureOf('n1'));
+  return { daemon, runtime, server, agent };
+}
+
+/** The agent and server closed, every container and the test image removed, containerd stopped. */
+export async function stopContainerdAgent(h: Partial<ContainerdAgent>): Promise<void> {
+  await h.agent?.agent.close();
+  await h.server?.close();
+  if (h.runtime) {
+    for (const s of await h.runtime.list({ usage: false })) await h.runtime.remove(s.handle);
+    await h.runtime.ctr.run(['images', 'rm', 'docker.io/library/busybox:1.35'], { allowFail: true });
+    await h.runtime.close();
+  }
+  await h.daemon?.stop();
+}
