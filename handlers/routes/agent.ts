@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema } from '../../core/model/index.js';
-import type { Store } from '../../db/store.js';
+import type { Store, WatchRequest } from '../../db/store.js';
 import { newNodeCredential, requireJoin, requireNode, storeTokenHash, type AuthEnv } from '../auth.js';
 import { jsonBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
@@ -47,6 +47,32 @@ async function writeUnderTenure(store: Store, node: string, tenure: number, ops:
 }
 
 /** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
+/**
+ * A long poll: whether anything under `watch` changed after revision `after`, waiting up to
+ * `waitMs` (the server's long-poll limit by default) or until the client goes away. The
+ * caller answers with the current value either way.
+ */
+async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 'prefix'>, q: { after: number; waitMs?: number | undefined }, gone: AbortSignal): Promise<boolean> {
+  const waitMs = q.waitMs ?? deps.limits.longPollMs;
+  if (q.after === 0) return true;
+  if (waitMs <= 0) return false;
+  const ac = new AbortController();
+  const timer = setTimeout(() => ac.abort(), waitMs);
+  gone.addEventListener('abort', () => ac.abort(), { once: true });
+  deps.metrics.watchers.inc();
+  try {
+    for await (const _ of deps.store.watch({ ...watch, fromRevision: q.after + 1, signal: ac.signal })) return true;
+    return false;
+  } catch {
+    // Compacted past `after`: the current value is the answer anyway.
+    return true;
+  } finally {
+    clearTimeout(timer);
+    ac.abort();
+    deps.metrics.watchers.dec();
+  }
+}
+
 export function agentRoutes(deps: ServerDeps) {
   const { store } = deps;
   const app = new Hono<AuthEnv>();
@@ -108,27 +134,7 @@ export function agentRoutes(deps: ServerDeps) {
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
-    const waitMs = q.waitMs ?? deps.limits.longPollMs;
-    let changed = q.after === 0;
-    if (!changed && waitMs > 0) {
-      const ac = new AbortController();
-      const timer = setTimeout(() => ac.abort(), waitMs);
-      c.req.raw.signal.addEventListener('abort', () => ac.abort(), { once: true });
-      deps.metrics.watchers.inc();
-      try {
-        for await (const _ of store.watch({ prefix: prefixOf('assigned', node), fromRevision: q.after + 1, signal: ac.signal })) {
-          changed = true;
-          break;
-        }
-      } catch {
-        // Compacted past `after`: the full list below is the answer anyway.
-        changed = true;
-      } finally {
-        clearTimeout(timer);
-        ac.abort();
-        deps.metrics.watchers.dec();
-      }
-    }
+    const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
     const { revision, facts } = await listFacts(store, 'assigned', [node]);
     return c.json({ revision, changed, assignments: facts.map((f) => f.value) });
   });
@@ -138,26 +144,7 @@ export function agentRoutes(deps: ServerDeps) {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
     const key = buildKey('network', node);
-    const waitMs = q.waitMs ?? deps.limits.longPollMs;
-    let changed = q.after === 0;
-    if (!changed && waitMs > 0) {
-      const ac = new AbortController();
-      const timer = setTimeout(() => ac.abort(), waitMs);
-      c.req.raw.signal.addEventListener('abort', () => ac.abort(), { once: true });
-      deps.metrics.watchers.inc();
-      try {
-        for await (const _ of store.watch({ key, fromRevision: q.after + 1, signal: ac.signal })) {
-          changed = true;
-          break;
-        }
-      } catch {
-        changed = true; // compacted past `after`: the current value is the answer anyway
-      } finally {
-        clearTimeout(timer);
-        ac.abort();
-        deps.metrics.watchers.dec();
-      }
-    }
+    const changed = await changedSince(deps, { key }, q, c.req.raw.signal);
     const revision = await store.revision();
     const kv = await store.get(key, { revision });
     return c.json({ revision, changed, rules: kv ? decodeFact('network', key, kv.value) : null });
