@@ -63,13 +63,22 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
   };
 }
 
-function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Proofs, name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
+/** A node's registration and status as read, with the compare that its tenure is unchanged. */
+function nodeFacts(view: ClusterView, name: string) {
   const node = view.nodes.get(name);
-  const status = view.statuses.get(name);
-  const tenure = node?.kv.createRevision;
   const nodeKey = buildKey('node', name);
-  const nodeCompare = node ? sameTenure(nodeKey, node.kv.createRevision) : absent(nodeKey);
-  const statusKey = buildKey('nodeStatus', name);
+  return {
+    node,
+    status: view.statuses.get(name),
+    tenure: node?.kv.createRevision,
+    nodeKey,
+    nodeCompare: node ? sameTenure(nodeKey, node.kv.createRevision) : absent(nodeKey),
+    statusKey: buildKey('nodeStatus', name),
+  };
+}
+
+function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Proofs, name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
+  const { node, status, tenure, nodeKey, nodeCompare } = nodeFacts(view, name);
 
   if (status && status.value.state === 'ready' && status.value.tenure !== tenure) {
     const reason = node ? `re-registered under tenure ${tenure}; tenure ${status.value.tenure} ended` : `the registration lease of tenure ${status.value.tenure} expired`;
@@ -106,12 +115,7 @@ function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Pr
 
 /** The stateless orphans of a node past its grace, then its readiness under a new tenure. */
 function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
-  const node = view.nodes.get(name);
-  const status = view.statuses.get(name);
-  const tenure = node?.kv.createRevision;
-  const nodeKey = buildKey('node', name);
-  const nodeCompare = node ? sameTenure(nodeKey, node.kv.createRevision) : absent(nodeKey);
-  const statusKey = buildKey('nodeStatus', name);
+  const { node, status, tenure, nodeKey, nodeCompare, statusKey } = nodeFacts(view, name);
   if (orphans.length > 0) {
     const lostSince = status?.value.state === 'lost' ? status.value.since : undefined;
     if (lostSince !== undefined && now < lostSince + grace) return { at: lostSince + grace };
