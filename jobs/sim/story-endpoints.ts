@@ -80,7 +80,7 @@ export async function endpointProblems(store: Store): Promise<{ sound: string[];
 export function watchEndpoints(w: SimWorld): { maxStaleMs: number } {
   const seen = new Map<string, { since: number; outages: number }>();
   const stats = { maxStaleMs: 0 };
-  w.checks.push(async (world) => {
+  w.addChecker(async (world) => {
     const { sound, complete } = await endpointProblems(world.store);
     const now = new Set<string>();
     for (const [name, list] of [[ENDPOINT_INVARIANTS.sound, sound], [ENDPOINT_INVARIANTS.complete, complete]] as const) {

@@ -82,30 +82,22 @@ export async function simNetwork(opts: SimOptions): Promise<ScenarioResult> {
   const plan = new Rng(opts.seed ^ 0x6e7);
   const notes: string[] = [];
   const book = new Map<string, string>();
-  w.extraChecks.push(
-    {
-      invariant: NETWORK_INVARIANTS.exact,
-      check: async (label) => (label === NETWORK_CONTROLLER ? checkExact(w.store) : []),
-    },
-    {
-      invariant: NETWORK_INVARIANTS.noLeak,
-      check: async () => {
-        addressBook(w, book);
-        const out: string[] = [];
-        for (const rs of await ruleSets(w.store)) {
-          for (const r of rs.replicas) {
-            for (const rule of r.rules) {
-              for (const a of rule.from) {
-                const svc = book.get(a);
-                if (!svc || !rule.services.includes(svc)) out.push(`node ${rs.node}, ${r.replica} admits ${a}, which belongs to ${svc ?? 'no replica'}, not to ${rule.services.join(', ')}`);
-              }
-            }
+  w.addCheck(NETWORK_INVARIANTS.exact, async (label) => (label === NETWORK_CONTROLLER ? checkExact(w.store) : []));
+  w.addCheck(NETWORK_INVARIANTS.noLeak, async () => {
+    addressBook(w, book);
+    const out: string[] = [];
+    for (const rs of await ruleSets(w.store)) {
+      for (const r of rs.replicas) {
+        for (const rule of r.rules) {
+          for (const a of rule.from) {
+            const svc = book.get(a);
+            if (!svc || !rule.services.includes(svc)) out.push(`node ${rs.node}, ${r.replica} admits ${a}, which belongs to ${svc ?? 'no replica'}, not to ${rule.services.join(', ')}`);
           }
         }
-        return out;
-      },
-    },
-  );
+      }
+    }
+    return out;
+  });
   for (const [i, zone] of ['a', 'b', 'c'].entries()) w.addNode({ name: `node${i + 1}`, zone, cpuMillis: 2_000, memoryBytes: 4 * Gi, subnet: `10.88.${i + 1}` });
   const small = { cpuMillis: 100, memoryBytes: 64 * Mi };
   const db = (allow: string[]): ServiceSpecInput => ({ name: 'db', image: 'web:1', replicas: 2, resources: small, stopGraceMs: 2_000, ports: [{ name: 'pg', container: 5432 }], network: { allow: allow.map((service) => ({ service, port: 'pg' })) } });

@@ -91,11 +91,8 @@ export class SimWorld {
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
   private readonly loads = new Map<string, { curve: (t: number) => number; every: number }>();
-  /** Invariants a story adds: run after every step and agent tick, with the step's label (e.g. a controller's name). */
-  readonly extraChecks: { invariant: string; check: (label: string) => Promise<string[]> }[] = [];
-  private readonly namedChecks: { name: string; check: () => Promise<string[]> }[] = [];
-  /** A story's own safety checks, run after every step and agent tick while the store is up. */
-  readonly checks: ((w: SimWorld) => Promise<void>)[] = [];
+  /** A story's own checks: run after every step and agent tick while the store is up, with the step's label (e.g. a controller's name). */
+  private readonly checks: ((w: SimWorld, label: string) => Promise<void>)[] = [];
 
   constructor(readonly opts: SimOptions) {
     this.rng = new Rng(opts.seed);
@@ -358,8 +355,15 @@ export class SimWorld {
    * A story's own safety invariant, checked after every step and agent tick like the
    * built-in ones (while the store is up); each string it returns is a violation.
    */
-  addCheck(name: string, check: () => Promise<string[]>): void {
-    this.namedChecks.push({ name, check });
+  addCheck(name: string, check: (label: string) => Promise<string[]>): void {
+    this.addChecker(async (w, label) => {
+      for (const d of await check(label)) w.violate(name, d);
+    });
+  }
+
+  /** A check that reports its own violations (several invariants from one pass). */
+  addChecker(check: (w: SimWorld, label: string) => Promise<void>): void {
+    this.checks.push(check);
   }
 
   // ── running ────────────────────────────────────────────────────────────────────
@@ -454,11 +458,9 @@ export class SimWorld {
     await this.drain();
     for (const d of inv.checkOvercommit(this.mirror)) this.violate(inv.INVARIANTS.noOvercommit, d);
     for (const d of inv.checkSingleCopy(this.agents.values())) this.violate(inv.INVARIANTS.singleCopy, d);
-    for (const c of this.extraChecks) for (const d of await c.check(label)) this.violate(c.invariant, d);
     const reports = this.diagnostics.filter((d) => d.code === 'CCA-E0403').length;
     if (reports > this.stats.outages) this.violate(inv.INVARIANTS.storeReportedOnce, `${reports} store-failure reports for ${this.stats.outages} outage(s)`);
-    for (const c of this.namedChecks) for (const d of await c.check()) this.violate(c.name, d);
-    for (const check of this.checks) await check(this);
+    for (const check of this.checks) await check(this, label);
   }
 
   /** Route every committed change to the wake table, and check new assignments as they appear. */
