@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
@@ -7,9 +7,8 @@ import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { tempDir, waitFor } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
 
-type Json = Record<string, any>;
 
 /**
  * Autoscaling end to end (fixtures/autoscale.cca): a real server (handlers + controllers on a MemoryStore), the agent
@@ -42,22 +41,10 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   cleanups.push(async () => {
     await agent.close();
     // Workloads outlive their agent by design: end any left (and their supervisors) by pid.
-    for (const r of readdirSync(state.replicas).filter((n) => !n.startsWith('.'))) {
-      for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-        try {
-          const pid = Number(readFileSync(join(state.replicas, r, file), 'utf8').split(' ')[0]);
-          process.kill(group ? -pid : pid, 'SIGKILL');
-        } catch {
-          // not there or gone
-        }
-      }
-    }
+    killLeftoverWorkloads(state.replicas);
     tmp.cleanup();
   });
-  const api = async (method: string, path: string, body?: string): Promise<Json> => {
-    const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
-    return (await r.json()) as Json;
-  };
+  const api = adminApi(server.url, ADMIN);
   await waitFor('registered', () => agent.status().registered, 10_000);
 
   // fixtures/autoscale.cca as written, with this test's own idle flag and a shorter window.

@@ -1,11 +1,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { tempDir, waitFor } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
 
 /**
  * Endpoints end to end: the real server (handlers + controllers) and a real agent process
@@ -15,7 +15,6 @@ import { tempDir, waitFor } from './support.js';
  * replica under a new id with the reason in `why`.
  */
 const root = join(import.meta.dirname, '..', '..');
-type Json = Record<string, any>;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -54,22 +53,10 @@ describe.skipIf(!haveBusybox)('endpoints on the process runtime', () => {
       await exited; // before the server stops: no request of its lands on a closed store
       // Workloads outlive their agent by design: end them (and their supervisors) by pid.
       const dir = join(state, 'replicas');
-      for (const r of existsSync(dir) ? readdirSync(dir) : []) {
-        for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-          try {
-            const pid = Number(readFileSync(join(dir, r, file), 'utf8').split(' ')[0]);
-            process.kill(group ? -pid : pid, 'SIGKILL');
-          } catch {
-            // not there or gone
-          }
-        }
-      }
+      killLeftoverWorkloads(dir);
       tmp.cleanup();
     });
-    const api = async (method: string, path: string, body?: string): Promise<Json> => {
-      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
-      return (await r.json()) as Json;
-    };
+    const api = adminApi(server.url, ADMIN);
     const [port, livePort] = [await freePort(), await freePort()];
     const spec = [
       'service web {',

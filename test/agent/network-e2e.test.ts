@@ -1,10 +1,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NetnsManager, type ReplicaNet } from '../../agent/netns.js';
 import { namespacesWith, probe, requireNetns } from './netns-support.js';
-import { tempDir, waitFor } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
 
 /**
  * Network policies end to end: a real server (handlers + controllers, memory store), a real
@@ -13,7 +13,6 @@ import { tempDir, waitFor } from './support.js';
  */
 const root = join(import.meta.dirname, '..', '..');
 const can = requireNetns() && existsSync('/usr/bin/busybox');
-type Json = Record<string, any>;
 
 const prefix = `te${(process.pid % 36 ** 4).toString(36)}`;
 const cidr = `10.233.${process.pid % 250}.0/24`;
@@ -61,16 +60,7 @@ describe.skipIf(!can)('network policies end to end (process runtime in network n
       agent?.kill('SIGKILL');
       // Workloads outlive their agent by design: end them (and their supervisors) by pid.
       const dir = join(tmp.dir, 'replicas');
-      for (const r of existsSync(dir) ? readdirSync(dir) : []) {
-        for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-          try {
-            const pid = Number(readFileSync(join(dir, r, file), 'utf8').split(' ')[0]);
-            process.kill(group ? -pid : pid, 'SIGKILL');
-          } catch {
-            // not there or gone
-          }
-        }
-      }
+      killLeftoverWorkloads(dir);
       await new Promise((r) => setTimeout(r, 300));
       for (const n of net.all()) await net.teardown(n.replica);
       try {
@@ -91,10 +81,7 @@ describe.skipIf(!can)('network policies end to end (process runtime in network n
       return child;
     };
     agent = spawnAgent();
-    const api = async (method: string, path: string, body?: string): Promise<Json> => {
-      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
-      return (await r.json()) as Json;
-    };
+    const api = adminApi(server.url, ADMIN);
     const applied = await api('POST', '/v1/apply', spec('  allow from service api on port http'));
     expect(applied.error, JSON.stringify(applied)).toBeUndefined();
     const running = async (svc: string, n: number) => (await api('GET', `/v1/services/${svc}`)).service?.running === n;

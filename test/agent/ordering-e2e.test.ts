@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
@@ -10,7 +10,7 @@ import { standInEndpoints } from '../../jobs/sim/story-ordering.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { tempDir, waitFor } from './support.js';
+import { killLeftoverWorkloads, tempDir, waitFor } from './support.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API answers, checked field by field
 
@@ -52,16 +52,7 @@ describe.skipIf(!existsSync('/usr/bin/busybox'))('init and ordering on the proce
     await runtime?.close?.();
     // Workloads outlive their agent by design: end any left (and their supervisors) by pid.
     const root = join(tmp.dir, 'state', 'replicas');
-    for (const r of existsSync(root) ? readdirSync(root) : []) {
-      for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-        try {
-          const pid = Number(readFileSync(join(root, r, file), 'utf8').split(' ')[0]);
-          process.kill(group ? -pid : pid, 'SIGKILL');
-        } catch {
-          // not there or gone
-        }
-      }
-    }
+    killLeftoverWorkloads(root);
     await server?.stop();
     tmp.cleanup();
   }, 30_000);

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
-import { tempDir, waitFor } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
 
 /**
  * The agent against the real server (handlers + controllers on a MemoryStore), once that is in
@@ -14,7 +14,6 @@ import { tempDir, waitFor } from './support.js';
 const root = join(import.meta.dirname, '..', '..');
 const haveServer = existsSync(join(root, 'server', 'start.ts')) && existsSync(join(root, 'handlers', 'routes', 'agent.ts'));
 
-type Json = Record<string, any>;
 
 describe.skipIf(!haveServer)('agent against the real server', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
@@ -39,10 +38,7 @@ describe.skipIf(!haveServer)('agent against the real server', () => {
     });
     await agent.start();
     cleanups.push(() => agent.close());
-    const api = async (method: string, path: string, body?: string): Promise<Json> => {
-      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
-      return (await r.json()) as Json;
-    };
+    const api = adminApi(server.url, ADMIN);
     await waitFor('registered', () => agent.status().registered, 10_000);
     await api('POST', '/v1/apply', 'service web {\n  image    = "busybox:1.35"\n  command  = ["httpd", "-f"]\n  replicas = 2\n  cpu      = 0.25\n  memory   = 64Mi\n}\n');
     await waitFor('two running', async () => (await api('GET', '/v1/services/web')).service?.running === 2, 20_000, 200);
@@ -69,23 +65,10 @@ describe.skipIf(!haveServer)('agent against the real server', () => {
     cleanups.push(async () => {
       agent.kill('SIGKILL');
       // Workloads outlive their agent by design: end them (and their supervisors) by pid.
-      const { readdirSync, readFileSync } = await import('node:fs');
-      for (const r of readdirSync(join(tmp.dir, 'replicas'))) {
-        for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-          try {
-            const pid = Number(readFileSync(join(tmp.dir, 'replicas', r, file), 'utf8').split(' ')[0]);
-            process.kill(group ? -pid : pid, 'SIGKILL');
-          } catch {
-            // not there or gone
-          }
-        }
-      }
+      killLeftoverWorkloads(join(tmp.dir, 'replicas'));
       tmp.cleanup();
     });
-    const api = async (method: string, path: string, body?: string): Promise<Json> => {
-      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
-      return (await r.json()) as Json;
-    };
+    const api = adminApi(server.url, ADMIN);
     const port = 40_000 + (process.pid % 10_000);
     await api('POST', '/v1/apply', `service web {\n  image    = "busybox:1.35"\n  command  = ["sh", "-c", "mkdir -p www && echo hi > www/index.html && exec httpd -f -p 127.0.0.1:${port} -h www"]\n  replicas = 1\n  cpu      = 0.25\n  memory   = 64Mi\n}\n`);
     await waitFor('running', async () => (await api('GET', '/v1/services/web')).service?.running === 1, 30_000, 200);

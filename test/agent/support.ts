@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, type AgentOptions } from '../../agent/agent.js';
@@ -45,4 +45,34 @@ export async function startAgent(server: FakeAgentServer, runtime: Runtime, stat
   });
   await agent.start();
   return { agent, logs };
+}
+
+/**
+ * Workloads outlive their agent by design: end any left under a replicas directory (each
+ * workload's process group, then its supervisor) by the pids the process runtime recorded.
+ */
+export function killLeftoverWorkloads(replicasDir: string): void {
+  for (const r of existsSync(replicasDir) ? readdirSync(replicasDir) : []) {
+    if (r.startsWith('.')) continue;
+    for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
+      try {
+        const pid = Number(readFileSync(join(replicasDir, r, file), 'utf8').split(' ')[0]);
+        process.kill(group ? -pid : pid, 'SIGKILL');
+      } catch {
+        // not there or gone
+      }
+    }
+  }
+}
+
+/** An API answer, read field by field in a test. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- API answers are checked loosely in tests
+export type Json = Record<string, any>;
+
+/** The admin's view of a server's API: a JSON body, or `.cca` text when given a string. */
+export function adminApi(url: string, token: string): (method: string, path: string, body?: string) => Promise<Json> {
+  return async (method, path, body) => {
+    const r = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
+    return (await r.json()) as Json;
+  };
 }

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
@@ -8,9 +8,8 @@ import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { tempDir, waitFor } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
 
-type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API answers read loosely in a test
 
 /**
  * Volumes end to end on the process runtime: a real server (handlers + every controller on
@@ -38,16 +37,7 @@ describe.skipIf(!haveBusybox)('volumes on the process runtime, end to end', () =
     const state = new StateDir(tmp.dir);
     cleanups.push(() => {
       // Workloads outlive their agent by design: end them (and their supervisors) by pid.
-      for (const r of readdirSync(state.replicas)) {
-        for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-          try {
-            const pid = Number(readFileSync(join(state.replicas, r, file), 'utf8').split(' ')[0]);
-            process.kill(group ? -pid : pid, 'SIGKILL');
-          } catch {
-            // not there or gone
-          }
-        }
-      }
+      killLeftoverWorkloads(state.replicas);
       tmp.cleanup();
     });
     const runtime = new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, pollMs: 100 });
@@ -61,10 +51,7 @@ describe.skipIf(!haveBusybox)('volumes on the process runtime, end to end', () =
     let agent = newAgent();
     await agent.start();
     cleanups.push(() => agent.close());
-    const api = async (method: string, path: string, body?: string): Promise<Json> => {
-      const r = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
-      return (await r.json()) as Json;
-    };
+    const api = adminApi(server.url, ADMIN);
     const live = async (): Promise<string[]> => ((await api('GET', '/v1/replicas?service=db')).replicas as Json[]).filter((r) => r.desired === 'run' && !r.retired).map((r) => r.id as string);
     const log = join(tmp.dir, 'volumes', 'db', 'data', 'data', 'log');
     const lines = () => (existsSync(log) ? readFileSync(log, 'utf8').trim().split('\n') : []);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { startServer } from '../../server/start.js';
+import { killLeftoverWorkloads } from '../agent/support.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { cca } from './harness.js';
 
@@ -64,16 +65,7 @@ describe('rolling updates end to end (process runtime)', () => {
     cleanups.push(() => {
       agent.kill('SIGKILL');
       // Workloads outlive their agent by design: end any left (and their supervisors) by pid.
-      for (const r of existsSync(join(state, 'replicas')) ? readdirSync(join(state, 'replicas')) : []) {
-        for (const [file, group] of [['workload.pid', true], ['supervisor.pid', false]] as const) {
-          try {
-            const pid = Number(readFileSync(join(state, 'replicas', r, file), 'utf8').split(' ')[0]);
-            process.kill(group ? -pid : pid, 'SIGKILL');
-          } catch {
-            // not there or gone
-          }
-        }
-      }
+      killLeftoverWorkloads(join(state, 'replicas'));
       rmSync(state, { recursive: true, force: true });
     });
     const cwd = mkdtempSync(join(tmpdir(), 'cca-rollout-'));
