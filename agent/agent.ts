@@ -10,7 +10,8 @@ import { materialize } from './materialize.js';
 import type { NetnsManager } from './netns.js';
 import { PolicyFollower } from './network-policy.js';
 import { plan, type SlotView } from './plan.js';
-import type { Runtime, RuntimeEvent, WorkloadHandle, WorkloadStatus } from './runtime.js';
+import { argvOf, type Runtime, type RuntimeEvent, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+import { startFailure } from './start-failure.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
 import type { StateDir } from './state.js';
 import { VolumeDir } from './volumes.js';
@@ -170,6 +171,7 @@ export class Agent {
     if (s.state === 'exited') {
       slot.state = exitState(slot, s.exitCode ?? 0, s.oom ?? false);
       if (s.exitCode !== undefined) slot.exitCode = s.exitCode;
+      this.noteStartFailure(slot, s);
     } else if (s.state === 'lost') {
       slot.state = 'lost';
       if (s.lost) slot.diagnostic = s.lost;
@@ -183,6 +185,17 @@ export class Agent {
     else delete slot.address;
     if (s.ports !== undefined && slot.address !== undefined) slot.ports = s.ports;
     else delete slot.ports;
+  }
+
+  /** A command that could not be started gets CCA-E0530 (command, node, runtime, fix) instead of a bare exit code. */
+  private noteStartFailure(slot: Slot, s: WorkloadStatus): void {
+    const a = slot.assignment;
+    if (!a || slot.livenessFailed || s.state !== 'exited' || !s.exitDetail) return;
+    const d = startFailure({ runtime: this.opts.runtime.name, node: this.opts.node, replica: slot.replica, service: a.service, image: a.spec.image, argv: argvOf(a.spec), exitCode: s.exitCode, detail: s.exitDetail });
+    if (!d || slot.diagnostic?.code === d.code) return;
+    slot.diagnostic = d;
+    this.log(`${slot.replica}: ${d.message}`);
+    this.event('start-failed', d.message, slot.replica);
   }
 
   private onRuntimeEvent(e: RuntimeEvent): void {
@@ -206,7 +219,13 @@ export class Agent {
         slot.settling = true;
         void Promise.resolve()
           .then(() => this.opts.runtime.inspect(h))
-          .then((s) => void (s.init && (slot.init = s.init)), () => undefined)
+          .then(
+            (s) => {
+              if (s.init) slot.init = s.init;
+              this.noteStartFailure(slot, s);
+            },
+            () => undefined,
+          )
           .finally(() => {
             slot.settling = false;
             this.kick();
@@ -606,7 +625,10 @@ export class Agent {
         this.event('network-policy-unenforced', `${d.code} ${d.message}`, a.replica);
       }
     } catch (e) {
-      const d = makeDiagnostic('CCA-E0504', { runtime: this.opts.runtime.name, replica: a.replica, reason: e instanceof Error ? e.message : String(e) });
+      const reason = e instanceof Error ? e.message : String(e);
+      // containerd refuses at task start when the command is missing or not executable (runc's exec error).
+      const noCommand = startFailure({ runtime: this.opts.runtime.name, node: this.opts.node, replica: a.replica, service: a.service, image: a.spec.image, argv: argvOf(a.spec), exitCode: undefined, detail: /executable file not found|no such file or directory|permission denied/i.test(reason) ? { spawnError: { message: reason } } : undefined });
+      const d = noCommand ?? makeDiagnostic('CCA-E0504', { runtime: this.opts.runtime.name, replica: a.replica, reason });
       slot.state = 'failed';
       slot.diagnostic = { code: d.code, message: d.message };
       this.log(`${d.code} ${d.message}`);

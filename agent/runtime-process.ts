@@ -1,12 +1,13 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { NetnsManager } from './netns.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
 import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
+import type { ExitDetail, Lookup } from './start-failure.js';
 import { volumeEnvName } from './volumes.js';
 
 export interface ProcessRuntimeOptions {
@@ -18,9 +19,10 @@ export interface ProcessRuntimeOptions {
   /** How often exits and vanished supervisors are noticed. */
   pollMs?: number;
   /**
-   * Images this node declares: reference → digest. Commands run on the host; a `busybox:*`
-   * image gets busybox's applets first on PATH (from the host's busybox-static). Default:
-   * `busybox:1.35` when /usr/bin/busybox exists.
+   * Images this node declares beyond its own: reference → digest (the built catalogue, so
+   * the same specs run on both runtimes). Commands run on the host. Always declared: the
+   * toolbox image (TOOLBOX_IMAGE: the project's own programs first on PATH, nothing but Node
+   * needed); `busybox:1.35` only when the host has busybox (its applets first on PATH).
    */
   catalogue?: Record<string, string>;
   busybox?: string;
@@ -57,13 +59,83 @@ function isSymlink(path: string): boolean {
   }
 }
 
-const supervisorPath = join(dirname(fileURLToPath(import.meta.url)), 'supervisor.ts');
+const here = dirname(fileURLToPath(import.meta.url));
+const supervisorPath = join(here, 'supervisor.ts');
+
+/** The project's own image: its programs (agent/toolbox/) need only the Node that runs the agent. */
+export const TOOLBOX_IMAGE = 'ccattler/toolbox:1';
+const TOOLBOX_PROGRAMS = ['httpd'];
+
+/** A shell-quoted word for a generated wrapper script. */
+const shellWord = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 interface ExitRecord {
   exitCode: number;
   reason: string;
+  message?: string;
+  errno?: string;
   at: number;
+}
+
+/** The last `bytes` of a file, or '' when it cannot be read. */
+function tailOf(file: string, bytes = 2_000): string {
+  try {
+    const size = statSync(file).size;
+    const fd = openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(Math.min(bytes, size));
+      readSync(fd, buf, 0, buf.length, size - buf.length);
+      return buf.toString('utf8');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
+}
+
+/** Where the program of a workload resolves on the host, and whether it can run (its #! interpreter too). */
+export function lookupProgram(program: string, pathEnv: string, cwd: string): Lookup {
+  const candidates = program.includes('/') ? [resolve(cwd, program)] : pathEnv.split(':').filter(Boolean).map((d) => join(resolve(cwd, d), program));
+  const file = candidates.find((c) => {
+    try {
+      return statSync(c).isFile();
+    } catch {
+      return false;
+    }
+  });
+  if (!file) return { found: false, path: program.includes('/') ? dirname(candidates[0] ?? program) : pathEnv };
+  let executable = true;
+  try {
+    accessSync(file, constants.X_OK);
+  } catch {
+    executable = false;
+  }
+  const head = tailOfStart(file);
+  if (!head.startsWith('#!')) return { found: true, file, executable };
+  const [interp = '', arg] = head.slice(2).split('\n')[0]!.trim().split(/\s+/);
+  // `#!/usr/bin/env prog`: the interpreter is prog, looked up on the same PATH.
+  if (interp.endsWith('/env') && arg && existsSync(interp)) {
+    const inner = lookupProgram(arg, pathEnv, cwd);
+    return { found: true, file, executable, interpreter: { path: arg, exists: inner.found } };
+  }
+  return { found: true, file, executable, interpreter: { path: interp, exists: existsSync(interp) } };
+}
+
+function tailOfStart(file: string): string {
+  try {
+    const fd = openSync(file, 'r');
+    try {
+      const buf = Buffer.alloc(256);
+      const n = readSync(fd, buf, 0, 256, 0);
+      return buf.subarray(0, n).toString('latin1');
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return '';
+  }
 }
 
 /**
@@ -85,8 +157,22 @@ export class ProcessRuntime implements Runtime {
   }
 
   async catalogue(): Promise<Record<string, string> | undefined> {
-    if (this.opts.catalogue) return { ...this.opts.catalogue };
-    return existsSync(this.busybox) ? { 'busybox:1.35': 'process:host' } : {};
+    const own: Record<string, string> = { [TOOLBOX_IMAGE]: 'process:toolbox' };
+    if (existsSync(this.busybox)) own['busybox:1.35'] = 'process:host';
+    const built = Object.entries(this.opts.catalogue ?? {}).filter(([ref]) => ref === TOOLBOX_IMAGE || !ref.startsWith('busybox:') || existsSync(this.busybox));
+    return { ...own, ...Object.fromEntries(built) };
+  }
+
+  /** A directory of wrappers running each toolbox program under this Node, made once per agent start. */
+  private toolboxDir(): string {
+    const dir = join(this.opts.root, '.toolbox-bin');
+    mkdirSync(dir, { recursive: true });
+    const loader = ['--import', tsxLoader].map(shellWord).join(' ');
+    for (const name of TOOLBOX_PROGRAMS) {
+      const script = `#!/bin/sh\nexec ${shellWord(process.execPath)} ${loader} ${shellWord(join(here, 'toolbox', `${name}.ts`))} "$@"\n`;
+      writeFileSync(join(dir, name), script, { mode: 0o755 });
+    }
+    return dir;
   }
 
   private get busybox(): string {
@@ -120,7 +206,7 @@ export class ProcessRuntime implements Runtime {
     const cwd = req.spec.workdir !== undefined && existsSync(req.spec.workdir) ? req.spec.workdir : req.spec.workdir !== undefined ? join(files, req.spec.workdir) : req.dir;
     mkdirSync(cwd, { recursive: true });
     const hostPath = process.env.PATH ?? '/usr/bin:/bin';
-    const applets = req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
+    const applets = req.spec.image === TOOLBOX_IMAGE ? this.toolboxDir() : req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
     const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files, ...volumeMounts(files, req.volumes ?? []) };
     const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
     const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init };
@@ -220,7 +306,7 @@ export class ProcessRuntime implements Runtime {
     const init = this.readJson<InitProgress>(dir, 'init.json');
     const withInit = init ? { init } : {};
     const exit = this.readJson<ExitRecord>(dir, 'exit.json');
-    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, ...withInit };
+    if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, ...withInit, ...this.exitDetail(dir, exit) };
     const lost = this.readJson<{ code: string; message: string }>(dir, 'lost.json');
     if (lost) return { handle, state: 'lost', lost };
     const sup = this.pidFile(dir, 'supervisor.pid');
@@ -241,6 +327,19 @@ export class ProcessRuntime implements Runtime {
     const cpuMillis = this.cpu.rate(replica, u.cpuSeconds, Date.now());
     const usage = cpuMillis === undefined ? {} : { usage: { cpuMillis, memoryBytes: u.memoryBytes } };
     return { handle, state: stopping ? 'stopping' : 'running', pid: work.pid, ...usage, ...withInit };
+  }
+
+  /** For a spawn failure or a 126/127 exit: the error, stderr's tail and the program looked up as the workload saw it. */
+  private exitDetail(dir: string, exit: ExitRecord): { exitDetail?: ExitDetail } {
+    const spawnFailed = exit.reason === 'spawn-failed';
+    if (!spawnFailed && exit.exitCode !== 126 && exit.exitCode !== 127) return {};
+    const cfg = this.readJson<{ argv: string[]; env: Record<string, string>; cwd: string }>(dir, 'supervisor.json');
+    const detail: ExitDetail = { stderrTail: tailOf(join(dir, 'stderr.log')) };
+    if (spawnFailed) {
+      detail.spawnError = { message: exit.message ?? 'spawn failed', ...(exit.errno ? { errno: exit.errno } : {}) };
+      if (cfg?.argv[0]) detail.lookup = lookupProgram(cfg.argv[0], cfg.env.PATH ?? '', cfg.cwd);
+    }
+    return { exitDetail: detail };
   }
 
   private markLost(dir: string, handle: WorkloadHandle, work: { pid: number; startTime: string } | undefined, supPid: number): WorkloadStatus {

@@ -1,4 +1,5 @@
 import type { ServiceSpec } from '../core/model/index.js';
+import type { ExitDetail } from './start-failure.js';
 
 /**
  * The one small interface every runtime implements (fake, process, containerd). Nothing in
@@ -73,6 +74,8 @@ export interface WorkloadStatus {
   pid?: number;
   exitCode?: number;
   oom?: boolean;
+  /** For an exit that may be a command that could not start (a spawn error, code 126/127): what the runtime saw. */
+  exitDetail?: ExitDetail;
   /** Why the workload is lost (a coded diagnostic code and message). */
   lost?: { code: string; message: string };
   usage?: Usage;

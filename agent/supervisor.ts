@@ -72,9 +72,9 @@ function stop(graceMs: number, why: string): void {
   setTimeout(() => signalGroup('SIGKILL'), graceMs).unref();
 }
 
-function finish(exitCode: number, why: string, message = ''): never {
+function finish(exitCode: number, why: string, message = '', errno = ''): never {
   try {
-    writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), at: Date.now() }));
+    writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), ...(errno ? { errno } : {}), at: Date.now() }));
   } catch {
     // The replica directory is gone (removed with its state dir): nobody is left to read it.
   }
@@ -131,7 +131,8 @@ function runMain(): void {
   child.on('spawn', () => {
     if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTime(child.pid)}\n`);
   });
-  child.on('error', (e) => finish(127, 'spawn-failed', e.message));
+  // ENOENT (no such program, or its #! interpreter is missing) and EACCES: the shell's 127 and 126.
+  child.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'EACCES' ? 126 : 127, 'spawn-failed', e.message, e.code ?? ''));
   child.on('exit', (code, signal) => {
     signalGroup('SIGKILL');
     finish(codeOf(code, signal), reason);

@@ -24,13 +24,12 @@ async function containerdAddress(flags: AgentFlags): Promise<string> {
 }
 
 /**
- * What a process-runtime node offers: the built image catalogue when there is one (so the
- * same specs run on both runtimes), else busybox, whose tools every Debian host here has.
+ * What a process-runtime node offers beyond its own images (the toolbox, and busybox where
+ * the host has it): the built image catalogue, so the same specs run on both runtimes.
  */
 function processCatalogue(flags: AgentFlags): Record<string, string> {
   const built = readCatalogue(resolve(flags.imagesDir));
-  if (Object.keys(built).length > 0) return Object.fromEntries(Object.entries(built).map(([k, v]) => [k, v.digest]));
-  return { 'busybox:1.35': 'process:host' };
+  return Object.fromEntries(Object.entries(built).map(([k, v]) => [k, v.digest]));
 }
 
 /** Network isolation (process or containerd runtime): the tools checked up front (CCA-E0525), not at the first replica. */

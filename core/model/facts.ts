@@ -31,6 +31,8 @@ export const replicaRecordSchema = z.object({
   notBefore: ms.optional(),
   /** What the replaced replica failed with, for the pending reason ("init step migrate failed (code 1)"). */
   failure: z.string().optional(),
+  /** The agent's coded diagnostic of that failure (e.g. CCA-E0530: the command cannot be started). */
+  failureDiagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
 });
 
 /** `/assigned/<node>/<replica>`: the scheduler's placement, with everything the agent needs to run it. */

@@ -118,6 +118,7 @@ interface Backoff {
   attempt: number;
   notBefore: number;
   failure: string;
+  diagnostic?: { code: string; message: string };
 }
 
 export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
@@ -132,7 +133,7 @@ export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cau
     createdAt: ctx.now,
     retired: false,
     reason,
-    ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure } : {}),
+    ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure, ...(backoff.diagnostic ? { failureDiagnostic: backoff.diagnostic } : {}) } : {}),
   };
   const key = buildKey('replica', service, id);
   const d = decide({
@@ -205,7 +206,8 @@ function retireLiveIfDone(
       // A workload that stopped by itself (failed, or exited under `restart always`) comes
       // back with backoff, so a crash loop does not spin; the count lives on the new record.
       const attempt = nextAttempt(rec.attempt ?? 0, now - s.placement!.value.at);
-      backoff = { attempt, notBefore: now + backoffDelay(attempt), failure };
+      const diagnostic = init ? undefined : obs.value.diagnostic;
+      backoff = { attempt, notBefore: now + backoffDelay(attempt), failure, ...(diagnostic ? { diagnostic: { code: diagnostic.code, message: diagnostic.message } } : {}) };
     }
     cause = causedByFact(obs);
     compares.push(unchanged(obs), unchanged(s.assignment), unchanged(s.status), sameTenure(s.node!.key, s.node!.createRevision), unchanged(s.placement));

@@ -1,5 +1,3 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
 import type { NetnsManager } from '../../agent/netns.js';
@@ -7,19 +5,6 @@ import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
 import { buildImages } from '../../fixtures/images/build.js';
 import { FakeAgentServer } from './fake-server.js';
 import { startAgent, waitFor, type TestAgent } from './support.js';
-
-/** containerd, ctr, runc and umoci on the PATH, and the tini and busybox the images are built from. */
-export function containerdTools(): boolean {
-  const onPath = ['containerd', 'ctr', 'runc', 'umoci'].every((b) => {
-    try {
-      execFileSync('sh', ['-c', `command -v ${b}`], { stdio: 'ignore' });
-      return true;
-    } catch {
-      return false;
-    }
-  });
-  return onPath && existsSync('/usr/bin/tini-static') && existsSync('/usr/bin/busybox');
-}
 
 export interface ContainerdAgent {
   daemon: ContainerdDaemon;

@@ -5,18 +5,18 @@ import type { ContainerdDaemon } from '../../agent/containerd/daemon.js';
 import { NetnsManager } from '../../agent/netns.js';
 import { renderPolicy } from '../../agent/nft.js';
 import type { ContainerdRuntime } from '../../agent/runtime-containerd.js';
-import { containerdTools, startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
+import { startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
 import type { FakeAgentServer } from './fake-server.js';
-import { namespacesWith, probe, requireNetns } from './netns-support.js';
+import { namespacesWith, probe } from './netns-support.js';
 import { tempDir, waitFor, type TestAgent } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
 /** The containerd runtime with `--network netns`: containers join the namespace the agent made (`ctr run --with-ns`). */
-const haveContainerd = containerdTools();
-const can = haveContainerd && requireNetns();
+const can = needs('containerd') && needs('netns');
 const prefix = `tc${(process.pid % 36 ** 4).toString(36)}`;
 const cidr = `10.234.${process.pid % 250}.0/24`;
 
-describe.skipIf(!can)('containerd runtime in network namespaces', () => {
+describe.runIf(can)('containerd runtime in network namespaces', () => {
   const tmp = tempDir('ctd-net');
   const namespace = `cca-net-${process.pid}`;
   const net = new NetnsManager({ prefix, cidr, dir: join(tmp.dir, 'state', 'network') });

@@ -4,13 +4,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContainerdDaemon } from '../../agent/containerd/daemon.js';
 import { FENCE } from '../../agent/fence.js';
 import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
-import { containerdTools, startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
+import { startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
 import type { FakeAgentServer } from './fake-server.js';
 import { startAgent, tempDir, waitFor, type TestAgent } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
-const available = containerdTools() && process.getuid?.() === 0;
+const available = needs('containerd');
 
-describe.skipIf(!available)('containerd runtime (private containerd)', () => {
+describe.runIf(available)('containerd runtime (private containerd)', () => {
   const tmp = tempDir('ctd');
   const namespace = `cca-test-${process.pid}`;
   let daemon: ContainerdDaemon;

@@ -1,11 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
 /**
  * Endpoints end to end: the real server (handlers + controllers) and a real agent process
@@ -27,9 +28,9 @@ async function freePort(): Promise<number> {
   });
 }
 
-const haveBusybox = existsSync('/usr/bin/busybox') || existsSync('/bin/busybox');
+const haveBusybox = needs('busybox');
 
-describe.skipIf(!haveBusybox)('endpoints on the process runtime', () => {
+describe.runIf(haveBusybox)('endpoints on the process runtime', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();

@@ -2,14 +2,15 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { afterAll, describe, expect, test } from 'vitest';
 import { NetnsManager } from '../../agent/netns.js';
 import { renderPolicy } from '../../agent/nft.js';
-import { linksWith, namespacesWith, probe, requireNetns } from './netns-support.js';
+import { linksWith, namespacesWith, probe } from './netns-support.js';
 import { tempDir } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
-const can = requireNetns();
+const can = needs('netns');
 const prefix = `tn${(process.pid % 36 ** 4).toString(36)}`;
 const cidr = `10.231.${process.pid % 250}.0/24`;
 
-describe.skipIf(!can)('network namespaces the agent creates, policies applied with nft', () => {
+describe.runIf(can)('network namespaces the agent creates, policies applied with nft', () => {
   const tmp = tempDir('netns');
   const net = new NetnsManager({ prefix, cidr, dir: tmp.dir });
   let server: ChildProcess | undefined;

@@ -1,10 +1,11 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NetnsManager, type ReplicaNet } from '../../agent/netns.js';
-import { namespacesWith, probe, requireNetns } from './netns-support.js';
+import { namespacesWith, probe } from './netns-support.js';
 import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
 /**
  * Network policies end to end: a real server (handlers + controllers, memory store), a real
@@ -12,7 +13,7 @@ import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './
  * allows only `api`, and `api` + `other` replicas probing it from their own namespaces.
  */
 const root = join(import.meta.dirname, '..', '..');
-const can = requireNetns() && existsSync('/usr/bin/busybox');
+const can = needs('netns') && needs('busybox');
 
 const prefix = `te${(process.pid % 36 ** 4).toString(36)}`;
 const cidr = `10.233.${process.pid % 250}.0/24`;
@@ -42,7 +43,7 @@ service other {
 }
 `;
 
-describe.skipIf(!can)('network policies end to end (process runtime in network namespaces)', () => {
+describe.runIf(can)('network policies end to end (process runtime in network namespaces)', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();

@@ -11,6 +11,7 @@ import { startServer, type RunningServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { killLeftoverWorkloads, tempDir, waitFor } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API answers, checked field by field
 
@@ -18,7 +19,7 @@ type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-ex
  * Init steps, backoff and `after` end to end: the real server (API + controllers on a
  * MemoryStore) and the real agent on the process runtime (supervisors, process groups).
  */
-describe.skipIf(!existsSync('/usr/bin/busybox'))('init and ordering on the process runtime, real server and agent', () => {
+describe.runIf(needs('busybox'))('init and ordering on the process runtime, real server and agent', () => {
   const tmp = tempDir('ordering-e2e');
   let server: RunningServer;
   let agent: Agent;

@@ -9,6 +9,7 @@ import { startServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { needs } from '../support/prerequisites.js';
 
 
 /**
@@ -22,9 +23,9 @@ import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './
  * 3. Lost again; the agent returns and confirms the stop itself (proof node-confirmed).
  * 4. The service is deleted: the volume is released and its directory deleted.
  */
-const haveBusybox = existsSync('/usr/bin/busybox');
+const haveBusybox = needs('busybox');
 
-describe.skipIf(!haveBusybox)('volumes on the process runtime, end to end', () => {
+describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterAll(async () => {
     for (const c of cleanups.reverse()) await c();

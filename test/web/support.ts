@@ -14,6 +14,7 @@ import { defaultLimits } from '../../handlers/deps.js';
 import { ServerMetrics } from '../../handlers/metrics.js';
 import { requestIdGenerator } from '../../handlers/request-id.js';
 import { listen, type RunningHttp } from '../../handlers/serve.js';
+import { needs } from '../support/prerequisites.js';
 
 /** Screenshots of each view land here (linked from docs/console.md, copied to docs/console/). */
 export const OUTPUT = join(import.meta.dirname, '..', '..', '.tmp', 'test-output', 'web');
@@ -87,6 +88,7 @@ export async function startTestPod(opts: { openReads: boolean }): Promise<TestPo
 
 /** Debian's chromium (installed by .ci/run); playwright-core never downloads a browser. */
 export function chromiumPath(): string {
+  needs('chromium');
   for (const p of [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium']) if (p && existsSync(p)) return p;
   return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim();
 }

@@ -163,4 +163,11 @@ export const agentCodes = [
     cause: 'liveness failed: {probe} did not pass {failures} time(s) in a row, so the agent stopped replica {replica}',
     fix: 'find why the workload stops answering (`cca logs`, its own health endpoint); the replica controller replaces it per the restart policy. If the probe is too strict for the workload, raise failureThreshold, timeout or initialDelay',
   },
+  {
+    code: 'CCA-E0530',
+    blame: 'user',
+    title: 'command cannot be started',
+    cause: 'replica {replica} of service {service} on node {node}: the {runtime} runtime cannot start `{command}`: {why}',
+    fix: '{fix}',
+  },
 ] as const satisfies readonly DiagnosticDef[];

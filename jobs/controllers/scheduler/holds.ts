@@ -52,7 +52,7 @@ export function holdOf(p: Pending, deps: DependencyFacts, now: number): { hold: 
     const failure = r.failure ?? 'a failure';
     const attempt = r.attempt ?? 1;
     const reasons = [
-      `backing off after ${failure}, retry in ${delay} (failure ${attempt} in a row)`,
+      `backing off after ${failure}, retry in ${delay} (failure ${attempt} in a row)${r.failureDiagnostic ? `: ${r.failureDiagnostic.code} ${r.failureDiagnostic.message}` : ''}`,
       coded('CCA-E0416', { replica: r.id, service: r.service, failure, attempt, delay }),
     ];
     return { hold: { pending: p, reasons, basis: digest([`backoff ${r.notBefore}`]), evidence: [], until: r.notBefore } };

@@ -1,0 +1,118 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { eventually } from '../db/conformance.js';
+import { freePort } from '../support/postgres-server.js';
+
+/**
+ * What a newcomer does first, on a machine with Node and nothing else: clone into a folder only
+ * root can enter (root's home, mktemp -d), `npm install`, `npm start`, apply the README's hello
+ * service and fetch its page; a command that does not exist is explained, not just counted.
+ * busybox is hidden from PATH: the hello service must not need it.
+ */
+const repo = path.resolve(import.meta.dirname, '..', '..');
+const cleanups: (() => void)[] = [];
+afterAll(() => {
+  for (const c of cleanups.reverse()) {
+    try {
+      c();
+    } catch {
+      // best effort
+    }
+  }
+});
+
+/** A PATH with every program of the usual directories except busybox. */
+function pathWithoutBusybox(dir: string): string {
+  const farm = path.join(dir, 'bin');
+  mkdirSync(farm);
+  for (const d of ['/usr/local/bin', '/usr/bin']) {
+    for (const name of readdirSync(d)) {
+      if (name === 'busybox') continue;
+      try {
+        symlinkSync(path.join(d, name), path.join(farm, name));
+      } catch {
+        // first directory wins, as on PATH
+      }
+    }
+  }
+  return `${farm}:/usr/local/sbin:/usr/sbin:/sbin`;
+}
+
+function killGroupOf(pidFile: string): void {
+  const pid = Number(readFileSync(pidFile, 'utf8').trim().split(/\s+/)[0]);
+  for (const target of [-pid, pid]) {
+    try {
+      if (pid > 0) process.kill(target, 'SIGKILL');
+    } catch {
+      // gone
+    }
+  }
+}
+
+test('fresh clone in a 0700 folder: npm install, npm start without busybox, hello serves, a missing command is CCA-E0530, Ctrl-C stops', async () => {
+  const top = mkdtempSync(path.join(os.tmpdir(), 'cca-clone-'));
+  expect(statSync(top).mode & 0o777).toBe(0o700);
+  cleanups.push(() => rmSync(top, { recursive: true, force: true }));
+  const clone = path.join(top, 'ccattler');
+  execFileSync('git', ['clone', '--quiet', repo, clone]);
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: clone, stdio: 'pipe', timeout: 600_000 });
+
+  const PATH = pathWithoutBusybox(top);
+  expect(() => execFileSync('sh', ['-c', 'command -v busybox'], { env: { PATH } })).toThrow();
+  const port = await freePort();
+  const env = { ...process.env, PATH, CCA_PORT: String(port), CCA_PG_PORT: String(await freePort()), DATABASE_URL: '', CCA_HOME: '', CCA_PG_DIR: '' };
+  delete env.CCA_HOME;
+  delete env.CCA_PG_DIR;
+  delete env.DATABASE_URL;
+  // Its own process group, so Ctrl-C can be sent the way a terminal does.
+  const start: ChildProcess = spawn('npm', ['start'], { cwd: clone, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  start.stdout!.on('data', (d) => (out += d));
+  start.stderr!.on('data', (d) => (out += d));
+  cleanups.push(() => {
+    if (start.exitCode === null) process.kill(-start.pid!, 'SIGKILL');
+  });
+  cleanups.push(() => {
+    const replicas = path.join(clone, '.ccattler', 'agent', 'replicas');
+    for (const r of readdirSync(replicas)) for (const f of ['workload.pid', 'supervisor.pid']) killGroupOf(path.join(replicas, r, f));
+  });
+  await eventually(async () => out, (o) => o.includes('is running') || start.exitCode !== null, 180_000);
+  expect(out, out).toContain('is running');
+  // The checkout is closed to the postgres user: its data went to a folder it can reach.
+  const pgDir = /data in (\S+),/.exec(out)?.[1] ?? '';
+  expect(pgDir, out).toMatch(/^\/var\/lib\/ccattler\//);
+  cleanups.push(() => rmSync(pgDir, { recursive: true, force: true }));
+  const token = /admin token\s+(\S+)/.exec(out)?.[1] ?? '';
+  expect(out).toContain('npx cca apply fixtures/hello.cca');
+
+  const cca = (...args: string[]) => {
+    try {
+      return execFileSync('node', ['bin/cca.mjs', ...args], { cwd: clone, env: { ...env, CCA_SERVER: `http://127.0.0.1:${port}`, CCA_TOKEN: token }, encoding: 'utf8', stdio: 'pipe' });
+    } catch (e) {
+      return `${(e as { stdout?: string }).stdout ?? ''}${(e as { stderr?: string }).stderr ?? ''}`;
+    }
+  };
+  const appPort = await freePort();
+  writeFileSync(path.join(clone, 'hello-here.cca'), readFileSync(path.join(clone, 'fixtures/hello.cca'), 'utf8').replaceAll('8080', String(appPort)));
+  expect(cca('apply', 'hello-here.cca', '--yes')).toContain('applied at revision');
+  const page = await eventually(() => fetch(`http://127.0.0.1:${appPort}/`).then((r) => r.text(), () => ''), (t) => t.length > 0, 60_000);
+  expect(page, `${out}\n${cca('get', 'replicas', '-o', 'wide')}`).toContain('hello from ccattler');
+
+  writeFileSync(path.join(clone, 'broken.cca'), 'service broken {\n  image = "ccattler/toolbox:1"\n  command = ["no-such-program-cca", "--serve"]\n  cpu = 0.1\n  memory = 16Mi\n}\n');
+  expect(cca('apply', 'broken.cca', '--yes')).toContain('applied at revision');
+  const wide = await eventually(async () => cca('get', 'services', '-o', 'wide'), (t) => t.includes('CCA-E0530'), 60_000);
+  const line = wide.split('\n').find((l) => l.startsWith('broken')) ?? '';
+  expect(line, wide).toContain('CCA-E0530');
+  expect(line).toContain('cannot start `no-such-program-cca`');
+  expect(line).toContain('node local');
+  expect(line).toContain('process runtime');
+  expect(line).toContain('fix: on node local');
+
+  const exited = new Promise<number | null>((r) => start.once('exit', (code) => r(code)));
+  process.kill(-start.pid!, 'SIGINT');
+  expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30_000))]), out).toBe(0);
+  expect(out).toContain('stopping');
+}, 900_000);
