@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
@@ -63,10 +63,9 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   const PATH = pathWithoutBusybox(top);
   expect(() => execFileSync('sh', ['-c', 'command -v busybox'], { env: { PATH } })).toThrow();
   const port = await freePort();
-  const env = { ...process.env, PATH, CCA_PORT: String(port), CCA_PG_PORT: String(await freePort()), DATABASE_URL: '', CCA_HOME: '', CCA_PG_DIR: '' };
-  delete env.CCA_HOME;
-  delete env.CCA_PG_DIR;
-  delete env.DATABASE_URL;
+  // As a newcomer runs it: no DATABASE_URL, the default home and Postgres folder.
+  const { DATABASE_URL: _u, CCA_HOME: _h, CCA_PG_DIR: _d, ...inherited } = process.env;
+  const env = { ...inherited, PATH, CCA_PORT: String(port), CCA_PG_PORT: String(await freePort()) };
   // Its own process group, so Ctrl-C can be sent the way a terminal does.
   const start: ChildProcess = spawn('npm', ['start'], { cwd: clone, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -111,8 +110,12 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   expect(line).toContain('process runtime');
   expect(line).toContain('fix: on node local');
 
-  const exited = new Promise<number | null>((r) => start.once('exit', (code) => r(code)));
+  // Ctrl-C: npm itself dies of the SIGINT; what it ran must stop cleanly, Postgres last.
+  const exited = new Promise<string>((r) => start.once('exit', (code, signal) => r(signal ?? String(code))));
   process.kill(-start.pid!, 'SIGINT');
-  expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30_000))]), out).toBe(0);
-  expect(out).toContain('stopping');
+  expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30_000))]), out).toMatch(/^(0|SIGINT)$/);
+  await eventually(async () => out, (o) => o.includes('stopping'), 10_000);
+  // A clean shutdown removes postmaster.pid; a killed postmaster leaves it.
+  await eventually(async () => existsSync(path.join(pgDir, 'data', 'postmaster.pid')), (present) => !present, 30_000);
+  expect(existsSync(path.join(pgDir, 'data', 'postmaster.pid')), out).toBe(false);
 }, 900_000);
