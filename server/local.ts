@@ -90,15 +90,36 @@ Next, in another terminal:
   npx cca get services
 
 Ctrl-C stops everything.`);
-  await new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  await untilStopSignal();
   console.log('stopping…');
   await stopChild(agent);
   await server.stop();
   await pg?.stop();
   return 0;
+}
+
+/**
+ * Resolves on the first SIGINT/SIGTERM. A Ctrl-C reaches us twice (the terminal signals the
+ * whole group, and `npm start`'s tsx relays it once more): a repeat within a second is that
+ * echo and is ignored; a later one is the user insisting, and exits at once (the exit hook
+ * still tells Postgres to shut down, so nothing is left running).
+ */
+function untilStopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    let first = 0;
+    const onSignal = () => {
+      const now = Date.now();
+      if (first === 0) {
+        first = now;
+        resolve();
+      } else if (now - first > 1_000) {
+        console.error('stopping now (second Ctrl-C): workloads keep running under their supervisors');
+        process.exit(130);
+      }
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  });
 }
 
 function startLocalAgent(serverUrl: string, joinToken: string): ChildProcess | undefined {
