@@ -12,7 +12,11 @@ export async function runServer(argv: string[]): Promise<number> {
     const flags = serverConfig(argv, process.env);
     const { startServer } = await import('../server/start.js');
     const { version } = await import('../server/version.js');
-    const server = await startServer({ ...flags, version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
+    const { secretKey, secretKeyFile, ...rest } = flags;
+    const { loadKeyring } = await import('../handlers/secret-box.js');
+    const secretKeys = loadKeyring({ key: secretKey, file: secretKeyFile });
+    if (!secretKeys) console.error('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
+    const server = await startServer({ ...rest, ...(secretKeys ? { secretKeys } : {}), version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
     console.log(`ccattler server ${version} listening on ${server.url} (store ${redact(flags.store)})`);
     if (server.tokens.admin) console.log(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
     if (server.tokens.join) console.log(`join token for agents (shown once):      ${server.tokens.join}`);

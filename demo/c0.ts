@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
+import { newSecretKey } from '../handlers/secret-box.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { alive, cca, DemoFailure, Proc, until } from './procs.js';
 
@@ -103,6 +104,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
   const dir = await mkdtemp(path.join(os.tmpdir(), 'cca-demo-c0-'));
   const admin = newRoleToken('admin');
   const join = newRoleToken('join');
+  const secretKey = newSecretKey();
   const port = await freePort();
   const server = `http://127.0.0.1:${port}`;
   const env = { CCA_SERVER: server, CCA_TOKEN: admin, CCA_STATE_DIR: path.join(dir, 'cli'), CCA_CONFIG: path.join(dir, 'no-config.json') };
@@ -110,7 +112,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
   const procs: Proc[] = [];
   let store: DemoStore | undefined;
   const startPod = () => {
-    const p = new Proc('server', 'server/main.ts', ['--store', store!.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join });
+    const p = new Proc('server', 'server/main.ts', ['--store', store!.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_SECRET_KEY: secretKey });
     procs.push(p);
     return p;
   };

@@ -25,6 +25,7 @@ import { parsePidFile, sameProcessAlive } from '../agent/proc.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
+import { newSecretKey } from '../handlers/secret-box.js';
 import { cca, DemoFailure, Proc, until } from './procs.js';
 
 type Json = Record<string, any>;
@@ -132,6 +133,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
   const ok = (line: string) => say(`   ✓ ${line}`);
   const note = (line: string) => say(`   · ${line}`);
   const dir = await mkdtemp(path.join(os.tmpdir(), 'cca-demo-c1-'));
+  const secretKey = newSecretKey();
   const admin = newRoleToken('admin');
   const join = newRoleToken('join');
   const port = await freePort();
@@ -197,7 +199,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
 
   try {
     pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: pgPort, persistent: true, noSync: true });
-    procs.push(new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join }));
+    procs.push(new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_SECRET_KEY: secretKey }));
     await until('the server to be ready', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
     const proxyUrl = await proxy.listen();
     for (const n of NODES) startAgent(n, n.name === 'node2' ? proxyUrl : server);

@@ -9,6 +9,7 @@ import { requestId } from './request-id.js';
 import { agentRoutes } from './routes/agent.js';
 import { consoleRoutes } from './routes/console.js';
 import { fenceRoutes } from './routes/fence.js';
+import { secretRoutes } from './routes/secrets.js';
 import { healthRoutes } from './routes/health.js';
 import { readRoutes } from './routes/reads.js';
 import { serviceRoutes } from './routes/services.js';
@@ -51,6 +52,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', readRoutes(deps));
   app.route('/', volumeRoutes(deps));
   app.route('/', fenceRoutes(deps));
+  app.route('/', secretRoutes(deps));
   app.route('/', agentRoutes(deps));
   app.route('/', consoleRoutes(deps));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));

@@ -4,6 +4,7 @@ import { parseFiles } from '../core/lang/index.js';
 import { issueToDiagnostic, planApply, validateService, validateServiceSet, type ApplyPlan, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
 import { listFacts } from './facts.js';
+import { openSpec, sealSpec, type SecretBox } from './secret-box.js';
 
 /** A request with problems in the user's specs: every diagnostic travels, the first names the error. */
 export class InvalidSpecs extends CcaError {
@@ -56,15 +57,18 @@ export interface ApplyResult {
  * one txn that compares each service's mod revision as read: a concurrent apply makes
  * this one fail with CCA-E0611 instead of silently overwriting it.
  */
-export async function applyServices(store: Store, input: ApplyInput, dryRun: boolean): Promise<ApplyResult> {
+export async function applyServices(store: Store, input: ApplyInput, dryRun: boolean, box?: SecretBox): Promise<ApplyResult> {
   const current = await currentServices(store);
-  const next = validate(input, current.specs);
-  const plan = planApply(current.specs, next, input.prune);
+  // Diffs compare what the user wrote with what is stored, so stored secrets are opened first.
+  const opened = current.specs.map((s) => openSpec(box, s));
+  const next = validate(input, opened);
+  const plan = planApply(opened, next, input.prune);
   if (dryRun) return { plan, revision: current.revision, dryRun };
   const read = new Map(current.facts.map((f) => [f.value.name, f.modRevision]));
   const touched = [...plan.added, ...plan.changed.map((c) => c.name), ...plan.removed];
   if (touched.length === 0) return { plan, revision: current.revision, dryRun };
-  const byName = new Map(next.map((s) => [s.name, s]));
+  const stored = new Map(current.specs.map((s) => [s.name, s]));
+  const byName = new Map(next.map((s) => [s.name, sealSpec(box, s, stored.get(s.name))]));
   const r = await store.txn({
     compare: touched.map((name) => ({ key: buildKey('service', name), target: 'modRevision', op: '=', value: read.get(name) ?? 0 })),
     success: [

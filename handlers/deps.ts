@@ -1,6 +1,7 @@
 import type { Store } from '../db/store.js';
 import type { AuthPolicy } from './auth.js';
 import type { ServerMetrics } from './metrics.js';
+import type { SecretBox } from './secret-box.js';
 
 export interface ServerLimits {
   /** Largest request body accepted. */
@@ -26,6 +27,8 @@ export interface ServerDeps {
   newRequestId(): string;
   version: string;
   auth: AuthPolicy;
+  /** Seals secret values before they are stored and opens them for the node that runs them; absent = specs with secrets are refused. */
+  secrets?: SecretBox;
   /**
    * `why`: follow a subject's decisions back to a terminal. Injected by the composition
    * root (it lives with the controllers that write the decisions); absent = 404.

@@ -12,6 +12,8 @@ const configSchema = z.object({
   joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
   workers: z.coerce.number().int().min(0).max(64).default(4),
   leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
+  secretKey: z.string().min(1).optional(),
+  secretKeyFile: z.string().min(1).optional(),
 });
 
 export type ServerFlags = z.output<typeof configSchema>;
@@ -25,6 +27,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --open-reads        let anyone read without a token                                           (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
+  --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
 export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlags {
@@ -40,6 +43,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'open-reads': { type: 'boolean' },
         workers: { type: 'string' },
         'leader-ttl': { type: 'string' },
+        'secret-key-file': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -55,6 +59,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     joinToken: env.CCA_JOIN_TOKEN || undefined,
     workers: values.workers ?? env.CCA_WORKERS,
     leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
+    secretKey: env.CCA_SECRET_KEY || undefined,
+    secretKeyFile: values['secret-key-file'] ?? (env.CCA_SECRET_KEY_FILE || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { renderPlain, toDiagnostic, exitCodeFor } from '../core/diagnostics/index.js';
 import { startEmbeddedPostgres, traversableByOthers, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
+import { loadKeyring, newSecretKey, type SecretKey } from '../handlers/secret-box.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 
@@ -35,6 +36,18 @@ async function localTokens(): Promise<{ admin: string; join: string }> {
   await writeFile(file, JSON.stringify(tokens, null, 2), { mode: 0o600 });
   await chmod(file, 0o600);
   return tokens;
+}
+
+/** The key sealing secret values at rest (0600, made on the first start; CCA_SECRET_KEY overrides). */
+async function localSecretKeys(): Promise<SecretKey[]> {
+  const fromEnv = loadKeyring({ key: process.env.CCA_SECRET_KEY, file: process.env.CCA_SECRET_KEY_FILE });
+  if (fromEnv) return fromEnv;
+  const file = path.join(home, 'secret.key');
+  if (!existsSync(file)) {
+    await writeFile(file, `${newSecretKey()}\n`, { mode: 0o600, flag: 'wx' }).catch(() => undefined);
+    await chmod(file, 0o600);
+  }
+  return loadKeyring({ file })!;
 }
 
 /**
@@ -66,6 +79,7 @@ async function main(): Promise<number> {
     storeUrl = pg.url;
   }
   const tokens = await localTokens();
+  const secretKeys = await localSecretKeys();
   const server = await startServer({
     store: storeUrl,
     port,
@@ -76,6 +90,7 @@ async function main(): Promise<number> {
     workers: 4,
     version,
     onDiagnostic: (d) => console.error(renderPlain(d)),
+    secretKeys,
   });
   const agent = startLocalAgent(server.url, tokens.join);
   console.log(`

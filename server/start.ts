@@ -17,6 +17,7 @@ import { ensureTokens, type BootstrapTokens } from '../handlers/auth.js';
 import { defaultLimits } from '../handlers/deps.js';
 import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
+import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
 import { listen } from '../handlers/serve.js';
 import { watchStoreHealth } from './store-health.js';
 
@@ -40,6 +41,8 @@ export interface ServerConfig {
   controllers?: ControllerOptions;
   /** The store answers again after a reported failure. */
   onRecovered?: () => void;
+  /** Keys that seal secret values at rest (the first seals new values); none = specs with secrets are refused. */
+  secretKeys?: SecretKey[];
 }
 
 export interface RunningServer {
@@ -149,6 +152,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       newRequestId: requestIdGenerator(),
       version: cfg.version,
       auth: { openReads: cfg.openReads },
+      ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
       why: (kind, name) => why(store, kind, name),
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host });

@@ -16,3 +16,4 @@ export * from './resolve.js';
 export * from './autoscale.js';
 export * from './diff.js';
 export * from './template.js';
+export * from './sealed.js';

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { constraintSchema, preferenceSchema, taintPattern } from './constraints.js';
 import { crossCheckService } from './cross-check.js';
 import { DEFAULTS, LIMITS } from './defaults.js';
+import { parseSealed, sealedLengthFor } from './sealed.js';
 import { dnsLabelProblem, envNamePattern, imageProblem, labelKeyPattern } from './names.js';
 
 /** A DNS-label name; a bad one is CCA-E0301 naming what kind of name it was. */
@@ -100,7 +101,11 @@ export const configFileSchema = z.strictObject({
 /** A secret's value is never printed back: use redactSpec() before showing a spec to anyone. */
 export const secretSchema = z.strictObject({
   name: dnsLabel('secret'),
-  value: z.string().max(LIMITS.configBytes),
+  // Stored values are sealed (core/model/sealed.ts), a third longer than what the user wrote.
+  value: z
+    .string()
+    .max(sealedLengthFor(LIMITS.configBytes))
+    .refine((v) => parseSealed(v) !== undefined || v.length <= LIMITS.configBytes, { message: `must be at most ${LIMITS.configBytes} characters` }),
   path: absolutePath.optional(),
   env: z.string().regex(envNamePattern, 'must be a valid environment variable name').optional(),
   mode: fileMode.default(DEFAULTS.secretMode),

@@ -1,4 +1,5 @@
 import { ROLLOUT_FIELDS } from './resolve.js';
+import { secretIdentity } from './sealed.js';
 import type { ServiceSpec } from './service.js';
 
 /**
@@ -23,7 +24,10 @@ export function canonicalJson(v: unknown): string {
 
 /** The template's canonical text (every rollout field, `null` for an absent optional one). */
 export function templateText(spec: TemplateFields): string {
-  return canonicalJson(Object.fromEntries(ROLLOUT_FIELDS.map((f) => [f, spec[f] ?? null])));
+  // A sealed secret is named by its value id: re-sealing under a new key changes no template.
+  const secrets = spec.secrets.map((s) => ({ ...s, value: secretIdentity(s.value) }));
+  const fields: TemplateFields = { ...spec, secrets };
+  return canonicalJson(Object.fromEntries(ROLLOUT_FIELDS.map((f) => [f, fields[f] ?? null])));
 }
 
 /**

@@ -1,3 +1,4 @@
+import { chmodSync, closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
 import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
@@ -15,6 +16,12 @@ import type {
 } from '../store.js';
 import { evaluateTxn, validateTxn, type TxnView } from '../txn-eval.js';
 import { followWatch, type WatchSource } from '../watch-feed.js';
+
+/** Create `path` 0600 if missing, or take group and other bits off an existing one. */
+function ownerOnly(path: string): void {
+  closeSync(openSync(path, 'a', 0o600));
+  chmodSync(path, 0o600);
+}
 import { schemaSql } from './schema.js';
 
 export interface SqliteStoreOptions {
@@ -91,6 +98,9 @@ export class SqliteStore implements Store {
     this.path = path;
     this.now = opts.now ?? (() => Date.now());
     try {
+      // Owner-only: the file holds every key (sealed secrets, token hashes). SQLite gives its
+      // -wal and -shm files the database file's mode.
+      if (path !== ':memory:') ownerOnly(path);
       this.db = new Database(path === ':memory:' ? ':memory:' : path, { timeout: opts.busyTimeoutMs ?? 5_000 });
       if (path !== ':memory:') this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = FULL');
@@ -279,6 +289,7 @@ export class SqliteStore implements Store {
     if (this.path === ':memory:') return { release: () => undefined };
     if (this.driverLock) return { release: () => this.releaseDriver() };
     const lockPath = `${this.path}-driver`;
+    ownerOnly(lockPath);
     const lock = new Database(lockPath, { timeout: 0 });
     try {
       lock.pragma('journal_mode = DELETE');

@@ -9,6 +9,7 @@ import { newNodeCredential, requireJoin, requireNode, storeTokenHash, type AuthE
 import { jsonBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
+import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 
 const MAX_EVENTS_PER_NODE = 200;
@@ -136,7 +137,8 @@ export function agentRoutes(deps: ServerDeps) {
     const q = parseQuery(c, assignmentsQuery);
     const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
     const { revision, facts } = await listFacts(store, 'assigned', [node]);
-    return c.json({ revision, changed, assignments: facts.map((f) => f.value) });
+    // The one place a secret is opened: for the agent of the node that runs the replica.
+    return c.json({ revision, changed, assignments: facts.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })) });
   });
 
   // The node's network rule set (`/network/<node>`), long-polled like the assignments.

@@ -43,7 +43,7 @@ export function serviceRoutes(deps: ServerDeps, policy: AuthPolicy) {
       const b = parsed.data;
       input = 'services' in b ? { kind: 'specs', services: b.services, prune: b.prune || yes(q.prune) } : { kind: 'files', files: b.files, prune: b.prune || yes(q.prune) };
     }
-    return c.json(await applyServices(deps.store, input, yes(q.dry_run)));
+    return c.json(await applyServices(deps.store, input, yes(q.dry_run), deps.secrets));
   });
 
   app.delete('/v1/services/:name', requireAdmin(), async (c) => {

@@ -139,9 +139,13 @@ describe('bundle', () => {
     writeFileSync(join(cwd, 'api.cca'), spec);
     const applied = await live.run(['apply', 'api.cca', '--yes'], { cwd, env });
     expect(applied.code).toBe(0);
-    // A decision whose evidence quotes the raw service fact (as a careless controller might) and a token.
-    const raw = (await live.store.get(buildKey('service', 'api')))!;
-    expect(raw.value).toContain(SECRET);
+    // A decision whose evidence quotes the service fact with its secret opened (as a careless
+    // controller might: the store itself holds it sealed) and a token.
+    const stored = (await live.store.get(buildKey('service', 'api')))!;
+    expect(stored.value).not.toContain(SECRET);
+    const fact = JSON.parse(stored.value) as { secrets: { value: string }[] };
+    fact.secrets[0]!.value = SECRET;
+    const raw = { ...stored, value: JSON.stringify(fact) };
     await decide(live, {
       id: '20261129T090030Z-rc-create',
       kind: 'replica',

@@ -4,6 +4,11 @@ import { createApp } from '../../handlers/app.js';
 import { defaultLimits, type ServerDeps } from '../../handlers/deps.js';
 import { ServerMetrics } from '../../handlers/metrics.js';
 import { requestIdGenerator } from '../../handlers/request-id.js';
+import { parseKeyring, SecretBox } from '../../handlers/secret-box.js';
+
+/** A fixed key for tests: secret values are sealed at rest as in production. */
+export const TEST_SECRET_KEY = `test:${Buffer.alloc(32, 7).toString('base64')}`;
+export const TEST_SECRET_BOX = new SecretBox(parseKeyring(TEST_SECRET_KEY, 'test'));
 
 export function testDeps(store: Store = new MemoryStore(), overrides: Partial<ServerDeps> = {}): ServerDeps {
   return {
@@ -13,6 +18,7 @@ export function testDeps(store: Store = new MemoryStore(), overrides: Partial<Se
     newRequestId: requestIdGenerator(0),
     version: 'test',
     auth: { openReads: true },
+    secrets: TEST_SECRET_BOX,
     ...overrides,
   };
 }

@@ -14,6 +14,7 @@ import { defaultLimits } from '../../handlers/deps.js';
 import { ServerMetrics } from '../../handlers/metrics.js';
 import { requestIdGenerator } from '../../handlers/request-id.js';
 import { listen, type RunningHttp } from '../../handlers/serve.js';
+import { TEST_SECRET_BOX } from '../handlers/harness.js';
 import { needs } from '../support/prerequisites.js';
 
 /** Screenshots of each view land here (linked from docs/console.md, copied to docs/console/). */
@@ -50,6 +51,7 @@ export async function startTestPod(opts: { openReads: boolean }): Promise<TestPo
     newRequestId: requestIdGenerator(),
     version: 'test',
     auth: { openReads: opts.openReads },
+    secrets: TEST_SECRET_BOX,
     why: (kind, name) => why(store, kind, name),
   });
   let http: RunningHttp | undefined = await listen(app, { port: 0 });

@@ -114,4 +114,25 @@ export const serverCodes = [
     cause: 'there is no node named {node} (it never registered, or its record is gone)',
     fix: 'check the name with `cca get nodes`',
   },
+  {
+    code: 'CCA-E0660',
+    blame: 'environment',
+    title: 'secret key unusable',
+    cause: 'the secret key setting {source} is unusable: {reason}',
+    fix: 'give one or more `ID:BASE64` entries (32 random bytes each: `openssl rand -base64 32`), the key new values are sealed with first; see docs/security.md',
+  },
+  {
+    code: 'CCA-E0661',
+    blame: 'environment',
+    title: 'secret cannot be opened',
+    cause: '{reason}',
+    fix: 'start every server pod with the same keyring (CCA_SECRET_KEY or --secret-key-file) and keep an old key in it until `cca secrets rotate` reports nothing uses it',
+  },
+  {
+    code: 'CCA-E0662',
+    blame: 'environment',
+    title: 'no secret key for a spec with secrets',
+    cause: 'service {service} has secrets, and this server has no key to seal them with, so they would be stored in the clear',
+    fix: 'start the server with CCA_SECRET_KEY or --secret-key-file (`npm start` makes one in .ccattler/secret.key); see docs/security.md',
+  },
 ] as const satisfies readonly DiagnosticDef[];
