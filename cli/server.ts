@@ -1,4 +1,5 @@
 import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { redactUrl } from '../core/redact.js';
 
 /** `cca server`: one server pod, until SIGINT or SIGTERM. Returns the exit code. */
 export async function runServer(argv: string[]): Promise<number> {
@@ -17,7 +18,7 @@ export async function runServer(argv: string[]): Promise<number> {
     const secretKeys = loadKeyring({ key: secretKey, file: secretKeyFile });
     if (!secretKeys) console.error('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
     const server = await startServer({ ...rest, ...(secretKeys ? { secretKeys } : {}), version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
-    console.log(`ccattler server ${version} listening on ${server.url} (store ${redact(flags.store)})`);
+    console.log(`ccattler server ${version} listening on ${server.url} (store ${redactUrl(flags.store)})`);
     if (server.tokens.admin) console.log(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
     if (server.tokens.join) console.log(`join token for agents (shown once):      ${server.tokens.join}`);
     await new Promise<void>((resolve) => {
@@ -34,6 +35,3 @@ export async function runServer(argv: string[]): Promise<number> {
   }
 }
 
-function redact(url: string): string {
-  return url.replace(/\/\/([^:/@]+):([^@]+)@/, '//$1:***@');
-}

@@ -12,7 +12,7 @@ import { CcaError } from './diagnostics/error.js';
 import * as f from './model/facts.js';
 import { tokenHashSchema } from './model/auth.js';
 import { nodeRecordSchema } from './model/node.js';
-import { redactSpec } from './model/redact.js';
+import { redactJson, redactSpec, type RedactLevel } from './redact.js';
 import { serviceSpecSchema } from './model/service.js';
 
 export type Writer =
@@ -162,15 +162,32 @@ export function encodeFact<K extends KeyKind>(kind: K, value: FactInput<K>): str
 
 /**
  * A fact as it may be shown to a person or leave the cluster (API reads, CLI, bundles):
- * secret values replaced. Desired specs and assignments carry secrets; no other fact does.
+ * the rules of core/redact.ts applied to the facts that hold specs (desired specs and
+ * assignments; no other fact carries secrets).
  */
-export function redactFact<K extends KeyKind>(kind: K, value: FactOf<K>): FactOf<K> {
-  if (kind === 'service') return redactSpec(value as FactOf<'service'>) as FactOf<K>;
+export function redactFact<K extends KeyKind>(kind: K, value: FactOf<K>, level: RedactLevel = 'secrets'): FactOf<K> {
+  if (kind === 'service') return redactSpec(value as FactOf<'service'>, level) as FactOf<K>;
   if (kind === 'assigned') {
     const a = value as FactOf<'assigned'>;
-    return { ...a, spec: redactSpec(a.spec) } as FactOf<K>;
+    return { ...a, spec: redactSpec(a.spec, level) } as FactOf<K>;
   }
   return value;
+}
+
+/** A stored value (JSON text) as it may leave the server; one that does not decode cannot be shown safely. */
+export function redactStoredValue(key: string, value: string, level: RedactLevel = 'secrets'): string {
+  const parsed = parseKey(key);
+  if (!parsed || (parsed.kind !== 'service' && parsed.kind !== 'assigned')) return value;
+  try {
+    return encodeFact(parsed.kind, redactFact(parsed.kind, decodeFact(parsed.kind, key, value), level) as never);
+  } catch {
+    return '(unreadable)';
+  }
+}
+
+/** A JSON answer (why chains, watch batches, evidence) with every stored value in it redacted. */
+export function redactDeep<T>(x: T, level: RedactLevel = 'secrets'): T {
+  return redactJson(x, level, (key, value) => redactStoredValue(key, value, level));
 }
 
 export interface KeyRow {

@@ -9,7 +9,8 @@ import { ExitError, fail } from '../exit.js';
 import { reason } from '../files.js';
 import { readJournal } from '../journal.js';
 import { printJson } from '../output.js';
-import { redactText, redactValue } from '../redact.js';
+import { redactDeep } from '../../core/keys.js';
+import { redactText, redactUrl } from '../../core/redact.js';
 import { tarGz, type TarEntry } from '../tar.js';
 import { cliVersion } from './version.js';
 
@@ -88,11 +89,11 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
   const services = await get('services', '/v1/services', z.unknown());
   const metrics = reachable ? await collect('metrics', () => client.text('/metrics')) : undefined;
   const literals = ctx.globals.token ? [ctx.globals.token] : [];
-  const json = (v: unknown) => redactText(`${JSON.stringify(redactValue(v), null, 2)}\n`, literals);
+  const json = (v: unknown) => redactText(`${JSON.stringify(redactDeep(v, 'evidence'), null, 2)}\n`, literals);
   const files: TarEntry[] = [
     {
       name: 'versions.json',
-      data: json({ cli: await cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}`, server: { url: client.server, version: health?.version ?? null } }),
+      data: json({ cli: await cliVersion(), node: process.version, platform: `${process.platform}-${process.arch}`, server: { url: redactUrl(client.server), version: health?.version ?? null } }),
     },
     { name: 'requests.json', data: json(requests) },
     { name: 'decisions.json', data: json(decisions?.map((kv) => ({ key: kv.key, modRevision: kv.modRevision, decision: parseOr(kv.value) })) ?? null) },
@@ -105,7 +106,10 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
       name: 'README.txt',
       data: [
         `cca bundle made at ${new Date(now).toISOString()} against ${client.server}.`,
-        'Secrets, tokens and credentials were replaced by (redacted) before writing.',
+        'Before writing: secret values, env values, config file contents, credentials, URL passwords and',
+        'token-shaped text were replaced by (redacted) (env values and configs by their length). Other',
+        'text (commands, names, reasons, workload output in init tails) is as the server gave it: read it',
+        'before you attach it.',
         'This file was written locally and sent nowhere; attach it to a bug report yourself.',
         '',
       ].join('\n'),

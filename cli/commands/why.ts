@@ -2,7 +2,7 @@ import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
 import { printJson } from '../output.js';
 import { whyAnswer } from '../api.js';
-import { redactValue } from '../redact.js';
+import { redactDeep } from '../../core/keys.js';
 import { renderWhy } from '../render/why.js';
 
 export const usage = 'cca why replica|node|service NAME';
@@ -16,6 +16,6 @@ export async function run(ctx: Context, { positionals }: CommandArgs): Promise<v
   if (!name || extra.length > 0) fail('CCA-E0703', { command: 'cca why', reason: 'name exactly one subject', usage });
   const answer = await ctx.client().json('GET', `/v1/why/${kind}/${encodeURIComponent(name)}`, whyAnswer);
   // The terminal's current value is the stored fact as it is now: a spec's secrets must not ride along.
-  if (ctx.globals.output === 'json') printJson(ctx.io, redactValue(answer));
+  if (ctx.globals.output === 'json') printJson(ctx.io, redactDeep(answer));
   else ctx.io.stdout.write(`${renderWhy(answer, ctx.color, ctx.globals.verbose)}\n`);
 }

@@ -1,7 +1,7 @@
 import type { Constraint } from '../model/constraints.js';
 import { DEFAULTS } from '../model/defaults.js';
 import { formatBytes, formatCpu, formatDuration } from '../model/quantity.js';
-import { redactSpec } from '../model/redact.js';
+import { redactSpec } from '../redact.js';
 import type { HealthCheck, ServiceSpec } from '../model/service.js';
 import { format } from './format.js';
 import { labelText, quote } from './quote.js';

@@ -1,4 +1,4 @@
-import { REDACTED } from './redact.js';
+import { REDACTED } from '../redact.js';
 import { rolloutChanges } from './resolve.js';
 import type { ServiceSpec } from './service.js';
 

@@ -8,7 +8,6 @@ export * from './cross-check.js';
 export * from './service-set.js';
 export * from './suggest.js';
 export * from './validate.js';
-export * from './redact.js';
 export * from './node.js';
 export * from './facts.js';
 export * from './auth.js';

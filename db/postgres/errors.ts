@@ -28,13 +28,4 @@ export function pgFailure(e: unknown, target: string, committing = false): CcaEr
   return new CcaError('CCA-E0118', { backend: 'postgres', reason }, { cause: e });
 }
 
-/** Where a URL points, without its password, for messages. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'the configured database';
-  }
-}
+export { redactUrl } from '../../core/redact.js';

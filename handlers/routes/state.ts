@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { prefixEnd } from '../../db/keyspace.js';
 import type { ServerDeps } from '../deps.js';
 import { parseQuery, revisionParam } from '../query.js';
-import { redactValue } from '../redact.js';
+import { redactStoredValue } from '../../core/keys.js';
 import type { RequestIdEnv } from '../request-id.js';
 
 const stateQuery = z.strictObject({
@@ -22,6 +22,6 @@ export function stateRoutes(deps: ServerDeps) {
     // Keys never hold NUL, so after + U+0001 is the first key that can follow `after`.
     const where = q.after !== undefined ? { start: `${q.after}\u0001`, ...(end !== undefined ? { end } : {}) } : { prefix: q.prefix };
     const r = await deps.store.range({ ...where, revision: q.revision, limit: q.limit });
-    return c.json({ revision: r.revision, count: r.count, more: r.more, kvs: r.kvs.map((kv) => ({ ...kv, value: redactValue(kv.key, kv.value) })) });
+    return c.json({ revision: r.revision, count: r.count, more: r.more, kvs: r.kvs.map((kv) => ({ ...kv, value: redactStoredValue(kv.key, kv.value) })) });
   });
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { ServerDeps } from '../deps.js';
 import { diagnosticFor } from '../errors.js';
 import { parseQuery, revisionParam } from '../query.js';
-import { redactDeep } from '../redact.js';
+import { redactDeep } from '../../core/keys.js';
 import type { WatchBatch } from '../../db/store.js';
 import type { RequestIdEnv } from '../request-id.js';
 

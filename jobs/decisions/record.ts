@@ -1,4 +1,4 @@
-import { buildKey, decodeFact, encodeFact, parseKey, redactFact } from '../../core/keys.js';
+import { buildKey, decodeFact, encodeFact, parseKey, redactStoredValue } from '../../core/keys.js';
 import type { Decision, Repeat } from '../../core/model/facts.js';
 import type { Compare, KeyValue, Op } from '../../db/store.js';
 import { absent, putFact, unchanged, type Fact } from '../facts.js';
@@ -19,7 +19,7 @@ export function decisionKey(kind: DecisionKind, subject: string, at: number, tag
 
 /** What a decision read from a key, as it was; secrets in specs are redacted first. */
 export function evidenceOf(f: { key: string; kv: KeyValue }): Evidence {
-  return { key: f.key, modRevision: f.kv.modRevision, value: redactedValue(f.key, f.kv.value) };
+  return { key: f.key, modRevision: f.kv.modRevision, value: redactStoredValue(f.key, f.kv.value) };
 }
 
 /** Evidence that a key was absent when read. */
@@ -27,15 +27,6 @@ export function absentEvidence(key: string): Evidence {
   return { key, modRevision: 0, value: '' };
 }
 
-function redactedValue(key: string, value: string): string {
-  const parsed = parseKey(key);
-  if (!parsed || (parsed.kind !== 'service' && parsed.kind !== 'assigned')) return value;
-  try {
-    return encodeFact(parsed.kind, redactFact(parsed.kind, decodeFact(parsed.kind, key, value)) as never);
-  } catch {
-    return '(unreadable)';
-  }
-}
 
 export function causedBy(decision: string): Cause {
   return { decision };

@@ -134,7 +134,10 @@ describe('bundle', () => {
     const env = { CCA_STATE_DIR: stateDir };
     const SECRET = 'planted-s3cret-value-9d2f';
     // A service holding a secret, applied through the CLI.
-    const spec = `service api {\n  image = "busybox:1.35"\n  secret db { value = "${SECRET}" env = "DB_PASSWORD" }\n}\n`;
+    // Env values and config contents are not secrets to the API, but a bundle leaves the machine.
+    const ENV_PASS = 'planted-envpass-77c1';
+    const CONFIG = 'planted-config-body-31aa';
+    const spec = `service api {\n  image = "busybox:1.35"\n  env = { DATABASE_URL = "postgres://app:${ENV_PASS}@db/x" }\n  secret db { value = "${SECRET}" env = "DB_PASSWORD" }\n  config app { path = "/etc/app.conf" content = "${CONFIG}" }\n}\n`;
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(cwd, 'api.cca'), spec);
     const applied = await live.run(['apply', 'api.cca', '--yes'], { cwd, env });
@@ -182,6 +185,9 @@ describe('bundle', () => {
       'README.txt',
     ]);
     expect(everything).not.toContain(SECRET);
+    expect(everything).not.toContain(ENV_PASS);
+    expect(everything).not.toContain(CONFIG);
+    expect(everything).toContain('DATABASE_URL');
     expect(everything).not.toContain(ADMIN);
     expect(everything).not.toContain(ADMIN.slice(10));
     expect(gunzipSync(gz).toString('latin1')).not.toContain(SECRET);

@@ -1,17 +1,16 @@
 import { describe, expect, test } from 'vitest';
 import {
   DEFAULTS,
-  REDACTED,
   dnsLabelProblem,
   imageProblem,
   imagesMissing,
   matchesConstraint,
-  redactSpec,
   untoleratedTaints,
   validateNode,
   validateService,
   validateServiceSet,
 } from '../../core/model/index.js';
+import { REDACTED, redactSpec } from '../../core/redact.js';
 import type { ServiceSpec, ServiceSpecInput } from '../../core/model/index.js';
 
 function ok(input: ServiceSpecInput): ServiceSpec {
