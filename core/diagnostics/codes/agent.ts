@@ -7,7 +7,7 @@ export const agentCodes = [
     blame: 'user',
     title: 'image not in the node catalogue',
     cause: 'service {service} asks for image {image}, which node {node} does not have (its catalogue: {known})',
-    fix: 'use an image from the catalogue, or build and import it (`npm run images`; see docs/agent.md "Your own images"); the replica is held, not retried',
+    fix: 'use an image from the catalogue (every process-runtime node has ccattler/toolbox:1; busybox:* there needs the host\'s busybox-static: apt-get install busybox-static), or build and import it (`npm run images`; see docs/agent.md "Your own images"); the replica is held, not retried',
   },
   {
     code: 'CCA-E0502',
