@@ -19,8 +19,33 @@ function applicationName(url: string): string {
   }
 }
 
+/**
+ * Every connection's bounds, so a pod that vanishes (power off, partition: no FIN, no RST)
+ * while it holds the revision counter's row lock blocks the other writers for seconds, not
+ * for the kernel's two hours. The decisive one is idle_in_transaction_session_timeout: a
+ * holder that stops talking mid-transaction is cut by the server and its locks released
+ * (test/db/postgres-blackhole.test.ts). The server's own TCP keepalives (via `options`)
+ * end a session whose client is gone while a statement runs. A parameter in the URL (e.g.
+ * `?statement_timeout=…`) wins over these. docs/store.md states the numbers.
+ */
+export const PG_BOUNDS = {
+  /** Opening a connection (TCP + TLS + auth). */
+  connectionTimeoutMillis: 10_000,
+  /** Client-side keepalives: a dead server is noticed by the pod. */
+  keepAlive: true,
+  keepAliveInitialDelayMillis: 10_000,
+  /** No statement of ours runs this long; a stuck one is cancelled, and its step retried. */
+  statement_timeout: 60_000,
+  /** Waiting for a lock (the revision counter, graphile's job rows, the migration lock). */
+  lock_timeout: 30_000,
+  /** A transaction whose client went silent releases its locks after this. */
+  idle_in_transaction_session_timeout: 10_000,
+  /** Server-side keepalives: a vanished client is dropped after 5 + 3 × 2 s of silence. */
+  options: '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3',
+} as const;
+
 export function createPool(url: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString: url, max, types, application_name: applicationName(url) });
+  const pool = new pg.Pool({ ...PG_BOUNDS, connectionString: url, max, types, application_name: applicationName(url) });
   // An idle client that loses its connection must not crash the process; the next
   // query on the pool gets a fresh connection.
   pool.on('error', () => undefined);
@@ -31,5 +56,5 @@ export function createPool(url: string, max = 10): pg.Pool {
 }
 
 export function createClient(url: string): pg.Client {
-  return new pg.Client({ connectionString: url, types, application_name: 'ccattler-listen' });
+  return new pg.Client({ ...PG_BOUNDS, connectionString: url, types, application_name: 'ccattler-listen' });
 }
