@@ -31,6 +31,8 @@ export interface GraphileDriverOptions {
     store: { expireLeases(): Promise<number> } & Store;
     leaseEveryMs?: number;
     compactEveryMs?: number;
+    /** How often every pod makes sure the upkeep jobs exist and are not held by a dead pod (default 5 s). */
+    watchdogEveryMs?: number;
     compaction?: CompactionPolicy;
   };
 }
@@ -146,8 +148,29 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       })
     : undefined;
 
+  // The upkeep jobs reschedule themselves from inside their run: a pod that dies while it
+  // runs one leaves it locked for graphile's job expiry (4 h), and with it lease expiry and
+  // compaction. Every pod re-adds them often; a job locked by a dead pod then loses its key
+  // and a fresh one runs at once, while a pending one keeps its time (preserve run_at).
+  const watchdog = m
+    ? setInterval(() => {
+        void opts.pool
+          .connect()
+          .then(async (client) => {
+            try {
+              await addJobs(client, [LEASE_TASK, COMPACT_TASK].map((task) => ({ task, payload: { controller: task }, key: task })), 'graphile_worker', true);
+            } finally {
+              client.release();
+            }
+          })
+          .catch((e: unknown) => report(isCcaError(e) ? e.diagnostic : new CcaError('CCA-E0118', { backend: 'postgres', reason: String(e) }).diagnostic));
+      }, m.watchdogEveryMs ?? 5_000)
+    : undefined;
+  watchdog?.unref();
+
   return {
     async stop() {
+      clearInterval(watchdog);
       await Promise.all([runner.stop(), upkeep?.stop()]);
     },
     async kickAll() {

@@ -41,17 +41,23 @@ export function jobsForChanges(controllers: readonly Controller[], keys: readonl
  * Enqueue jobs on the given connection, inside the caller's transaction, deduplicated
  * by job key (graphile-worker's add_jobs): a burst of writes is one pending run.
  */
-export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], schema = 'graphile_worker'): Promise<void> {
+/**
+ * Add keyed jobs. `preserveRunAt`: a pending job with the same key keeps its run_at (a
+ * watchdog's re-add never postpones it); in every mode a job locked by a worker (running,
+ * or held by a dead pod) loses its key and a new one is made.
+ */
+export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
   if (jobs.length === 0) return;
   await client.query(
     `SELECT ${schema}.add_jobs(array(
        SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
-         FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)))`,
+         FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)), $5::boolean)`,
     [
       jobs.map((j) => j.task),
       jobs.map((j) => JSON.stringify(j.payload)),
       jobs.map((j) => j.runAt ?? null),
       jobs.map((j) => j.key),
+      preserveRunAt,
     ],
   );
 }
