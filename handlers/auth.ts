@@ -141,12 +141,19 @@ export function authenticate(store: Store, policy: AuthPolicy): MiddlewareHandle
   };
 }
 
-/** What a route declares it needs; `node` = the credential of the node in its path (or admin). */
-export type RouteAccess = RouteRole | 'node';
+/**
+ * What a route declares it needs; `node` = the credential of the node in its path (or
+ * admin), `own credential` = that credential and nothing else.
+ */
+export type RouteAccess = RouteRole | 'node' | 'own credential';
 
 /** The role a route's middleware declares, for docs/api.md and the test that no route forgets one. */
 export function declaredAccess(handler: unknown): RouteAccess | undefined {
-  return typeof handler === 'function' ? (handler as { access?: RouteAccess }).access : undefined;
+  if (typeof handler !== 'function') return undefined;
+  // A sub-app with its own error handler (the console) is mounted as a wrapper that keeps
+  // the original under Hono's COMPOSED_HANDLER key.
+  const h = handler as { access?: RouteAccess; __COMPOSED_HANDLER?: unknown };
+  return h.access ?? (h.__COMPOSED_HANDLER !== undefined ? declaredAccess(h.__COMPOSED_HANDLER) : undefined);
 }
 
 function declare<H extends MiddlewareHandler<AuthEnv>>(access: RouteAccess, h: H): H {
@@ -199,7 +206,7 @@ export function publicRoute(): MiddlewareHandler {
  * node's own credential and nothing else (rotation replaces the credential it was called with).
  */
 export function requireNode(action: string, opts: { credentialOnly?: boolean } = {}): MiddlewareHandler<AuthEnv> {
-  return declare('node', async function requireNodeMiddleware(c, next) {
+  return declare(opts.credentialOnly ? 'own credential' : 'node', async function requireNodeMiddleware(c, next) {
     const p = c.get('principal');
     const target = c.req.param('node') ?? '';
     if (p.kind === 'refused') throw p.error;
