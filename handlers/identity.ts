@@ -148,7 +148,11 @@ function viewOf(id: string, t: ReturnType<typeof decodeFact<'authToken'>>, now: 
 
 export async function listTokens(store: Store, now = Date.now()): Promise<{ revision: number; tokens: TokenView[] }> {
   const r = await store.range({ prefix: prefixOf('authToken') });
-  return { revision: r.revision, tokens: r.kvs.map((kv) => viewOf(kv.key.slice(prefixOf('authToken').length), decodeFact('authToken', kv.key, kv.value), now)) };
+  const tokens = r.kvs.map((kv) => viewOf(kv.key.slice(prefixOf('authToken').length), decodeFact('authToken', kv.key, kv.value), now));
+  // The bootstrap tokens first, then in the order they were issued.
+  const rank = (t: TokenView) => (t.id === 'admin' ? 0 : t.id === 'join' ? 1 : 2);
+  tokens.sort((a, b) => rank(a) - rank(b) || a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+  return { revision: r.revision, tokens };
 }
 
 /** Revoke a token: its record stays as a tombstone, so using it is refused as revoked (CCA-E0633). */
