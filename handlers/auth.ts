@@ -118,6 +118,10 @@ export async function ensureTokens(store: Store, given: { admin?: string; join?:
     const key = buildKey('authToken', role);
     const preset = given[role];
     if (preset) {
+      // Installed when absent or changed; the same token again is left as it is, so a
+      // restart neither resurrects a revoked token nor forgets when it was created.
+      const kv = await store.get(key);
+      if (kv && sameHash(decodeFact('authToken', key, kv.value).sha256, sha256(preset))) continue;
       await storeTokenHash(store, key, preset, false, role);
       continue;
     }
