@@ -1,7 +1,8 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
 import { validateService } from '../../core/model/index.js';
-import type { Store } from '../../db/store.js';
+import { MemoryStore } from '../../db/memory.js';
+import type { Store, TxnRequest } from '../../db/store.js';
 import { errorOf, secured } from './support.js';
 
 /** Issue 16 §1: a node credential writes observations only for replicas assigned to its node, under its tenure. */
@@ -24,8 +25,8 @@ async function assign(store: Store, node: string, replica: string, tenure: numbe
 
 const obs = (replica: string, node: string, tenure: number, state = 'running') => ({ replica, service: 'web', node, tenure, state, at: 1 });
 
-async function cluster() {
-  const ctx = await secured();
+async function cluster(store: Store = new MemoryStore()) {
+  const ctx = await secured(store);
   const c1 = await ctx.enroll('n1');
   const c2 = await ctx.enroll('n2');
   const t1 = (await ctx.register('n1', c1)).tenure;
@@ -82,4 +83,26 @@ describe('observations are admitted only for the node\'s own assignments', () =>
     // ... its stop is: that is how a returning agent proves a stateful replica stopped.
     expect((await report('n1', c1, t1b, [obs('web-aaaaaaa1', 'n1', t1b, 'exited')])).status).toBe(200);
   });
+});
+
+/** A store where the scheduler's release of a replica lands between the API's read of the assignments and its write. */
+class ReleaseDuringReport extends MemoryStore {
+  release: string | undefined;
+  override async txn(req: TxnRequest) {
+    const key = this.release;
+    if (key && req.success.some((op) => 'put' in op && op.put.key.startsWith('/observed/'))) {
+      this.release = undefined;
+      await super.txn({ compare: [], success: [{ delete: { key } }] });
+    }
+    return super.txn(req);
+  }
+}
+
+test('an assignment released between the read and the write: the report is judged again and refused, leaving no orphan observation', async () => {
+  const store = new ReleaseDuringReport();
+  const { report, c1, t1 } = await cluster(store);
+  store.release = buildKey('assigned', 'n1', 'web-aaaaaaa1');
+  const r = await report('n1', c1, t1, [obs('web-aaaaaaa1', 'n1', t1, 'exited')]);
+  expect(await errorOf(r)).toMatchObject({ code: 'CCA-E0634' });
+  expect(await store.get(buildKey('observed', 'n1', 'web-aaaaaaa1'))).toBeNull();
 });

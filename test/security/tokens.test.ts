@@ -65,6 +65,10 @@ describe('issued tokens', () => {
     // The bootstrap join token can be revoked too (a leaked one), and says so.
     expect((await call('POST', '/v1/tokens/join/revoke', { token: ADMIN })).status).toBe(200);
     expect(await errorOf(await call('POST', '/v1/agent/enroll', { json: { node: 'n4' }, token: JOIN }))).toMatchObject({ code: 'CCA-E0633' });
+    // A restart installing the same preset token (CCA_JOIN_TOKEN, npm start's tokens.json) does not resurrect it.
+    const { ensureTokens } = await import('../../handlers/auth.js');
+    await ensureTokens(store, { admin: ADMIN, join: JOIN });
+    expect(await errorOf(await call('POST', '/v1/agent/enroll', { json: { node: 'n4' }, token: JOIN }))).toMatchObject({ code: 'CCA-E0633' });
   });
 });
 
