@@ -7,19 +7,12 @@ import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSche
 import type { Compare, Store, WatchRequest } from '../../db/store.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
-import { jsonBody } from '../body.js';
+import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
 import { parseQuery, revisionParam } from '../query.js';
 
 const MAX_EVENTS_PER_NODE = 200;
-
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const r = schema.safeParse(body);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  throw new CcaError('CCA-E0603', { where: `the body${issue.path.length ? ` at ${issue.path.join('.')}` : ''}`, reason: issue.message });
-}
 
 const enrollBody = z.strictObject({ node: z.string().min(1).max(253) });
 const registerBody = z.object({

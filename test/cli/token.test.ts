@@ -59,6 +59,10 @@ describe('cca token and cca node reset', () => {
     expect(reset.code).toBe(0);
     expect(await live.store.get(buildKey('nodeCredential', 'n1'))).toBeNull();
     expect((await live.store.range({ prefix: prefixOf('decision', 'node', 'n1') })).kvs).toHaveLength(1);
+    const why = await live.run(['why', 'node', 'n1']);
+    expect(why.code).toBe(0);
+    expect(why.stdout).toContain('reset the credential of node n1');
+    expect(why.stdout).toContain('admin token admin reset the credential');
     const unknown = await live.run(['node', 'reset', 'ghost']);
     expectGolden('node-reset-unknown', ['node', 'reset', 'ghost'], stable(unknown));
     expect(unknown.code).toBe(1);
