@@ -22,6 +22,9 @@ describe('roles', () => {
     const events = await readSse(await call('GET', '/v1/watch?prefix=/services/&from=1', { token: reader }), (es) => es.some((e) => e.event === 'batch'));
     expect(events.some((e) => e.event === 'batch')).toBe(true);
     expect(JSON.stringify(events)).not.toContain('s3cr3t');
+    // The load balancer's feed (fixtures/lb) follows the endpoints with the same token.
+    const feed = await readSse(await call('GET', '/v1/watch?prefix=/endpoints/api&from=1', { token: reader }), (es) => es.some((e) => e.event === 'open'));
+    expect(feed.some((e) => e.event === 'open')).toBe(true);
 
     const before = await store.revision();
     const refused = [
