@@ -19,9 +19,6 @@ export const tokenRoles = ['admin', 'deployer', 'reader', 'join'] as const;
 export const tokenRoleSchema = z.enum(tokenRoles);
 export type TokenRole = z.output<typeof tokenRoleSchema>;
 
-/** The token ids the first start installs, one per bootstrap role. Issued ids are 12 hex digits, so they never collide. */
-export const bootstrapTokenIds = ['admin', 'join'] as const;
-
 /**
  * `/auth/tokens/<id>`: a token's hash with its role and limits. The bootstrap tokens of
  * older stores carry no role: their id is their role.

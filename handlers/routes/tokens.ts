@@ -1,5 +1,6 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
+import { CcaError } from '../../core/diagnostics/index.js';
 import { tokenRoleSchema } from '../../core/model/auth.js';
 import { requireRole, type AuthEnv } from '../auth.js';
 import { jsonBody, parseBody } from '../body.js';
@@ -30,7 +31,9 @@ export function tokenRoutes(deps: ServerDeps) {
     })
     .get('/v1/tokens', requireRole('admin'), async (c) => c.json(await listTokens(store)))
     .post('/v1/tokens/:id/revoke', requireRole('admin'), async (c) => {
-      const id = parseBody(tokenId, c.req.param('id'));
+      const id = c.req.param('id');
+      // An id that could never have been issued is simply unknown.
+      if (!tokenId.safeParse(id).success) throw new CcaError('CCA-E0637', { id });
       const { revision, view } = await revokeToken(store, id);
       return c.json({ ...view, revision });
     });

@@ -62,6 +62,7 @@ describe('issued tokens', () => {
     expect(revoked.status).toBe(401);
     expect(await errorOf(revoked)).toMatchObject({ code: 'CCA-E0633', params: { id: deployer.id } });
     expect(await errorOf(await call('POST', '/v1/tokens/0123456789ab/revoke', { token: ADMIN }))).toMatchObject({ code: 'CCA-E0637' });
+    expect(await errorOf(await call('POST', '/v1/tokens/no-such-id/revoke', { token: ADMIN }))).toMatchObject({ code: 'CCA-E0637' });
     // The bootstrap join token can be revoked too (a leaked one), and says so.
     expect((await call('POST', '/v1/tokens/join/revoke', { token: ADMIN })).status).toBe(200);
     expect(await errorOf(await call('POST', '/v1/agent/enroll', { json: { node: 'n4' }, token: JOIN }))).toMatchObject({ code: 'CCA-E0633' });
