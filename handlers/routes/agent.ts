@@ -203,12 +203,13 @@ export function agentRoutes(deps: ServerDeps) {
       return o;
     });
     if (observations.length === 0) return c.json({ revision: await store.revision() });
-    const ops = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
     for (let attempt = 0; attempt < 5; attempt++) {
       // A stale tenure is refused before anything else is judged.
       const current = await tenureOf(store, node);
       if (current !== body.tenure) throw new CcaError('CCA-E0613', { node, tenure: body.tenure, current });
       const also = await admit(store, node, body.tenure, observations);
+      // Keys only for admitted replicas: a name that is no key segment was refused above.
+      const ops = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
       const revision = await tryUnderTenure(store, node, body.tenure, ops, also);
       if (revision !== undefined) return c.json({ revision });
       // The tenure or an assignment changed between the read and the write: judge again.

@@ -50,6 +50,8 @@ describe('observations are admitted only for the node\'s own assignments', () =>
     for (const [batch, reason] of [
       [[obs('web-aaaaaaa2', 'n1', t1, 'exited')], 'placed on node n2'],
       [[obs('web-ghost0001', 'n1', t1, 'exited')], 'not assigned'],
+      // A name that is no key segment is refused like any other, not a 500.
+      [[obs('web/../x', 'n1', t1, 'exited')], 'not assigned'],
       [[obs('web-aaaaaaa1', 'n1', t1), obs('web-aaaaaaa2', 'n1', t1, 'exited')], 'placed on node n2'],
     ] as const) {
       const before = await store.revision();
