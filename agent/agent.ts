@@ -278,7 +278,8 @@ export class Agent {
       this.unreachableLogged = true;
     } else if (e instanceof ServerError) {
       if (e.status === 401) {
-        this.log(`${makeDiagnostic('CCA-E0509', { node: this.opts.node, reason: e.diagnostic.message }).message}; enrolling again`);
+        const d = makeDiagnostic('CCA-E0509', { node: this.opts.node, reason: e.diagnostic.message });
+        this.log(`${d.code} ${d.message}; enrolling again`);
         this.client.credential = '';
       } else if (e.status === 409 && this.leases.registered) {
         this.leases.lost('the server refused our tenure');
@@ -434,14 +435,18 @@ export class Agent {
 
   private async report(now: number): Promise<void> {
     const lease = this.leases.lease;
-    if (this.reporting || !this.leases.registered || !lease) return;
+    // Without a credential every report would be refused: wait for the enrollment.
+    if (this.reporting || !this.leases.registered || !lease || this.client.credential === '') return;
     const every = this.opts.reportEveryMs ?? 5_000;
     const slow = Math.max(every, this.opts.usageEveryMs ?? 30_000);
     const failures = this.failures;
     const all = failures !== this.resentAfter;
     const due: { slot: Slot; obs: Observation; fp: string }[] = [];
+    // Only replicas still assigned here: the server refuses a report on any other
+    // (CCA-E0634), and with it the whole batch.
+    const assigned = new Set(this.desired.map((a) => a.replica));
     for (const slot of this.slots.values()) {
-      if (slot.assignment?.tenure !== lease.tenure || slot.settling) continue;
+      if (slot.assignment?.tenure !== lease.tenure || slot.settling || !assigned.has(slot.replica)) continue;
       const obs = observationOf(slot, this.opts.node, lease.tenure, now, this.opts.record.address ?? '');
       if (!obs) continue;
       const fp = fingerprint(obs);

@@ -6,6 +6,9 @@ import type { LeaseState, StateDir } from './state.js';
 
 export const AGENT_VERSION = '0.1.0';
 
+/** Refused enrollments are retried, slower each time: an admin may take a while to reset the node. */
+export const ENROLL_BACKOFF = { initialMs: 1_000, maxMs: 60_000 } as const;
+
 export interface LeaseKeeperDeps {
   node: string;
   token: string;
@@ -30,6 +33,8 @@ export class LeaseKeeper {
   readonly fence: FenceClock;
   lease: LeaseState | undefined;
   registered = false;
+  private enrollBackoffMs = 0;
+  private lastRefusal = '';
 
   constructor(private readonly d: LeaseKeeperDeps) {
     this.fence = new FenceClock(d.ttl);
@@ -51,6 +56,9 @@ export class LeaseKeeper {
   /** Register or keep alive, once; returns how long to wait before the next step. Throws call errors. */
   async step(): Promise<number> {
     const interval = (this.d.ttl * 1000) / FENCE.keepalivesPerTtl;
+    // No credential (never enrolled, or the server refused it: a reset, a store restored):
+    // enroll before anything else, or wait and try again.
+    if (this.d.client.credential === '' && !(await this.enroll())) return this.enrollBackoffMs;
     if (!this.registered) {
       await this.register();
       return interval;
@@ -70,15 +78,36 @@ export class LeaseKeeper {
     this.d.changed();
   }
 
-  private async ensureCredential(): Promise<void> {
-    if (this.d.client.credential !== '') return;
-    const credential = await this.d.client.enroll(this.d.token);
-    this.d.state.saveCredential(credential);
-    this.d.log('enrolled');
+  /**
+   * Enroll with the join token. The server enrolls only a node without a credential: one
+   * that has one (CCA-E0630) needs `cca node reset` by an admin first, and a join token that
+   * expired, was used up or revoked needs a new one. Either way the agent keeps running what
+   * it has (fenced as its lease runs out), logs the coded refusal once, and tries again with
+   * backoff. False when not enrolled.
+   */
+  private async enroll(): Promise<boolean> {
+    try {
+      const credential = await this.d.client.enroll(this.d.token);
+      this.d.state.saveCredential(credential);
+      this.d.log('enrolled');
+      this.enrollBackoffMs = 0;
+      this.lastRefusal = '';
+      return true;
+    } catch (e) {
+      // Unreachable or a store outage: the caller's usual error handling and retry.
+      if (!(e instanceof ServerError) || e.status >= 500) throw e;
+      this.enrollBackoffMs = Math.min(Math.max(this.enrollBackoffMs * 2, ENROLL_BACKOFF.initialMs), ENROLL_BACKOFF.maxMs);
+      const line = `enrollment refused: ${e.diagnostic.code} ${e.diagnostic.message}; fix: ${e.diagnostic.fix}`;
+      if (line !== this.lastRefusal) {
+        this.d.log(`${line} (retrying with backoff, up to every ${ENROLL_BACKOFF.maxMs / 1000}s)`);
+        this.d.event('enroll-refused', `${e.diagnostic.code} ${e.diagnostic.message}`);
+      }
+      this.lastRefusal = line;
+      return false;
+    }
   }
 
   private async register(): Promise<void> {
-    await this.ensureCredential();
     const images = (await this.d.runtime.catalogue()) ?? {};
     const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
     const sentAt = this.d.now();

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { CcaError } from '../core/diagnostics/index.js';
 import { FENCE } from './fence.js';
 import type { RuntimeName } from './runtime.js';
@@ -29,11 +29,14 @@ export interface AgentFlags {
   help: boolean;
 }
 
-export const USAGE = `usage: cca agent --server URL --node NAME [--token TOKEN] [options]
+export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FILE] [options]
 
   --server URL             the ccattler server (CCA_SERVER)
   --node NAME              this node's name
-  --token TOKEN            join token, used to enroll (CCA_TOKEN); not needed once enrolled
+  --token-file FILE        file holding the join token, mode 0600 (CCA_TOKEN_FILE); used to
+                           enroll while the node has no credential, not needed once enrolled
+  --token TOKEN            the join token itself (CCA_TOKEN; prefer the file or the variable:
+                           other users of the machine see flags in the process list)
   --runtime R              fake | process | containerd (default process)
   --state-dir DIR          agent state (default /var/lib/ccattler/agent/<node>)
   --address ADDR           where replicas on this node are reached (default 127.0.0.1)
@@ -97,7 +100,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'node', 'token', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'network', 'network-cidr', 'network-prefix', 'help']);
+  const known = new Set(['server', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'network', 'network-cidr', 'network-prefix', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -120,7 +123,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   return {
     server,
     node,
-    token: get('token', env.CCA_TOKEN ?? ''),
+    token: joinToken(get('token', env.CCA_TOKEN ?? ''), get('token-file', env.CCA_TOKEN_FILE ?? '')),
     runtime: runtime as RuntimeName,
     stateDir: get('state-dir', `/var/lib/ccattler/agent/${node}`),
     address: get('address', '127.0.0.1'),
@@ -140,4 +143,26 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     networkPrefix: get('network-prefix', ''),
     help,
   };
+}
+
+/**
+ * The join token from --token / CCA_TOKEN, or read from --token-file / CCA_TOKEN_FILE. A
+ * file others may read is refused, as the CLI refuses such a config file: the token
+ * enrolls any node that has no credential yet.
+ */
+function joinToken(given: string, file: string): string {
+  if (file === '') return given;
+  if (given !== '') bad('give the join token once: --token (CCA_TOKEN) or --token-file (CCA_TOKEN_FILE), not both');
+  let mode: number;
+  let text: string;
+  try {
+    mode = statSync(file).mode;
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    bad(`--token-file ${file} cannot be read: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if ((mode & 0o077) !== 0) bad(`--token-file ${file} may be read by others (mode ${(mode & 0o777).toString(8)}): chmod 600 it`);
+  const token = text.trim();
+  if (token === '') bad(`--token-file ${file} is empty`);
+  return token;
 }

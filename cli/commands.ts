@@ -7,6 +7,8 @@ export const commands: Record<string, { summary: string; load(): Promise<Command
   delete: { summary: 'delete a service', load: () => import('./commands/delete.js') },
   fence: { summary: 'assert that a lost node\'s workloads are stopped (--confirm), so its stateful replicas move', load: () => import('./commands/fence.js') },
   secrets: { summary: 'secret values at rest: `rotate` re-seals them under the server\'s current key', load: () => import('./commands/secrets.js') },
+  token: { summary: 'create (shown once), list or revoke API tokens: join, reader, deployer, admin', load: () => import('./commands/token.js') },
+  node: { summary: 'reset a node\'s credential so the join token may enroll it again', load: () => import('./commands/node.js') },
   why: { summary: 'the decision chain behind a replica, node or service', load: () => import('./commands/why.js') },
   explain: { summary: 'what a diagnostic code means (offline)', load: () => import('./commands/explain.js') },
   bundle: { summary: 'a redacted .tar.gz of evidence for a bug report (never sent anywhere)', load: () => import('./commands/bundle.js') },

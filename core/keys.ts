@@ -10,7 +10,7 @@
 import type { z } from 'zod';
 import { CcaError } from './diagnostics/error.js';
 import * as f from './model/facts.js';
-import { tokenHashSchema } from './model/auth.js';
+import { apiTokenSchema, tokenHashSchema } from './model/auth.js';
 import { nodeRecordSchema } from './model/node.js';
 import { redactJson, redactSpec, type RedactLevel } from './redact.js';
 import { serviceSpecSchema } from './model/service.js';
@@ -60,8 +60,8 @@ export const layout = {
   rollout: { prefix: '/rollouts/', params: ['service'], schema: f.rolloutSchema, writer: 'rollout controller', doc: 'a rolling update in progress, complete or stuck' },
   volume: { prefix: '/volumes/', params: ['node', 'service', 'volume'], schema: f.volumeRecordSchema, writer: 'storage controller', doc: 'a local volume wanted on a node, kept while its service declares it (per node and service, not per replica: a replacement finds the data)' },
   observedVolume: { prefix: '/observed-volumes/', params: ['node', 'service', 'volume'], schema: f.volumeObservationSchema, writer: 'agent of <node>', doc: "the agent's report of a local volume" },
-  authToken: { prefix: '/auth/tokens/', params: ['role'], schema: tokenHashSchema, writer: 'api', doc: 'SHA-256 of the admin or join token (never the token itself: reading it grants nothing)' },
-  nodeCredential: { prefix: '/auth/nodes/', params: ['node'], schema: tokenHashSchema, writer: 'api', doc: "SHA-256 of a node's agent credential, issued at enrollment" },
+  authToken: { prefix: '/auth/tokens/', params: ['token'], schema: apiTokenSchema, writer: 'api', doc: 'SHA-256 of an API token with its role (admin, deployer, reader, join), expiry, uses left and revocation (never the token itself: reading it grants nothing); the bootstrap tokens are `admin` and `join`, issued ones (`cca token create`) 12 hex digits' },
+  nodeCredential: { prefix: '/auth/nodes/', params: ['node'], schema: tokenHashSchema, writer: 'api', doc: "SHA-256 of a node's agent credential: created by enrollment only while absent, replaced by its own rotation, deleted by `cca node reset`" },
   network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "the node's firewall rule set from services' allow policies" },
 } as const satisfies Record<string, KeySpec>;
 

@@ -4,7 +4,7 @@ import { routePath } from 'hono/route';
 import { CcaError } from '../core/diagnostics/index.js';
 import type { ServerDeps } from './deps.js';
 import { errorResponse } from './errors.js';
-import { authenticate, requireReader, type AuthEnv } from './auth.js';
+import { authenticate, type AuthEnv } from './auth.js';
 import { requestId } from './request-id.js';
 import { agentRoutes } from './routes/agent.js';
 import { consoleRoutes } from './routes/console.js';
@@ -14,6 +14,8 @@ import { healthRoutes } from './routes/health.js';
 import { readRoutes } from './routes/reads.js';
 import { serviceRoutes } from './routes/services.js';
 import { stateRoutes } from './routes/state.js';
+import { nodeRoutes } from './routes/nodes.js';
+import { tokenRoutes } from './routes/tokens.js';
 import { volumeRoutes } from './routes/volumes.js';
 import { watchRoutes } from './routes/watch.js';
 
@@ -43,16 +45,19 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
     }),
   );
   app.route('/', healthRoutes(deps));
-  app.use('/v1/*', authenticate(deps.store));
-  app.use('/v1/state', requireReader(deps.auth));
-  app.use('/v1/watch', requireReader(deps.auth));
+  app.use('/v1/*', authenticate(deps.store, deps.auth));
+  // Every route names the role it needs in its own definition (test/security/routes.test.ts
+  // fails on one that does not): admin ⊇ deployer ⊇ reader, join enrolls, node credentials
+  // act for their own node.
   app.route('/', stateRoutes(deps));
   app.route('/', watchRoutes(deps));
-  app.route('/', serviceRoutes(deps, deps.auth));
+  app.route('/', serviceRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', volumeRoutes(deps));
   app.route('/', fenceRoutes(deps));
   app.route('/', secretRoutes(deps));
+  app.route('/', nodeRoutes(deps));
+  app.route('/', tokenRoutes(deps));
   app.route('/', agentRoutes(deps));
   app.route('/', consoleRoutes(deps));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));

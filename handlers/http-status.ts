@@ -15,6 +15,14 @@ const byCode: Record<string, ContentfulStatusCode> = {
   'CCA-E0112': 503,
   'CCA-E0611': 409,
   'CCA-E0613': 409,
+  'CCA-E0630': 409,
+  'CCA-E0631': 401,
+  'CCA-E0632': 401,
+  'CCA-E0633': 401,
+  'CCA-E0634': 403,
+  'CCA-E0635': 404,
+  'CCA-E0636': 403,
+  'CCA-E0637': 404,
 };
 
 const byBlame: Record<Diagnostic['blame'], ContentfulStatusCode> = {

@@ -24,7 +24,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
   --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
   --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)
-  --open-reads        let anyone read without a token                                           (env CCA_OPEN_READS=1)
+  --open-reads        anonymous requests get the reader role (reads and watch, secrets redacted) (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)

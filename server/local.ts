@@ -28,14 +28,21 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
-/** Tokens for the local system, kept (0600) so every start prints the same ones. */
-async function localTokens(): Promise<{ admin: string; join: string }> {
-  const file = path.join(home, 'tokens.json');
-  if (existsSync(file)) return JSON.parse(await readFile(file, 'utf8')) as { admin: string; join: string };
+const tokensFile = path.join(home, 'tokens.json');
+
+/**
+ * Tokens for the local system, kept in a 0600 file so every start uses the same ones.
+ * `created`: this start made them, so they are printed (once: logs keep what a terminal shows).
+ */
+async function localTokens(): Promise<{ admin: string; join: string; created: boolean }> {
+  if (existsSync(tokensFile)) {
+    await chmod(tokensFile, 0o600);
+    return { ...(JSON.parse(await readFile(tokensFile, 'utf8')) as { admin: string; join: string }), created: false };
+  }
   const tokens = { admin: newRoleToken('admin'), join: newRoleToken('join') };
-  await writeFile(file, JSON.stringify(tokens, null, 2), { mode: 0o600 });
-  await chmod(file, 0o600);
-  return tokens;
+  await writeFile(tokensFile, JSON.stringify(tokens, null, 2), { mode: 0o600 });
+  await chmod(tokensFile, 0o600);
+  return { ...tokens, created: true };
 }
 
 /** The key sealing secret values at rest (0600, made on the first start; CCA_SECRET_KEY overrides). */
@@ -93,14 +100,17 @@ async function main(): Promise<number> {
     secretKeys,
   });
   const agent = startLocalAgent(server.url, tokens.join);
+  // The admin token is shown on the start that made it only; afterwards it is read from the file.
+  const adminLine = tokens.created ? `admin token  ${tokens.admin}   (shown this once; kept in ${tokensFile}, mode 0600)` : `admin token  in ${tokensFile} (mode 0600; not shown again)`;
+  const tokenExport = tokens.created ? tokens.admin : `$(node -p 'require(${JSON.stringify(tokensFile)}).admin')`;
   console.log(`
 ccattler ${version} is running.
   server       ${server.url}   (console: ${server.url}/)
-  admin token  ${tokens.admin}
+  ${adminLine}
   local agent  node "local" (process runtime), state in ${path.join(home, 'agent')}
 
 Next, in another terminal:
-  export CCA_SERVER=${server.url} CCA_TOKEN=${tokens.admin}
+  export CCA_SERVER=${server.url} CCA_TOKEN=${tokenExport}
   npx cca apply fixtures/hello.cca
   npx cca get services
 
@@ -143,11 +153,13 @@ function startLocalAgent(serverUrl: string, joinToken: string): ChildProcess | u
     console.error('no agent/main.ts in this checkout: running without a local agent');
     return undefined;
   }
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', entry, '--server', serverUrl, '--node', 'local', '--token', joinToken, '--runtime', 'process', '--state-dir', path.join(home, 'agent')],
-    { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] },
-  );
+  // The join token goes through the environment, never argv: any user of the machine can
+  // read a process's arguments (ps), only its owner its environment.
+  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--server', serverUrl, '--node', 'local', '--runtime', 'process', '--state-dir', path.join(home, 'agent')], {
+    cwd: root,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, CCA_TOKEN: joinToken, CCA_TOKEN_FILE: '' },
+  });
   child.on('exit', (code, signal) => {
     if (signal !== 'SIGTERM') console.error(`the local agent exited (${signal ?? code}); workloads it started keep running under their supervisors`);
   });

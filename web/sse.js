@@ -1,5 +1,5 @@
-// Server-Sent Events over fetch: EventSource cannot send an Authorization header, and the
-// admin token must not go in the URL. Parses the text/event-stream format incrementally.
+// Server-Sent Events over fetch: EventSource cannot send an Authorization header, and a
+// token must not go in the URL. Parses the text/event-stream format incrementally.
 
 /** Yields { event, data, id } for each dispatched event; comments (heartbeats) yield { comment }. */
 export async function* readEvents(body, signal) {

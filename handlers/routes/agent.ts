@@ -2,24 +2,18 @@ import { randomBytes } from 'node:crypto';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
-import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema } from '../../core/model/index.js';
-import type { Store, WatchRequest } from '../../db/store.js';
-import { newNodeCredential, requireJoin, requireNode, storeTokenHash, type AuthEnv } from '../auth.js';
-import { jsonBody } from '../body.js';
+import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
+import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type Observation } from '../../core/model/index.js';
+import type { Compare, Store, WatchRequest } from '../../db/store.js';
+import { requireNode, requireRole, type AuthEnv } from '../auth.js';
+import { enrollNode, rotateCredential } from '../identity.js';
+import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 
 const MAX_EVENTS_PER_NODE = 200;
-
-function parseBody<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
-  const r = schema.safeParse(body);
-  if (r.success) return r.data;
-  const issue = r.error.issues[0]!;
-  throw new CcaError('CCA-E0603', { where: `the body${issue.path.length ? ` at ${issue.path.join('.')}` : ''}`, reason: issue.message });
-}
 
 const enrollBody = z.strictObject({ node: z.string().min(1).max(253) });
 const registerBody = z.object({
@@ -41,10 +35,49 @@ async function tenureOf(store: Store, node: string): Promise<number> {
 
 /** Writes an agent makes under its tenure: refused, as a whole, once that tenure is gone. */
 async function writeUnderTenure(store: Store, node: string, tenure: number, ops: Parameters<Store['txn']>[0]['success']) {
+  const r = await tryUnderTenure(store, node, tenure, ops, []);
+  if (r === undefined) throw new CcaError('CCA-E0613', { node, tenure, current: await tenureOf(store, node) });
+  return r;
+}
+
+/** The write under the tenure and `also`; undefined when a compare failed. */
+async function tryUnderTenure(store: Store, node: string, tenure: number, ops: Parameters<Store['txn']>[0]['success'], also: Compare[]): Promise<number | undefined> {
   const key = buildKey('node', node);
-  const r = await store.txn({ compare: [{ key, target: 'createRevision', op: '=', value: tenure }], success: ops });
-  if (!r.succeeded) throw new CcaError('CCA-E0613', { node, tenure, current: await tenureOf(store, node) });
-  return r.revision;
+  const r = await store.txn({ compare: [{ key, target: 'createRevision', op: '=', value: tenure }, ...also], success: ops });
+  return r.succeeded ? r.revision : undefined;
+}
+
+/** A stop is all an agent may report for a replica of a past tenure: the proof that it no longer runs there. */
+const STOPPED = new Set(['exited', 'failed', 'lost']);
+
+/**
+ * Which assignments admit these observations (DESIGN rule 5 at the door): each must name a
+ * replica assigned to this node, under the reporting tenure — or, for a stop confirmation
+ * (docs/volumes.md), under a past one. Returns compares on every assignment relied on, so a
+ * release racing the report makes it write nothing rather than leave a key nobody owns.
+ */
+async function admit(store: Store, node: string, tenure: number, observations: Observation[]): Promise<Compare[]> {
+  const { facts } = await listFacts(store, 'assigned', [node]);
+  const byReplica = new Map(facts.map((f) => [f.value.replica, f]));
+  const compares = new Map<string, Compare>();
+  for (const o of observations) {
+    const a = byReplica.get(o.replica);
+    if (!a) throw new CcaError('CCA-E0634', { node, replica: o.replica, reason: await notAssignedReason(store, node, o.replica) });
+    const t = a.value.tenure;
+    if (t > tenure || (t < tenure && !STOPPED.has(o.state))) {
+      const reason = t > tenure ? `it is assigned under tenure ${t}, newer than the report's ${tenure}` : `it was assigned under the past tenure ${t}: only its stop can be reported now, not ${o.state}`;
+      throw new CcaError('CCA-E0634', { node, replica: o.replica, reason });
+    }
+    compares.set(a.key, { key: a.key, target: 'modRevision', op: '=', value: a.modRevision });
+  }
+  return [...compares.values()];
+}
+
+async function notAssignedReason(store: Store, node: string, replica: string): Promise<string> {
+  if (segmentProblem(replica) !== undefined) return 'it is not assigned to this node';
+  const kv = await store.get(buildKey('placement', replica));
+  const other = kv ? decodeFact('placement', kv.key, kv.value).node : undefined;
+  return other !== undefined && other !== node ? `it is placed on node ${other}` : 'it is not assigned to this node';
 }
 
 /** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
@@ -78,13 +111,22 @@ export function agentRoutes(deps: ServerDeps) {
   const { store } = deps;
   const app = new Hono<AuthEnv>();
 
-  app.post('/v1/agent/enroll', requireJoin(), async (c) => {
+  // A node's first credential only: a join token cannot take over a node that has one (CCA-E0630).
+  app.post('/v1/agent/enroll', requireRole('join'), async (c) => {
     const { node } = parseBody(enrollBody, await jsonBody(c));
     const check = nodeRecordSchema.shape.name.safeParse(node);
     if (!check.success) throw new CcaError('CCA-E0614', { node, reason: check.error.issues[0]!.message });
-    const credential = newNodeCredential(node);
-    await storeTokenHash(store, buildKey('nodeCredential', node), credential, false);
-    return c.json({ node, credential });
+    const { credential, revision } = await enrollNode(store, c.get('principal'), node);
+    return c.json({ node, credential, revision });
+  });
+
+  // The node's own credential buys a new one; the old one stops working in the same write.
+  app.post('/v1/agent/nodes/:node/rotate', requireNode('rotate the credential', { credentialOnly: true }), async (c) => {
+    const node = c.req.param('node');
+    const p = c.get('principal');
+    if (p.kind !== 'node') throw new CcaError('CCA-E0605', { needs: `the credential of node ${node}`, got: 'another kind of token' });
+    const { credential, revision } = await rotateCredential(store, node, p.credentialRevision);
+    return c.json({ node, credential, revision });
   });
 
   app.post('/v1/agent/nodes/:node/register', requireNode('register'), async (c) => {
@@ -155,15 +197,26 @@ export function agentRoutes(deps: ServerDeps) {
   app.post('/v1/agent/nodes/:node/observations', requireNode('report observations'), async (c) => {
     const node = c.req.param('node');
     const body = parseBody(observationsBody, await jsonBody(c));
-    const ops = body.observations.map((raw, i) => {
+    const observations = body.observations.map((raw, i) => {
       const o = parseBody(observationSchema, raw);
       if (o.node !== node || o.tenure !== body.tenure) {
         throw new CcaError('CCA-E0603', { where: `observations.${i}`, reason: `it names node ${o.node} tenure ${o.tenure}` });
       }
-      return { put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } };
+      return o;
     });
-    if (ops.length === 0) return c.json({ revision: await store.revision() });
-    return c.json({ revision: await writeUnderTenure(store, node, body.tenure, ops) });
+    if (observations.length === 0) return c.json({ revision: await store.revision() });
+    for (let attempt = 0; attempt < 5; attempt++) {
+      // A stale tenure is refused before anything else is judged.
+      const current = await tenureOf(store, node);
+      if (current !== body.tenure) throw new CcaError('CCA-E0613', { node, tenure: body.tenure, current });
+      const also = await admit(store, node, body.tenure, observations);
+      // Keys only for admitted replicas: a name that is no key segment was refused above.
+      const ops = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
+      const revision = await tryUnderTenure(store, node, body.tenure, ops, also);
+      if (revision !== undefined) return c.json({ revision });
+      // The tenure or an assignment changed between the read and the write: judge again.
+    }
+    throw new CcaError('CCA-E0611', { what: `the assignments of node ${node}` });
   });
 
   app.get('/v1/agent/nodes/:node/volumes', requireNode('read volumes'), async (c) => {

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { CcaError } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
+import { publicRoute } from '../auth.js';
 import { errorResponse } from '../errors.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -72,22 +73,22 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
   app.onError((err, c) => errorResponse(err, c));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
   return app
-    .get('/', page)
-    .get('/index.html', page)
-    .get('/web/*', async (c) => {
+    .get('/', publicRoute(), page)
+    .get('/index.html', publicRoute(), page)
+    .get('/web/*', publicRoute(), async (c) => {
       const file = inside(WEB, c.req.path.slice('/web/'.length));
       const type = file && TYPES[extname(file)];
       if (!file || !type) return notFound(c);
       const body = await readFile(file).catch(() => undefined);
       return body ? send(c, body, type, etagOf(body)) : notFound(c);
     })
-    .get('/vendor/zod/*', async (c) => {
+    .get('/vendor/zod/*', publicRoute(), async (c) => {
       const file = inside(ZOD, c.req.path.slice('/vendor/zod/'.length));
       if (!file || extname(file) !== '.js') return notFound(c);
       const body = await readFile(file).catch(() => undefined);
       return body ? send(c, body, TYPES['.js']!, etagOf(body)) : notFound(c);
     })
-    .get('/src/*', async (c) => {
+    .get('/src/*', publicRoute(), async (c) => {
       // Source imports say `./keys.js` (NodeNext); the file is keys.ts.
       const rel = c.req.path.slice('/src/'.length).replace(/\.js$/, '.ts');
       if (!rel.endsWith('.ts') || !SOURCE_ROOTS.some((r) => rel.startsWith(r)) || SOURCE_DENY.some((d) => rel.startsWith(d))) return notFound(c);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import type { Fence } from '../../core/model/facts.js';
-import { requireAdmin, type AuthEnv } from '../auth.js';
+import { requireRole, type AuthEnv } from '../auth.js';
 import { jsonBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
@@ -20,7 +20,7 @@ const fenceBody = z.strictObject({ confirm: z.literal(true) });
 export function fenceRoutes(deps: ServerDeps) {
   const { store } = deps;
   const app = new Hono<AuthEnv>();
-  app.post('/v1/nodes/:node/fence', requireAdmin(), async (c) => {
+  app.post('/v1/nodes/:node/fence', requireRole('admin'), async (c) => {
     const node = c.req.param('node');
     const parsed = fenceBody.safeParse(await jsonBody(c));
     if (!parsed.success) throw new CcaError('CCA-E0603', { where: 'the body at confirm', reason: 'a fence must be confirmed with {"confirm": true}' });

@@ -1,12 +1,13 @@
 import { Hono } from 'hono';
 import { CcaError } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
+import { publicRoute } from '../auth.js';
 import type { RequestIdEnv } from '../request-id.js';
 
 export function healthRoutes(deps: ServerDeps) {
   return new Hono<RequestIdEnv>()
-    .get('/healthz', (c) => c.json({ ok: true, version: deps.version }))
-    .get('/readyz', async (c) => {
+    .get('/healthz', publicRoute(), (c) => c.json({ ok: true, version: deps.version }))
+    .get('/readyz', publicRoute(), async (c) => {
       try {
         const revision = await deps.store.revision();
         deps.metrics.storeRevision.set(revision);
@@ -16,7 +17,7 @@ export function healthRoutes(deps: ServerDeps) {
         throw new CcaError('CCA-E0610', { reason }, { cause: e });
       }
     })
-    .get('/metrics', async (c) => {
+    .get('/metrics', publicRoute(), async (c) => {
       c.header('Content-Type', deps.metrics.registry.contentType);
       return c.body(await deps.metrics.registry.metrics());
     });

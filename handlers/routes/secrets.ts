@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import { parseSealed } from '../../core/model/index.js';
-import { requireAdmin, type AuthEnv } from '../auth.js';
+import { requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
 
@@ -16,7 +16,7 @@ import { listFacts } from '../facts.js';
 export function secretRoutes(deps: ServerDeps) {
   const { store } = deps;
   const app = new Hono<AuthEnv>();
-  app.post('/v1/secrets/rotate', requireAdmin(), async (c) => {
+  app.post('/v1/secrets/rotate', requireRole('admin'), async (c) => {
     const box = deps.secrets;
     if (!box) throw new CcaError('CCA-E0661', { reason: 'this server has no secret key to rotate to (set CCA_SECRET_KEY or --secret-key-file)' });
     const { facts } = await listFacts(store, 'service');

@@ -4,7 +4,7 @@ import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, redactFact } from '../../core/keys.js';
 import { dnsLabelProblem } from '../../core/model/index.js';
 import { applyServices, deleteService, type ApplyInput } from '../apply.js';
-import { requireAdmin, requireReader, type AuthEnv, type AuthPolicy } from '../auth.js';
+import { requireRole, type AuthEnv } from '../auth.js';
 import { jsonBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { parseQuery } from '../query.js';
@@ -25,9 +25,9 @@ const applyJson = z.union([
 ]);
 
 /** The API's writes of desired state, and its reads of services with their status. */
-export function serviceRoutes(deps: ServerDeps, policy: AuthPolicy) {
+export function serviceRoutes(deps: ServerDeps) {
   const app = new Hono<AuthEnv>();
-  app.post('/v1/apply', requireAdmin(), async (c) => {
+  app.post('/v1/apply', requireRole('deployer'), async (c) => {
     const q = parseQuery(c, applyQuery);
     const type = c.req.header('content-type') ?? '';
     let input: ApplyInput;
@@ -46,17 +46,17 @@ export function serviceRoutes(deps: ServerDeps, policy: AuthPolicy) {
     return c.json(await applyServices(deps.store, input, yes(q.dry_run), deps.secrets));
   });
 
-  app.delete('/v1/services/:name', requireAdmin(), async (c) => {
+  app.delete('/v1/services/:name', requireRole('deployer'), async (c) => {
     const name = serviceName(c.req.param('name'));
     return c.json({ deleted: name, revision: await deleteService(deps.store, name) });
   });
 
-  app.get('/v1/services', requireReader(policy), async (c) => {
+  app.get('/v1/services', requireRole('reader'), async (c) => {
     const { revision, services } = await serviceStatuses(deps.store);
     return c.json({ revision, services: services.map((s) => ({ ...s, spec: redactFact('service', s.spec) })) });
   });
 
-  app.get('/v1/services/:name', requireReader(policy), async (c) => {
+  app.get('/v1/services/:name', requireRole('reader'), async (c) => {
     const name = serviceName(c.req.param('name'));
     const { revision, services } = await serviceStatuses(deps.store, name);
     const s = services[0];
@@ -68,7 +68,7 @@ export function serviceRoutes(deps: ServerDeps, policy: AuthPolicy) {
    * The service's published endpoints, for a load balancer: read at one revision with the
    * spec. `revision` lets a client follow on with `/v1/watch?prefix=/endpoints/<name>&from=revision+1`.
    */
-  app.get('/v1/services/:name/endpoints', requireReader(policy), async (c) => {
+  app.get('/v1/services/:name/endpoints', requireRole('reader'), async (c) => {
     const name = serviceName(c.req.param('name'));
     const revision = await deps.store.revision();
     const [spec, kv] = await Promise.all([deps.store.get(buildKey('service', name), { revision }), deps.store.get(buildKey('endpoints', name), { revision })]);

@@ -4,7 +4,7 @@ import { prefixEnd } from '../../db/keyspace.js';
 import type { ServerDeps } from '../deps.js';
 import { parseQuery, revisionParam } from '../query.js';
 import { redactStoredValue } from '../../core/keys.js';
-import type { RequestIdEnv } from '../request-id.js';
+import { requireRole, type AuthEnv } from '../auth.js';
 
 const stateQuery = z.strictObject({
   prefix: z.string().default(''),
@@ -16,7 +16,7 @@ const stateQuery = z.strictObject({
 
 /** Raw facts by prefix at a revision, paged: the store as the API's lowest level. */
 export function stateRoutes(deps: ServerDeps) {
-  return new Hono<RequestIdEnv>().get('/v1/state', async (c) => {
+  return new Hono<AuthEnv>().get('/v1/state', requireRole('reader'), async (c) => {
     const q = parseQuery(c, stateQuery);
     const end = prefixEnd(q.prefix);
     // Keys never hold NUL, so after + U+0001 is the first key that can follow `after`.

@@ -5,7 +5,7 @@ import { buildKey } from '../../core/keys.js';
 import type { VolumeObservation, VolumeRecord } from '../../core/model/facts.js';
 import { dnsLabelProblem } from '../../core/model/index.js';
 import type { Store } from '../../db/store.js';
-import { requireReader, type AuthEnv } from '../auth.js';
+import { requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
 import { parseQuery } from '../query.js';
@@ -94,7 +94,7 @@ const cmp = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 /** `GET /v1/volumes[?service=NAME]`: local volumes, wanted and reported (`cca get volumes`). */
 export function volumeRoutes(deps: ServerDeps) {
-  return new Hono<AuthEnv>().get('/v1/volumes', requireReader(deps.auth), async (c) => {
+  return new Hono<AuthEnv>().get('/v1/volumes', requireRole('reader'), async (c) => {
     const q = parseQuery(c, volumesQuery);
     // A name that could never be a service is simply not found (as for /v1/services/{name}).
     if (q.service !== undefined && dnsLabelProblem(q.service, 63)) throw new CcaError('CCA-E0609', { kind: 'service', name: q.service });

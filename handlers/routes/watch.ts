@@ -6,7 +6,7 @@ import { diagnosticFor } from '../errors.js';
 import { parseQuery, revisionParam } from '../query.js';
 import { redactDeep } from '../../core/keys.js';
 import type { WatchBatch } from '../../db/store.js';
-import type { RequestIdEnv } from '../request-id.js';
+import { requireRole, type AuthEnv } from '../auth.js';
 
 const watchQuery = z.strictObject({
   prefix: z.string().default(''),
@@ -22,7 +22,7 @@ const watchQuery = z.strictObject({
  */
 export function watchRoutes(deps: ServerDeps) {
   const frames = new FrameCache();
-  return new Hono<RequestIdEnv>().get('/v1/watch', (c) => {
+  return new Hono<AuthEnv>().get('/v1/watch', requireRole('reader'), (c) => {
     const q = parseQuery(c, watchQuery);
     const lastId = Number(c.req.header('last-event-id'));
     const from = Number.isSafeInteger(lastId) && lastId > 0 ? lastId + 1 : q.from;

@@ -131,6 +131,8 @@ export class FakeAgentServer {
     const token = (req.headers.authorization ?? '').replace(/^Bearer /, '');
     if (req.method === 'POST' && url.pathname === '/v1/agent/enroll') {
       if (token !== this.joinToken) return fail(401, 'CCA-E0605', { needs: 'a join token', got: 'another token' });
+      // As the real server: a node's first credential only (issue 16).
+      if (this.credentials.has(String(body.node))) return fail(409, 'CCA-E0630', { node: String(body.node), revision: 1 });
       const credential = `cred-${body.node}-${this.nextCred++}`;
       this.credentials.set(String(body.node), credential);
       return send(200, { node: body.node, credential });

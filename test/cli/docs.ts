@@ -154,6 +154,32 @@ its own stops), as is a node that never registered.
 
 ${show('fence-no-confirm', 'fence-ready', 'fence-unknown', 'fence-confirmed')}
 
+## \`cca token create|list|revoke\`
+
+API tokens, admin only (docs/api.md, "Auth and roles"). A token has a role: **admin**
+(everything), **deployer** (apply, delete, read, watch), **reader** (reads and watch, secrets
+redacted) or **join** (enrolls nodes that have no credential yet). \`create\` prints the token
+once — only its SHA-256 is stored — with \`--expires 90s|30m|24h|7d\`, \`--uses N\` (join tokens:
+how many enrollments it allows) and \`--name LABEL\`; the role defaults to join.
+
+${show('token-create', 'token-create-bad-uses')}
+
+\`list\` shows every token but never the token itself; \`revoke ID\` makes one authenticate as
+nothing (a use of it answers \`CCA-E0633\`, as an expired one \`CCA-E0631\` and a used-up one
+\`CCA-E0632\`). Only an admin may do any of this:
+
+${show('token-list', 'token-revoke', 'token-list-reader')}
+
+## \`cca node reset NAME\`
+
+The join token enrolls a node only while it has no credential, so a machine holding the join
+token cannot take over another node. When a node's agent lost its credential (its state
+directory wiped, the machine rebuilt) or the credential leaked, an admin deletes it: it stops
+working at once, the agent's next request is refused, and the agent enrolls again by itself
+with the join token. The reset is a decision record (\`cca why node NAME\`).
+
+${show('node-reset', 'node-reset-unknown')}
+
 ## \`cca why replica|node|service NAME\`
 
 The decision chain behind a subject, newest first, each step indented under the one it

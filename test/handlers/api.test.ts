@@ -10,7 +10,8 @@ describe('auth', () => {
   test('writes need the admin token; reads too unless opened; every refusal is coded', async () => {
     const { call } = await securedApp();
     expect((await call('POST', '/v1/apply', { text: web })).status).toBe(401);
-    expect(await errorOf(await call('POST', '/v1/apply', { text: web, token: JOIN }))).toMatchObject({ code: 'CCA-E0605' });
+    // A valid token without the role is forbidden (403), not unauthenticated.
+    expect(await errorOf(await call('POST', '/v1/apply', { text: web, token: JOIN }))).toMatchObject({ code: 'CCA-E0636' });
     expect((await call('POST', '/v1/apply', { text: web, token: `cca_admin_${'x'.repeat(43)}` })).status).toBe(401);
     expect((await call('GET', '/v1/services')).status).toBe(401);
     expect((await call('GET', '/v1/state')).status).toBe(401);
@@ -30,14 +31,15 @@ describe('auth', () => {
     const other = await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: n2 });
     expect(other.status).toBe(403);
     expect(await errorOf(other)).toMatchObject({ code: 'CCA-E0606' });
-    expect((await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: JOIN })).status).toBe(401);
+    expect(await errorOf(await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: JOIN }))).toMatchObject({ code: 'CCA-E0636' });
     expect((await call('GET', '/v1/agent/nodes/n1/assignments', { token: n2 })).status).toBe(403);
     expect((await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: n1 })).status).toBe(200);
     // A node credential is not an admin token.
-    expect((await call('POST', '/v1/apply', { text: web, token: n1 })).status).toBe(401);
-    // Re-enrolling replaces the credential.
-    await call('POST', '/v1/agent/enroll', { json: { node: 'n1' }, token: JOIN });
-    expect((await call('GET', '/v1/agent/nodes/n1/assignments', { token: n1 })).status).toBe(401);
+    expect(await errorOf(await call('POST', '/v1/apply', { text: web, token: n1 }))).toMatchObject({ code: 'CCA-E0636' });
+    // Re-enrolling a node that has a credential is refused: the join token cannot take it over
+    // (test/security/node-identity.test.ts has the rest: reset, rotation).
+    expect(await errorOf(await call('POST', '/v1/agent/enroll', { json: { node: 'n1' }, token: JOIN }))).toMatchObject({ code: 'CCA-E0630' });
+    expect((await call('GET', '/v1/agent/nodes/n1/assignments', { token: n1 })).status).toBe(200);
     expect(await errorOf(await call('POST', '/v1/agent/enroll', { json: { node: 'Bad Name' }, token: JOIN }))).toMatchObject({ code: 'CCA-E0614' });
   });
 });

@@ -31,10 +31,10 @@ export const ADMIN = `cca_admin_${'a'.repeat(43)}`;
 export const JOIN = `cca_join_${'j'.repeat(43)}`;
 
 /** An app with known admin and join tokens and reads closed, plus request helpers. */
-export async function securedApp(store: Store = new MemoryStore()) {
+export async function securedApp(store: Store = new MemoryStore(), overrides: Partial<ServerDeps> = {}) {
   const { ensureTokens } = await import('../../handlers/auth.js');
   await ensureTokens(store, { admin: ADMIN, join: JOIN });
-  const deps = testDeps(store, { auth: { openReads: false } });
+  const deps = testDeps(store, { auth: { openReads: false }, ...overrides });
   const app = createApp(deps);
   const call = (method: string, path: string, opts: { token?: string; json?: unknown; text?: string; headers?: Record<string, string> } = {}) => {
     const headers: Record<string, string> = { ...(opts.headers ?? {}) };

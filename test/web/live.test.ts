@@ -40,12 +40,14 @@ describe('console, live mode, in headless Chromium', () => {
     await page.goto(pod.url);
 
     // Reads are not open: the console asks for the token, keeps it in sessionStorage, never in the URL.
+    // A reader token is all it needs (issue 16 §3: the console only reads and watches).
+    const reader = (await pod.api('POST', '/v1/tokens', { role: 'reader', name: 'console' })).token as string;
     await expect.poll(() => page.locator('#conn').getAttribute('data-state')).toBe('auth');
-    await page.fill('#token', pod.admin);
+    await page.fill('#token', reader);
     await page.click('#auth button[type=submit]');
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
-    expect(page.url()).not.toContain(pod.admin);
-    expect(await page.evaluate(() => sessionStorage.getItem('cca-token'))).toBe(pod.admin);
+    expect(page.url()).not.toContain(reader);
+    expect(await page.evaluate(() => sessionStorage.getItem('cca-token'))).toBe(reader);
 
     // The services, converging as the agent reports.
     await expect.poll(() => cell(page, 'services', 'web', 3), { timeout: 15_000 }).toBe('2');

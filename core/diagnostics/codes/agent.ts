@@ -63,7 +63,7 @@ export const agentCodes = [
     blame: 'user',
     title: 'agent credential rejected',
     cause: 'the server refused the agent of node {node}: {reason}',
-    fix: 'pass a valid join token with --token (a fresh one re-enrolls the node), or remove the stale credential from the state directory',
+    fix: 'the agent enrolls again with its join token (--token-file or CCA_TOKEN), which works only while node {node} has no credential: if that is refused (CCA-E0630), an admin runs `cca node reset {node}`',
   },
   {
     code: 'CCA-E0510',
