@@ -12,16 +12,26 @@ const configSchema = z.object({
   joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
   workers: z.coerce.number().int().min(0).max(64).default(4),
   leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+}).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
+  // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
+  // and silently serving plain HTTP instead would hand out tokens in clear text.
+  message: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)',
+  path: ['tls'],
 });
 
 export type ServerFlags = z.output<typeof configSchema>;
 
-export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--open-reads] [--workers N] [--leader-ttl S]
+export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--tls-cert FILE --tls-key FILE] [--open-reads] [--workers N] [--leader-ttl S]
 
   --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
+                      (TLS: postgres://…?sslmode=verify-full&sslrootcert=FILE, etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE)
   --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
   --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
   --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)
+  --tls-cert FILE     serve HTTPS with this PEM certificate chain (needs --tls-key)             (env CCA_TLS_CERT)
+  --tls-key FILE      the certificate's PEM private key (needs --tls-cert)                      (env CCA_TLS_KEY)
   --open-reads        let anyone read without a token                                           (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
@@ -40,6 +50,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'open-reads': { type: 'boolean' },
         workers: { type: 'string' },
         'leader-ttl': { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -55,6 +67,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     joinToken: env.CCA_JOIN_TOKEN || undefined,
     workers: values.workers ?? env.CCA_WORKERS,
     leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
+    tlsCert: values['tls-cert'] ?? (env.CCA_TLS_CERT || undefined),
+    tlsKey: values['tls-key'] ?? (env.CCA_TLS_KEY || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

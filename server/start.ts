@@ -1,4 +1,4 @@
-import type { Diagnostic } from '../core/diagnostics/index.js';
+import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { openStore } from '../db/index.js';
 import { migrateStore } from '../db/postgres/migrate.js';
 import { createPool } from '../db/postgres/pool.js';
@@ -19,6 +19,7 @@ import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { listen } from '../handlers/serve.js';
 import { watchStoreHealth } from './store-health.js';
+import { loadServerTls } from './tls.js';
 
 export interface ServerConfig {
   /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix */
@@ -40,6 +41,9 @@ export interface ServerConfig {
   controllers?: ControllerOptions;
   /** The store answers again after a reported failure. */
   onRecovered?: () => void;
+  /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 export interface RunningServer {
@@ -61,6 +65,11 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const controllers = allControllers(cfg.controllers);
   const report = cfg.onDiagnostic ?? (() => undefined);
   const metrics = new ServerMetrics();
+  if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) {
+    throw new CcaError('CCA-E0603', { where: 'the server setting tls', reason: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)' });
+  }
+  // Checked before the store opens: a wrong file fails at once, with nothing to undo.
+  const tls = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? loadServerTls(cfg.tlsCert, cfg.tlsKey) : undefined;
   const stops: (() => Promise<void>)[] = [];
   let store: Store;
   let leading = () => false;
@@ -151,7 +160,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       auth: { openReads: cfg.openReads },
       why: (kind, name) => why(store, kind, name),
     });
-    const http = await listen(app, { port: cfg.port, host: cfg.host });
+    const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });
     stops.unshift(() => http.close());
     return {
       url: http.url,
