@@ -22,7 +22,7 @@ import { watchStoreHealth } from './store-health.js';
 import { loadServerTls } from './tls.js';
 
 export interface ServerConfig {
-  /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix */
+  /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix, etcd+https://host:port/prefix?ca=… */
   store: string;
   port: number;
   host: string;
@@ -121,7 +121,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             await driver.stop();
           };
         };
-        if (/^etcd:/i.test(cfg.store)) {
+        if (/^etcd(\+https)?:/i.test(cfg.store)) {
           // Several pods may share one etcd: they elect a leader, and only it runs the
           // driver; a killed leader's campaign lease expires and the next pod takes over.
           let stopDriver: (() => Promise<void>) | undefined;
