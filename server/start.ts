@@ -1,6 +1,7 @@
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { openStore } from '../db/index.js';
 import { migrateStore } from '../db/postgres/migrate.js';
+import { pgFailure, redactUrl } from '../db/postgres/errors.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
 import { runForLeader } from '../db/etcd/election.js';
@@ -77,7 +78,10 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     if (/^postgres(ql)?:/i.test(cfg.store)) {
       const pool = createPool(cfg.store, 10);
       stops.push(() => pool.end());
-      await migrateStore(pool);
+      // A connection that fails here (refused, a certificate not trusted) is a coded store error.
+      await migrateStore(pool).catch((e: unknown) => {
+        throw pgFailure(e, redactUrl(cfg.store));
+      });
       const pg = await PostgresStore.open(cfg.store, { commitHook: jobHook(controllers), leaseReaperMs: 0, onDiagnostic: report });
       store = pg;
       stops.unshift(() => pg.close());

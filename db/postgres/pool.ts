@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { checkPostgresUrl } from './url.js';
 
 const INT8_OID = 20;
 
@@ -20,6 +21,7 @@ function applicationName(url: string): string {
 }
 
 export function createPool(url: string, max = 10): pg.Pool {
+  checkPostgresUrl(url);
   const pool = new pg.Pool({ connectionString: url, max, types, application_name: applicationName(url) });
   // An idle client that loses its connection must not crash the process; the next
   // query on the pool gets a fresh connection.
