@@ -28,7 +28,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
                       (TLS: postgres://…?sslmode=verify-full&sslrootcert=FILE, etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE)
   --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
-  --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
+  --port N            port to listen on, HTTP or HTTPS (default 7070)                           (env CCA_PORT)
   --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)
   --tls-cert FILE     serve HTTPS with this PEM certificate chain (needs --tls-key)             (env CCA_TLS_CERT)
   --tls-key FILE      the certificate's PEM private key (needs --tls-cert)                      (env CCA_TLS_KEY)

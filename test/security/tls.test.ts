@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isCcaError } from '../../core/diagnostics/index.js';
 import { serverConfig } from '../../server/config.js';
 import { loadServerTls } from '../../server/tls.js';
-import { readCaFile } from '../../agent/https.js';
+import { fetchTrusting, readCaFile } from '../../agent/https.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { waitFor } from '../agent/support.js';
 import { makeTestCa, type TestCa } from '../support/tls-certs.js';
@@ -113,6 +113,22 @@ describe('the server, an agent and the CLI over TLS with a private CA', () => {
       expect(r.out).not.toMatch(/\n\s+at /);
     }
   }, 60_000);
+
+  test('the console is served over TLS, talks to its own origin only and names no http:// URL', async () => {
+    const fetchTls = fetchTrusting(readCaFile(ca.cert));
+    const page = await fetchTls(`${url}/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-security-policy')).toContain("connect-src 'self'");
+    const html = await page.text();
+    const scripts = [...html.matchAll(/src="([^"]+\.js)"/g)].map((m) => m[1]!);
+    expect(scripts.length).toBeGreaterThan(0);
+    for (const path of ['/web/live.js', '/web/sse.js', ...scripts]) {
+      const r = await fetchTls(new URL(path, url));
+      expect(r.status, path).toBe(200);
+      expect(await r.text(), path).not.toMatch(/\bhttps?:\/\//);
+    }
+    expect(html).not.toMatch(/\bhttp:\/\//);
+  });
 
   test('a CA file that is missing or not a certificate is CCA-E0004 naming it (exit 1)', async () => {
     const missing = await run(['get', 'services', '--server', url, '--ca', join(tmp, 'nope.pem')]);
