@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
-import { untrustedReason } from './https.js';
+import { schemeMismatch, untrustedReason } from './https.js';
 import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeObservation, VolumeRecord } from '../core/model/index.js';
 
 /** One volume as the agent reports it: which one, and what it sees of it. */
@@ -126,7 +126,7 @@ export class AgentClient {
       const untrusted = untrustedReason(e);
       if (untrusted) throw new UnreachableError(this.server, untrusted, 'CCA-E0540');
       const cause = (e as { cause?: { code?: string } }).cause?.code;
-      throw new UnreachableError(url, cause ?? (e instanceof Error ? e.message : String(e)));
+      throw new UnreachableError(url, schemeMismatch(e, url) ?? cause ?? (e instanceof Error ? e.message : String(e)));
     }
     let parsed: unknown;
     try {

@@ -46,6 +46,28 @@ export function untrustedReason(e: unknown): string | undefined {
 }
 
 /**
+ * A scheme that does not match the server's, said plainly: https:// to a plain HTTP server
+ * fails in OpenSSL's words ("wrong version number"), http:// to an HTTPS server as a socket
+ * the other side closed. Undefined for any other failure.
+ */
+export function schemeMismatch(e: unknown, url: string): string | undefined {
+  const codes: string[] = [];
+  const texts: string[] = [];
+  for (let c: unknown = e, depth = 0; c !== undefined && c !== null && depth < 4; c = (c as { cause?: unknown }).cause, depth++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === 'string') codes.push(code);
+    texts.push(String((c as { message?: unknown }).message ?? ''));
+  }
+  if (url.startsWith('https:') && (codes.includes('ERR_SSL_WRONG_VERSION_NUMBER') || texts.some((t) => /wrong version number/.test(t)))) {
+    return 'the server did not answer in TLS: if it serves plain HTTP, use an http:// URL';
+  }
+  if (url.startsWith('http:') && (codes.includes('UND_ERR_SOCKET') || codes.includes('ECONNRESET'))) {
+    return `${codes[0]} (the connection was closed without an answer: if the server serves HTTPS, use an https:// URL)`;
+  }
+  return undefined;
+}
+
+/**
  * A CA file given with `--ca`: PEM, one or more certificates. Read once at start, so a
  * wrong path is a coded error before the first request, naming the file.
  */

@@ -7,6 +7,8 @@ import { isCcaError } from '../../core/diagnostics/index.js';
 import { serverConfig } from '../../server/config.js';
 import { loadServerTls } from '../../server/tls.js';
 import { fetchTrusting, readCaFile } from '../../agent/https.js';
+import { startServer } from '../../server/start.js';
+import { cca as inProcess } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { waitFor } from '../agent/support.js';
 import { makeTestCa, type TestCa } from '../support/tls-certs.js';
@@ -148,6 +150,25 @@ describe('the server, an agent and the CLI over TLS with a private CA', () => {
     expect(agent.out()).not.toMatch(/\n\s+at /);
     expect(agent.child.exitCode).toBeNull();
   }, 60_000);
+});
+
+describe('a scheme that does not match the server', () => {
+  test('http:// to the HTTPS server, and https:// to a plain one, say which scheme to use (CCA-E0701)', async () => {
+    const toTls = await inProcess(['get', 'services', '--server', url.replace('https://', 'http://'), '--token', ADMIN]);
+    expect(toTls.code).toBe(2);
+    expect(toTls.stderr).toContain('error CCA-E0701');
+    expect(toTls.stderr).toContain('if the server serves HTTPS, use an https:// URL');
+    const plain = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: true, workers: 0, version: 'test' });
+    try {
+      for (const extra of [[], ['--ca', ca.cert]]) {
+        const toPlain = await inProcess(['get', 'services', '--server', plain.url.replace('http://', 'https://'), ...extra]);
+        expect(toPlain.code).toBe(2);
+        expect(toPlain.stderr).toContain('the server did not answer in TLS: if it serves plain HTTP, use an http:// URL');
+      }
+    } finally {
+      await plain.stop();
+    }
+  });
 });
 
 describe('server TLS settings', () => {
