@@ -105,7 +105,10 @@ export function fetchTrusting(ca: string): typeof fetch {
   // handshake each; Node unrefs idle sockets, so they never hold a process open.
   const agent = new https.Agent({ keepAlive: true, ca: [...rootCertificates, ca] });
   const trusting = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-    const url = new URL(input instanceof Request ? input.url : input);
+    // Both clients call fetch(url, init); a Request object's own method, headers and body
+    // would be silently dropped below, so it is refused rather than half-honoured.
+    if (input instanceof Request) return Promise.reject(new TypeError('fetchTrusting takes a URL and an init, not a Request'));
+    const url = new URL(input);
     if (url.protocol !== 'https:') return globalThis.fetch(input, init);
     return request(agent, url, init);
   };
@@ -126,6 +129,7 @@ function request(agent: https.Agent, url: URL, init: RequestInit): Promise<Respo
       reject(signal.reason);
       return;
     }
+    // No Accept-Encoding is sent, so answers come uncompressed (undici's fetch would inflate them).
     const req = https.request(url, { method: init.method ?? 'GET', headers, agent });
     const onAbort = () => req.destroy(signal!.reason as Error);
     signal?.addEventListener('abort', onAbort, { once: true });

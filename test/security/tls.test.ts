@@ -94,6 +94,19 @@ describe('the server, an agent and the CLI over TLS with a private CA', () => {
     expect(agent.out()).not.toMatch(/CCA-E0540/);
   }, 90_000);
 
+  test('cca get -w follows the watch over TLS and ends cleanly when interrupted', async () => {
+    const stop = new AbortController();
+    const r = await inProcess(['get', 'replicas', '-w', '--server', url, '--ca', ca.cert, '--token', ADMIN], {
+      signal: stop.signal,
+      onWrite: (out) => {
+        if (/tls1 +running/.test(out.stdout)) stop.abort();
+      },
+    });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/web-\S+ +web +tls1 +running/);
+  }, 30_000);
+
   test('the CLI finds the CA in CCA_CA and in the config file ("ca", relative to the file)', async () => {
     const viaEnv = await run(['get', 'nodes', '--server', url, '--token', ADMIN], { CCA_CA: ca.cert });
     expect(viaEnv).toMatchObject({ code: 0 });
