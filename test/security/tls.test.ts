@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -7,6 +7,7 @@ import { isCcaError } from '../../core/diagnostics/index.js';
 import { serverConfig } from '../../server/config.js';
 import { loadServerTls } from '../../server/tls.js';
 import { fetchTrusting, readCaFile } from '../../agent/https.js';
+import { parseAgentFlags } from '../../agent/options.js';
 import { startServer } from '../../server/start.js';
 import { cca as inProcess } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
@@ -181,6 +182,20 @@ describe('a scheme that does not match the server', () => {
     } finally {
       await plain.stop();
     }
+  });
+});
+
+describe('agent TLS settings', () => {
+  test('--ca, CCA_CA or "ca" in the --config file is read at start; a bad file is CCA-E0004', () => {
+    const pem = readFileSync(ca.cert, 'utf8');
+    const base = ['--server', 'https://127.0.0.1:1', '--node', 'n1'];
+    expect(parseAgentFlags([...base, '--ca', ca.cert], {}).ca).toBe(pem);
+    expect(parseAgentFlags(base, { CCA_CA: ca.cert }).ca).toBe(pem);
+    const config = join(tmp, 'agent.json');
+    writeFileSync(config, JSON.stringify({ ca: ca.cert }));
+    expect(parseAgentFlags([...base, '--config', config], {}).ca).toBe(pem);
+    expect(parseAgentFlags(base, {}).ca).toBeUndefined();
+    expect(() => parseAgentFlags([...base, '--ca', ca.key], {})).toThrow(/CCA-E0004.*holds no PEM certificate/);
   });
 });
 
