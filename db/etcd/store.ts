@@ -1,4 +1,5 @@
 import { Etcd3, type IDuplexStream, type ILeaseKeepAliveRequest, type ILeaseKeepAliveResponse, type IOptions } from 'etcd3';
+import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf } from '../keyspace.js';
 import type {
@@ -13,7 +14,6 @@ import type {
   WatchRequest,
 } from '../store.js';
 import { checkLease, deleteInterval, validateTxn } from '../txn-eval.js';
-import { z } from 'zod';
 import { classify, translate } from './errors.js';
 import { etcdCredentials } from './tls.js';
 import { EtcdKeys, prefixFromPath } from './keys.js';
