@@ -27,13 +27,11 @@ const EXPECTED = {
 } as const;
 
 export function checkPostgresUrl(url: string): void {
-  let u: URL;
-  try {
-    u = new URL(url);
-  } catch {
-    throw new CcaError('CCA-E0116', { url: redactUrl(url), reason: 'not a URL like postgres://user:pass@host:port/db' });
-  }
-  const given = Object.fromEntries([...u.searchParams].filter(([k]) => k in sslParams.shape));
+  // Only the query is read, and without `new URL`: pg accepts URLs (an unescaped character
+  // in a password, a socket directory as host) that the WHATWG parser refuses.
+  const at = url.indexOf('?');
+  const query = new URLSearchParams(at < 0 ? '' : url.slice(at + 1).split('#')[0]);
+  const given = Object.fromEntries([...query].filter(([k]) => k in sslParams.shape));
   const r = sslParams.safeParse(given);
   if (!r.success) {
     const i = r.error.issues[0]!;
