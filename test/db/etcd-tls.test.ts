@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { isCcaError, type CcaError } from '../../core/diagnostics/index.js';
 import { openStore } from '../../db/index.js';
-import { runForLeader } from '../../db/etcd/election.js';
-import { parseEtcdUrl } from '../../db/etcd/store.js';
+import { Etcd3 } from 'etcd3';
+import { electionNamespace, runForLeader } from '../../db/etcd/election.js';
+import { etcdConnection, parseEtcdUrl } from '../../db/etcd/store.js';
 import type { Store } from '../../db/store.js';
+import { startServer } from '../../server/start.js';
+import { waitFor } from '../agent/support.js';
 import { startTestEtcd, type RunningEtcd } from '../support/etcd-server.js';
 import { makeTestCa, type CertFiles, type TestCa } from '../support/tls-certs.js';
 import { codeOf } from './conformance.js';
@@ -87,6 +90,24 @@ describe('EtcdStore over TLS, against etcd with --client-cert-auth', () => {
       await leadership.stop();
     }
   });
+
+  test('cca server on an etcd+https:// store is elected and runs the controllers', async () => {
+    const server = await startServer({ store: url(`ca=${ca.cert}&cert=${client.cert}&key=${client.key}`), port: 0, host: '127.0.0.1', openReads: true, workers: 1, version: 'test', leaderTtlSeconds: 2 });
+    try {
+      await waitFor('leading', () => server.leading(), 15_000);
+      expect((await fetch(`${server.url}/v1/services`)).status).toBe(200);
+      // It leads through the election (a campaign key beside the prefix), not by default.
+      const target = parseEtcdUrl(url(`ca=${ca.cert}&cert=${client.cert}&key=${client.key}`));
+      const raw = new Etcd3({ ...etcdConnection(target) });
+      try {
+        expect(await raw.namespace(electionNamespace(target.prefix)).getAll().keys()).toHaveLength(1);
+      } finally {
+        raw.close();
+      }
+    } finally {
+      await server.stop();
+    }
+  }, 30_000);
 
   const refusal = async (query: string): Promise<CcaError> => {
     const e: unknown = await openStore(url(query), { etcd: { dialTimeoutMs: 3_000, callTimeoutMs: 3_000 } }).then(
