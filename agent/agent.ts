@@ -40,6 +40,8 @@ export interface AgentOptions {
   log?: (line: string) => void;
   /** Network isolation (the runtime puts replicas in these namespaces): follow and enforce `/network/<node>`. */
   network?: NetnsManager;
+  /** How requests to the server are made: the global fetch, or one trusting --ca (agent/https.ts). */
+  fetch?: typeof fetch;
 }
 
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
@@ -87,7 +89,7 @@ export class Agent {
   constructor(private readonly opts: AgentOptions) {
     this.now = opts.now ?? Date.now;
     this.volumes = new VolumeDir(opts.state.dir);
-    this.client = new AgentClient(opts.server, opts.node);
+    this.client = new AgentClient(opts.server, opts.node, undefined, opts.fetch);
     if (opts.network) {
       this.policy = new PolicyFollower({
         client: this.client,

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { schemeMismatch, untrustedReason } from './https.js';
 import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeObservation, VolumeRecord } from '../core/model/index.js';
 
 /** One volume as the agent reports it: which one, and what it sees of it. */
@@ -20,13 +21,17 @@ export class ServerError extends Error {
   }
 }
 
-/** No answer at all (refused, reset, timed out): the server may be down or we are partitioned. */
+/**
+ * No answer at all (refused, reset, timed out): the server may be down or we are partitioned.
+ * A certificate we do not trust is one too (CCA-E0540): the agent retries it like any outage
+ * (rule 8: its workloads keep running), but its message says to pass --ca.
+ */
 export class UnreachableError extends Error {
   readonly diagnostic: Diagnostic;
 
-  constructor(url: string, reason: string) {
-    const d = makeDiagnostic('CCA-E0505', { url, reason });
-    super(d.message);
+  constructor(url: string, reason: string, code: 'CCA-E0505' | 'CCA-E0540' = 'CCA-E0505') {
+    const d = makeDiagnostic(code, { url, reason });
+    super(code === 'CCA-E0540' ? `${d.message}; ${d.fix}` : d.message);
     this.diagnostic = d;
   }
 }
@@ -53,6 +58,8 @@ export class AgentClient {
     private readonly server: string,
     private readonly node: string,
     private readonly timeoutMs = 5_000,
+    /** The global fetch, or one trusting the agent's --ca (agent/https.ts). */
+    private readonly fetch: typeof globalThis.fetch = globalThis.fetch,
   ) {}
 
   async enroll(joinToken: string): Promise<string> {
@@ -109,15 +116,17 @@ export class AgentClient {
     const url = this.server.replace(/\/$/, '') + path;
     let res: Response;
     try {
-      res = await fetch(url, {
+      res = await this.fetch(url, {
         method,
         headers: { authorization: `Bearer ${opts.token ?? this.credential}`, 'content-type': 'application/json', 'x-request-id': randomUUID() },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.any([AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs), this.aborter.signal]),
       });
     } catch (e) {
+      const untrusted = untrustedReason(e);
+      if (untrusted) throw new UnreachableError(this.server, untrusted, 'CCA-E0540');
       const cause = (e as { cause?: { code?: string } }).cause?.code;
-      throw new UnreachableError(url, cause ?? (e instanceof Error ? e.message : String(e)));
+      throw new UnreachableError(url, schemeMismatch(e, url) ?? cause ?? (e instanceof Error ? e.message : String(e)));
     }
     let parsed: unknown;
     try {

@@ -1,11 +1,14 @@
 import { readFileSync, statSync } from 'node:fs';
 import { CcaError } from '../core/diagnostics/index.js';
 import { FENCE } from './fence.js';
+import { readCaFile } from './https.js';
 import type { RuntimeName } from './runtime.js';
 
 /** Everything `cca agent` takes, from flags, CCA_* environment variables and an optional JSON config file. */
 export interface AgentFlags {
   server: string;
+  /** PEM of the CA that signed the server's certificate (--ca FILE), read at start. */
+  ca?: string;
   node: string;
   token: string;
   runtime: RuntimeName;
@@ -32,6 +35,8 @@ export interface AgentFlags {
 export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FILE] [options]
 
   --server URL             the ccattler server (CCA_SERVER)
+  --ca FILE                PEM CA certificate to trust for an https:// server, in addition
+                           to the system's (CCA_CA)
   --node NAME              this node's name
   --token-file FILE        file holding the join token, mode 0600 (CCA_TOKEN_FILE); used to
                            enroll while the node has no credential, not needed once enrolled
@@ -100,13 +105,14 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'network', 'network-cidr', 'network-prefix', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'network', 'network-cidr', 'network-prefix', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
   const server = get('server', env.CCA_SERVER ?? '');
   if (!help && node === '') bad('--node is required');
   if (!help && server === '') bad('--server is required (or CCA_SERVER)');
+  const caFile = get('ca', env.CCA_CA ?? '');
   const runtime = get('runtime', 'process');
   if (!['fake', 'process', 'containerd'].includes(runtime)) bad(`--runtime must be fake, process or containerd, not ${JSON.stringify(runtime)}`);
   const network = get('network', 'host');
@@ -122,6 +128,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   }
   return {
     server,
+    ...(caFile !== '' && !help ? { ca: readCaFile(caFile) } : {}),
     node,
     token: joinToken(get('token', env.CCA_TOKEN ?? ''), get('token-file', env.CCA_TOKEN_FILE ?? '')),
     runtime: runtime as RuntimeName,

@@ -11,6 +11,7 @@ import { FakeRuntime } from '../agent/runtime-fake.js';
 import { ProcessRuntime } from '../agent/runtime-process.js';
 import { StateDir } from '../agent/state.js';
 import { FENCE } from '../agent/fence.js';
+import { fetchTrusting } from '../agent/https.js';
 import { defaultPrefix, NetnsManager } from '../agent/netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';
 
@@ -83,6 +84,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes } },
       leaseTtlSeconds: flags.leaseTtlSeconds,
       ...(network ? { network } : {}),
+      ...(flags.ca ? { fetch: fetchTrusting(flags.ca) } : {}),
     });
     await agent.start();
     process.stderr.write(`agent ${flags.node}: running (${flags.runtime} runtime, state ${state.dir})\n`);

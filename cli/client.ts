@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import { schemeMismatch, untrustedReason } from '../agent/https.js';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { ExitError, fail } from './exit.js';
 
@@ -156,7 +157,10 @@ export class Client {
         ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
       });
     } catch (e) {
-      const d = makeDiagnostic('CCA-E0701', { url: this.server, reason: networkReason(e) });
+      const untrusted = untrustedReason(e);
+      const d = untrusted
+        ? makeDiagnostic('CCA-E0740', { url: this.server, reason: untrusted })
+        : makeDiagnostic('CCA-E0701', { url: this.server, reason: schemeMismatch(e, this.server) ?? networkReason(e) });
       d.requestId = requestId;
       record.diagnostics = [d];
       throw new ExitError([d]);

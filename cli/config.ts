@@ -1,12 +1,16 @@
 import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fail } from './exit.js';
 
 export interface FileConfig {
   server?: string;
   token?: string;
+  /** The CA file to trust for an https:// server; a relative path is from the config file's folder. */
+  ca?: string;
 }
+
+const FIELDS = ['server', 'token', 'ca'] as const;
 
 export const DEFAULT_SERVER = 'http://127.0.0.1:7070';
 
@@ -39,9 +43,10 @@ export async function readConfig(path: string): Promise<FileConfig> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('CCA-E0707', { file: path, reason: 'it is not a JSON object' });
   const out: FileConfig = {};
   for (const [k, v] of Object.entries(raw)) {
-    if (k !== 'server' && k !== 'token') fail('CCA-E0707', { file: path, reason: `unknown field "${k}" (known: server, token)` });
+    const field = FIELDS.find((f) => f === k);
+    if (!field) fail('CCA-E0707', { file: path, reason: `unknown field "${k}" (known: ${FIELDS.join(', ')})` });
     if (typeof v !== 'string' || v === '') fail('CCA-E0707', { file: path, reason: `"${k}" must be a non-empty string` });
-    out[k] = v;
+    out[field] = field === 'ca' ? resolve(dirname(path), v) : v;
   }
   return out;
 }

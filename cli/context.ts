@@ -6,6 +6,8 @@ export type OutputMode = 'plain' | 'wide' | 'json';
 export interface Globals {
   server: string;
   token?: string;
+  /** A CA file to trust (beside the system roots) for an https:// server: --ca, CCA_CA or the config file. */
+  ca?: string;
   verbose: boolean;
   output: OutputMode;
   requestId?: string;

@@ -1,4 +1,6 @@
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { fetchTrusting, readCaFile } from '../agent/https.js';
 import { CcaError, makeDiagnostic, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { closest } from '../core/model/suggest.js';
 import { Client } from './client.js';
@@ -15,6 +17,7 @@ import { requestIds } from './request-id.js';
 export const globalOptions = {
   server: { type: 'string' },
   token: { type: 'string' },
+  ca: { type: 'string' },
   config: { type: 'string' },
   verbose: { type: 'boolean', short: 'v' },
   output: { type: 'string', short: 'o' },
@@ -76,7 +79,15 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
       io,
       globals,
       color: io.stdout.isTTY && !io.env.NO_COLOR,
-      client: () => (client ??= new Client({ server: globals.server, ...(globals.token ? { token: globals.token } : {}), nextRequestId: nextId, signal: io.signal })),
+      client: () =>
+        (client ??= new Client({
+          server: globals.server,
+          ...(globals.token ? { token: globals.token } : {}),
+          // Read when the first request is made, so offline commands never need the file.
+          ...(globals.ca ? { fetch: fetchTrusting(readCaFile(globals.ca)) } : {}),
+          nextRequestId: nextId,
+          signal: io.signal,
+        })),
     };
     const r = await mod.run(ctx, { positionals, values });
     if (typeof r === 'number') code = r;
@@ -137,6 +148,9 @@ async function resolveGlobals(io: Io, values: Values, online: boolean): Promise<
   const flagServer = values.server as string | undefined;
   const server = flagServer ?? io.env.CCA_SERVER ?? file.server;
   const token = (values.token as string | undefined) ?? io.env.CCA_TOKEN ?? file.token;
+  // The config file's "ca" is already relative to that file; a flag's or CCA_CA's to the cwd.
+  const givenCa = (values.ca as string | undefined) ?? (io.env.CCA_CA || undefined);
+  const ca = givenCa !== undefined ? resolve(io.cwd, givenCa) : file.ca;
   const serverFrom = flagServer ? 'flag' : io.env.CCA_SERVER ? 'env' : file.server ? 'config' : 'default';
   if (server && !/^https?:\/\/[^/\s]+/.test(server)) {
     const where = { flag: '--server', env: 'CCA_SERVER', config: 'the config file\'s "server"', default: '' }[serverFrom];
@@ -146,6 +160,7 @@ async function resolveGlobals(io: Io, values: Values, online: boolean): Promise<
     server: server || DEFAULT_SERVER,
     serverFrom,
     ...(token ? { token } : {}),
+    ...(ca ? { ca } : {}),
     verbose: values.verbose === true,
     output: output as OutputMode,
     ...(typeof values['request-id'] === 'string' ? { requestId: values['request-id'] } : {}),

@@ -16,7 +16,7 @@ export interface OpenStoreOptions {
 }
 
 /**
- * Open a store by URL: `memory:`, `sqlite:./file.db` (or `sqlite::memory:`), `postgres://…` (or `postgresql://…`), `etcd://host:port/prefix`.
+ * Open a store by URL: `memory:`, `sqlite:./file.db` (or `sqlite::memory:`), `postgres://…` (or `postgresql://…`), `etcd://host:port/prefix` (or `etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE`).
  * Backends load lazily so that a process (or the browser) pulls in only the driver it uses.
  */
 export async function openStore(url: string, opts: OpenStoreOptions = {}): Promise<Store> {
@@ -33,7 +33,8 @@ export async function openStore(url: string, opts: OpenStoreOptions = {}): Promi
       const { PostgresStore } = await import('./postgres/store.js');
       return PostgresStore.open(url, opts.postgres);
     }
-    case 'etcd': {
+    case 'etcd':
+    case 'etcd+https': {
       const { EtcdStore } = await import('./etcd/store.js');
       return EtcdStore.open(url, opts.etcd);
     }

@@ -14,16 +14,26 @@ const configSchema = z.object({
   leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
   secretKey: z.string().min(1).optional(),
   secretKeyFile: z.string().min(1).optional(),
+  tlsCert: z.string().min(1).optional(),
+  tlsKey: z.string().min(1).optional(),
+}).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
+  // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
+  // and silently serving plain HTTP instead would hand out tokens in clear text.
+  message: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)',
+  path: ['tls'],
 });
 
 export type ServerFlags = z.output<typeof configSchema>;
 
-export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--open-reads] [--workers N] [--leader-ttl S]
+export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--tls-cert FILE --tls-key FILE] [--open-reads] [--workers N] [--leader-ttl S]
 
   --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
+                      (TLS: postgres://…?sslmode=verify-full&sslrootcert=FILE, etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE)
   --database-url URL  the same as --store with a Postgres URL                                  (env DATABASE_URL)
-  --port N            HTTP port (default 7070)                                                  (env CCA_PORT)
+  --port N            port to listen on, HTTP or HTTPS (default 7070)                           (env CCA_PORT)
   --host ADDR         address to listen on (default 127.0.0.1)                                  (env CCA_HOST)
+  --tls-cert FILE     serve HTTPS with this PEM certificate chain (needs --tls-key)             (env CCA_TLS_CERT)
+  --tls-key FILE      the certificate's PEM private key (needs --tls-cert)                      (env CCA_TLS_KEY)
   --open-reads        anonymous requests get the reader role (reads and watch, secrets redacted) (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
@@ -44,6 +54,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         workers: { type: 'string' },
         'leader-ttl': { type: 'string' },
         'secret-key-file': { type: 'string' },
+        'tls-cert': { type: 'string' },
+        'tls-key': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -61,6 +73,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
     secretKey: env.CCA_SECRET_KEY || undefined,
     secretKeyFile: values['secret-key-file'] ?? (env.CCA_SECRET_KEY_FILE || undefined),
+    tlsCert: values['tls-cert'] ?? (env.CCA_TLS_CERT || undefined),
+    tlsKey: values['tls-key'] ?? (env.CCA_TLS_KEY || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

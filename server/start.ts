@@ -1,6 +1,7 @@
-import type { Diagnostic } from '../core/diagnostics/index.js';
+import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { openStore } from '../db/index.js';
 import { migrateStore } from '../db/postgres/migrate.js';
+import { pgFailure, redactUrl } from '../db/postgres/errors.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
 import { runForLeader } from '../db/etcd/election.js';
@@ -20,9 +21,10 @@ import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
 import { listen } from '../handlers/serve.js';
 import { watchStoreHealth } from './store-health.js';
+import { loadServerTls } from './tls.js';
 
 export interface ServerConfig {
-  /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix */
+  /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix, etcd+https://host:port/prefix?ca=… */
   store: string;
   port: number;
   host: string;
@@ -43,6 +45,9 @@ export interface ServerConfig {
   onRecovered?: () => void;
   /** Keys that seal secret values at rest (the first seals new values); none = specs with secrets are refused. */
   secretKeys?: SecretKey[];
+  /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
+  tlsCert?: string;
+  tlsKey?: string;
 }
 
 export interface RunningServer {
@@ -64,6 +69,11 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const controllers = allControllers(cfg.controllers);
   const report = cfg.onDiagnostic ?? (() => undefined);
   const metrics = new ServerMetrics();
+  if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) {
+    throw new CcaError('CCA-E0603', { where: 'the server setting tls', reason: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)' });
+  }
+  // Checked before the store opens: a wrong file fails at once, with nothing to undo.
+  const tls = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? loadServerTls(cfg.tlsCert, cfg.tlsKey) : undefined;
   const stops: (() => Promise<void>)[] = [];
   let store: Store;
   let leading = () => false;
@@ -71,7 +81,10 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     if (/^postgres(ql)?:/i.test(cfg.store)) {
       const pool = createPool(cfg.store, 10);
       stops.push(() => pool.end());
-      await migrateStore(pool);
+      // A connection that fails here (refused, a certificate not trusted) is a coded store error.
+      await migrateStore(pool).catch((e: unknown) => {
+        throw pgFailure(e, redactUrl(cfg.store));
+      });
       const pg = await PostgresStore.open(cfg.store, { commitHook: jobHook(controllers), leaseReaperMs: 0, onDiagnostic: report });
       store = pg;
       stops.unshift(() => pg.close());
@@ -115,7 +128,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             await driver.stop();
           };
         };
-        if (/^etcd:/i.test(cfg.store)) {
+        if (/^etcd(\+https)?:/i.test(cfg.store)) {
           // Several pods may share one etcd: they elect a leader, and only it runs the
           // driver; a killed leader's campaign lease expires and the next pod takes over.
           let stopDriver: (() => Promise<void>) | undefined;
@@ -155,7 +168,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
       why: (kind, name) => why(store, kind, name),
     });
-    const http = await listen(app, { port: cfg.port, host: cfg.host });
+    const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });
     stops.unshift(() => http.close());
     return {
       url: http.url,

@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { Etcd3, type Campaign } from 'etcd3';
-import { parseEtcdUrl } from './store.js';
+import { etcdConnection, parseEtcdUrl } from './store.js';
 
 /** The election's etcd namespace: beside the store's prefix, never inside it (so no Store read sees it). */
 export function electionNamespace(prefix: string): string {
@@ -33,7 +33,7 @@ export interface Leadership {
  */
 export async function runForLeader(url: string, opts: LeaderOptions): Promise<Leadership> {
   const t = parseEtcdUrl(url);
-  const client = new Etcd3({ hosts: t.hosts, ...(t.auth ? { auth: t.auth } : {}), dialTimeout: 5_000 });
+  const client = new Etcd3({ ...etcdConnection(t), dialTimeout: 5_000 });
   const election = client.namespace(electionNamespace(t.prefix)).election(opts.name ?? 'driver', opts.ttlSeconds);
   const value = opts.value ?? `${hostname()}/${process.pid}`;
   let campaign: Campaign | undefined;

@@ -9,6 +9,10 @@ import {
   GRPCUnknownError,
 } from 'etcd3';
 import { CcaError } from '../../core/diagnostics/index.js';
+import { tlsFailure } from '../tls-failure.js';
+
+const ETCD_TLS_FIX =
+  "check that the URL's ca= is the CA that signed etcd's --cert-file and that the certificate names the host in the URL; when etcd runs --client-cert-auth, give cert= and key= of a certificate its --trusted-ca-file signed";
 
 /** What etcd said, reduced to the cases the store answers differently. */
 export type EtcdFailure =
@@ -18,6 +22,7 @@ export type EtcdFailure =
   | { kind: 'leaseExists' }
   | { kind: 'tooLarge'; message: string }
   | { kind: 'closed' }
+  | { kind: 'tls'; reason: string }
   | { kind: 'unreachable'; message: string }
   | { kind: 'other'; message: string };
 
@@ -27,6 +32,10 @@ function messageOf(e: unknown): string {
 
 export function classify(e: unknown): EtcdFailure {
   const message = messageOf(e);
+  // Before "unreachable": gRPC reports a refused certificate as UNAVAILABLE too, but
+  // retrying cannot fix it, and the fix is a setting, not a restart.
+  const tls = tlsFailure(e);
+  if (tls) return { kind: 'tls', reason: tls };
   if (e instanceof EtcdLeaseInvalidError || /requested lease not found/.test(message)) return { kind: 'leaseNotFound' };
   if (/lease already exists/.test(message)) return { kind: 'leaseExists' };
   if (e instanceof GRPCOutOfRangeError || /mvcc: required revision/.test(message)) {
@@ -62,6 +71,8 @@ export function translate(e: unknown, ctx: { write: boolean; target: string; lea
       return new CcaError('CCA-E0121', { reason: f.message }, { cause: e });
     case 'closed':
       return new CcaError('CCA-E0113', {}, { cause: e });
+    case 'tls':
+      return new CcaError('CCA-E0140', { backend: 'etcd', target: ctx.target, reason: f.reason, fix: ETCD_TLS_FIX }, { cause: e });
     case 'unreachable':
       return ctx.write
         ? new CcaError('CCA-E0112', { backend: 'etcd', reason: f.message }, { cause: e })

@@ -1,4 +1,5 @@
 import { Etcd3, type IDuplexStream, type ILeaseKeepAliveRequest, type ILeaseKeepAliveResponse, type IOptions } from 'etcd3';
+import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf } from '../keyspace.js';
 import type {
@@ -14,6 +15,7 @@ import type {
 } from '../store.js';
 import { checkLease, deleteInterval, validateTxn } from '../txn-eval.js';
 import { classify, translate } from './errors.js';
+import { etcdCredentials } from './tls.js';
 import { EtcdKeys, prefixFromPath } from './keys.js';
 import { leaseTag, newLeaseId, ownsLease, unusedLeaseId } from './leases.js';
 import { decodeBranch, decodePut, decodeRange, mapPut, mapRange, mapTxn } from './txn.js';
@@ -30,13 +32,26 @@ export interface EtcdTarget {
   hosts: string[];
   prefix: string;
   auth?: { username: string; password: string };
+  /** etcd+https://: TLS, with these PEM files (paths) when given; the system roots otherwise. */
+  tls?: { ca?: string; cert?: string; key?: string };
 }
 
-/** `etcd://[user:pass@]host:port[,host:port…]/some/prefix` → hosts and a '/'-terminated prefix. */
+/** The query of an etcd+https:// URL: the files of its TLS client settings, nothing else. */
+const tlsQuery = z
+  .object({ ca: z.string().min(1).optional(), cert: z.string().min(1).optional(), key: z.string().min(1).optional() })
+  .strict()
+  .refine((q) => (q.cert === undefined) === (q.key === undefined), { message: 'cert= and key= go together (a client certificate and its key)' });
+
+/**
+ * `etcd://[user:pass@]host:port[,host:port…]/some/prefix` → hosts and a '/'-terminated prefix;
+ * `etcd+https://…/prefix?ca=FILE&cert=FILE&key=FILE` the same over TLS, trusting `ca` (else
+ * the system roots) and presenting a client certificate when etcd runs --client-cert-auth.
+ */
 export function parseEtcdUrl(url: string): EtcdTarget {
-  const m = /^etcd:\/\/([^/]*)(\/.*)?$/i.exec(url);
-  if (!m || !m[1]) throw new CcaError('CCA-E0116', { url, reason: 'expected etcd://host:port/prefix' });
-  let authority = m[1];
+  const m = /^etcd(\+https)?:\/\/([^/?]*)([^?]*)(?:\?(.*))?$/i.exec(url);
+  if (!m || !m[2]) throw new CcaError('CCA-E0116', { url, reason: 'expected etcd://host:port/prefix or etcd+https://host:port/prefix?ca=FILE' });
+  const secure = m[1] !== undefined;
+  let authority = m[2];
   let auth: EtcdTarget['auth'];
   const at = authority.lastIndexOf('@');
   if (at >= 0) {
@@ -46,7 +61,31 @@ export function parseEtcdUrl(url: string): EtcdTarget {
   }
   const hosts = authority.split(',').filter((h) => h.length > 0);
   if (hosts.length === 0) throw new CcaError('CCA-E0116', { url, reason: 'no host given' });
-  return { hosts: hosts.map((h) => `http://${h}`), prefix: prefixFromPath(m[2] ?? ''), ...(auth ? { auth } : {}) };
+  const query = Object.fromEntries(new URLSearchParams(m[4] ?? ''));
+  if (!secure && Object.keys(query).length > 0) {
+    throw new CcaError('CCA-E0116', { url, reason: `etcd:// takes no parameters (${Object.keys(query).join(', ')}); TLS settings need etcd+https://` });
+  }
+  const q = tlsQuery.safeParse(query);
+  if (!q.success) {
+    const i = q.error.issues[0]!;
+    throw new CcaError('CCA-E0116', { url, reason: i.code === 'unrecognized_keys' ? `unknown parameter ${i.keys.join(', ')} (known: ca, cert, key)` : i.message });
+  }
+  const tls = Object.fromEntries(Object.entries(q.data).filter(([, v]) => v !== undefined)) as NonNullable<EtcdTarget['tls']>;
+  return {
+    hosts: hosts.map((h) => `${secure ? 'https' : 'http'}://${h}`),
+    prefix: prefixFromPath(m[3] ?? ''),
+    ...(auth ? { auth } : {}),
+    ...(secure ? { tls } : {}),
+  };
+}
+
+/** What `new Etcd3` needs to reach a target: hosts, user, and TLS credentials read from their files. */
+export function etcdConnection(t: EtcdTarget): Pick<IOptions, 'hosts' | 'auth' | 'credentials'> {
+  return {
+    hosts: t.hosts,
+    ...(t.auth ? { auth: t.auth } : {}),
+    ...(t.tls ? { credentials: etcdCredentials(t.tls) } : {}),
+  };
 }
 
 /** etcd3 retries "recoverable" failures, which could apply a write twice: every call here runs once. */
@@ -91,8 +130,7 @@ export class EtcdStore implements Store {
     const t = parseEtcdUrl(url);
     const timeout = opts.callTimeoutMs ?? 10_000;
     const client = new Etcd3({
-      hosts: t.hosts,
-      ...(t.auth ? { auth: t.auth } : {}),
+      ...etcdConnection(t),
       dialTimeout: opts.dialTimeoutMs ?? 5_000,
       faultHandling: { global: once, host: () => once },
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),

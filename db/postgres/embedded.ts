@@ -35,6 +35,15 @@ export interface EmbeddedPostgresOptions {
   persistent: boolean;
   /** Tests skip fsync: durability across a host crash does not matter there. */
   noSync?: boolean;
+  /** More server settings, each passed as `-c name=value` (after ours, so they win). */
+  settings?: Record<string, string>;
+  /**
+   * Serve TLS with this certificate and key (PEM files). They are copied into the data dir
+   * as server.crt/server.key, owned by the server's user with mode 0600: Postgres refuses a
+   * key others can read, and as root the server runs as `postgres`, who may not reach the
+   * originals.
+   */
+  ssl?: { cert: string; key: string };
   onLog?: (line: string) => void;
 }
 
@@ -204,6 +213,9 @@ function startPostmaster(bins: Binaries, opts: EmbeddedPostgresOptions, ids: { u
     '-c', 'unix_socket_directories=',
     '-c', 'max_connections=300',
     ...(opts.noSync ? ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'] : []),
+    // ssl_cert_file and ssl_key_file default to server.crt and server.key in the data dir.
+    ...(opts.ssl ? ['-c', 'ssl=on'] : []),
+    ...Object.entries(opts.settings ?? {}).flatMap(([name, value]) => ['-c', `${name}=${value}`]),
   ];
   return new Promise((resolve, reject) => {
     // Its own process group: a terminal's Ctrl-C reaches us, and we stop Postgres last.
@@ -243,6 +255,22 @@ function startPostmaster(bins: Binaries, opts: EmbeddedPostgresOptions, ids: { u
   });
 }
 
+async function installSsl(dataDir: string, ssl: { cert: string; key: string }, ids: { uid: number; gid: number } | undefined): Promise<void> {
+  for (const [from, name] of [
+    [ssl.cert, 'server.crt'],
+    [ssl.key, 'server.key'],
+  ] as const) {
+    const to = path.join(dataDir, name);
+    try {
+      await cp(from, to);
+      await chmod(to, 0o600);
+      if (ids) await chown(to, ids.uid, ids.gid);
+    } catch (e) {
+      throw new CcaError('CCA-E0127', { dir: dataDir, step: `install the TLS file ${from}`, reason: (e as Error).message });
+    }
+  }
+}
+
 export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Promise<RunningPostgres> {
   const onLog = opts.onLog ?? (() => undefined);
   const parent = path.dirname(opts.dataDir);
@@ -262,6 +290,7 @@ export async function startEmbeddedPostgres(opts: EmbeddedPostgresOptions): Prom
   if (initialised) await stopStalePostmaster(opts.dataDir);
   else await initialise(bins, opts, ids, onLog);
   const password = (await readFile(passwordFile(opts.dataDir), 'utf8')).trim();
+  if (opts.ssl) await installSsl(opts.dataDir, opts.ssl, ids);
   const child = await startPostmaster(bins, opts, ids, onLog);
   return {
     url: `postgres://${USER}:${encodeURIComponent(password)}@127.0.0.1:${opts.port}/postgres`,

@@ -1,4 +1,8 @@
 import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
+import { tlsFailure } from '../tls-failure.js';
+
+const PG_TLS_FIX =
+  "check that the URL's sslrootcert= is the CA that signed the server's ssl_cert_file and that the certificate names the host in the URL (pg 8 verifies the name for every sslmode but no-verify); a server that does not support SSL needs ssl=on";
 
 /** SQLSTATE classes and node errors that mean "the connection or server went away". */
 function isConnectionError(e: unknown): boolean {
@@ -19,6 +23,9 @@ function isConnectionError(e: unknown): boolean {
  */
 export function pgFailure(e: unknown, target: string, committing = false): CcaError {
   if (isCcaError(e)) return e;
+  // A refused certificate is no outage: retrying cannot fix it, a setting can.
+  const tls = tlsFailure(e);
+  if (tls) return new CcaError('CCA-E0140', { backend: 'postgres', target, reason: tls, fix: PG_TLS_FIX }, { cause: e });
   const reason = e instanceof Error ? e.message : String(e);
   if (isConnectionError(e)) {
     return committing

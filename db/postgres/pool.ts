@@ -1,4 +1,5 @@
 import pg from 'pg';
+import { checkPostgresUrl } from './url.js';
 
 const INT8_OID = 20;
 
@@ -45,6 +46,7 @@ export const PG_BOUNDS = {
 } as const;
 
 export function createPool(url: string, max = 10): pg.Pool {
+  checkPostgresUrl(url);
   const pool = new pg.Pool({ ...PG_BOUNDS, connectionString: url, max, types, application_name: applicationName(url) });
   // An idle client that loses its connection must not crash the process; the next
   // query on the pool gets a fresh connection.

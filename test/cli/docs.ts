@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { USAGE as agentUsage } from '../../agent/options.js';
+import { serverUsage } from '../../server/config.js';
 import { repoRoot } from '../core/support/golden.js';
 
 /** A golden run as a terminal would show it: the command, its output, and a non-zero exit. */
@@ -35,12 +37,14 @@ ${show('help')}
 |---|---|
 | \`--server URL\` | the API server (else \`CCA_SERVER\`, else the config file, else \`http://127.0.0.1:7070\`) |
 | \`--token TOKEN\` | the bearer token (else \`CCA_TOKEN\`, else the config file) |
+| \`--ca FILE\` | a PEM CA certificate to trust, beside the system's, for an \`https://\` server (else \`CCA_CA\`, else the config file's \`"ca"\`) |
 | \`--config FILE\` | the config file (else \`CCA_CONFIG\`, else \`$XDG_CONFIG_HOME/cca/config.json\`, i.e. \`~/.config/cca/config.json\`) |
 | \`-v\`, \`--verbose\` | errors with cause, fix, context, request ID and the \`cca explain\` line |
 | \`-o\`, \`--output plain\\|wide\\|json\` | output mode; \`wide\` adds table columns; \`json\` prints results and errors as JSON |
 | \`--request-id ID\` | send this \`X-Request-Id\` on the first request (then \`ID.1\`, \`ID.2\`, …) |
 
-The config file is JSON, \`{"server": "http://host:7070", "token": "cca_admin_…"}\`. Because it
+The config file is JSON, \`{"server": "http://host:7070", "token": "cca_admin_…"}\`, and may name a CA
+file, \`"ca": "ca.pem"\` (relative to the config file's folder). Because it
 may hold a token it must be readable by its owner only (\`chmod 600\`); any other mode is
 refused with \`CCA-E0706\` rather than used. Offline commands never read it. Prefer it (or
 \`CCA_TOKEN\`) to \`--token\`, which other users of the machine can see in the process list.
@@ -232,6 +236,26 @@ ${show('version-offline')}
 
 ## \`cca server\`, \`cca agent\`
 
-Run the API server and the node agent; their flags are their own (see their docs).
+Run the API server and the node agent; their flags are their own (docs/store.md,
+docs/agent.md). Their usage, as \`--help\` prints it:
+
+\`\`\`console
+$ cca server --help
+${serverUsage}
+\`\`\`
+
+\`\`\`console
+$ cca agent --help
+${agentUsage.trimEnd()}
+\`\`\`
+
+TLS (docs/security.md#tls): \`cca server --tls-cert FILE --tls-key FILE\` (env \`CCA_TLS_CERT\`,
+\`CCA_TLS_KEY\`; both or neither) serves HTTPS and prints an \`https://\` URL;
+\`cca agent --server https://… --ca FILE\` (env \`CCA_CA\`) trusts a private CA. The store URL
+takes TLS settings too: \`etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE\`, and
+\`postgres://…?sslmode=verify-full&sslrootcert=FILE\`.
+
+A server certificate \`cca\` does not trust is \`CCA-E0740\` (exit 2), naming the server and
+saying to pass \`--ca\`; \`cca\` has no switch that skips the check.
 `;
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import https from 'node:https';
 import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -29,6 +30,12 @@ export interface StartEtcdOptions {
   raft?: 'fast' | 'default';
   /** Where the data dir goes; benchmarks put it on disk, as Postgres's, so both pay for fsync. */
   dataDirBase?: string;
+  /**
+   * Serve clients over TLS with this certificate (PEM files), and with `clientCa` require a
+   * client certificate that CA signed (--client-cert-auth). Always a private server (`fresh`).
+   * `probe` is a client certificate (from clientCa) for the health check.
+   */
+  tls?: { cert: string; key: string; clientCa?: string; ca: string; probe?: { cert: string; key: string } };
 }
 
 function findBinary(name: string): string | undefined {
@@ -55,8 +62,29 @@ async function canConnect(port: number): Promise<boolean> {
   });
 }
 
+/** GET /health over TLS, trusting `ca` and showing the probe's client certificate. */
+function httpsHealth(port: number, tls: NonNullable<StartEtcdOptions['tls']>): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const req = https.get(
+      { host: '127.0.0.1', port, path: '/health', ca: readFileSync(tls.ca), ...(tls.probe ? { cert: readFileSync(tls.probe.cert), key: readFileSync(tls.probe.key) } : {}) },
+      (res) => {
+        let text = '';
+        res.on('data', (b: Buffer) => (text += b.toString()));
+        res.on('end', () => {
+          try {
+            resolve(JSON.parse(text));
+          } catch (e) {
+            reject(e);
+          }
+        });
+      },
+    );
+    req.on('error', reject);
+  });
+}
+
 /** Ask /health until etcd has a leader and serves reads (a port that accepts is not enough). */
-async function waitHealthy(child: ChildProcess, port: number, log: () => string, timeoutMs = 20_000): Promise<void> {
+async function waitHealthy(child: ChildProcess, port: number, log: () => string, tls?: StartEtcdOptions['tls'], timeoutMs = 20_000): Promise<void> {
   const start = Date.now();
   while (Date.now() - start < timeoutMs) {
     if (child.exitCode !== null) {
@@ -64,8 +92,7 @@ async function waitHealthy(child: ChildProcess, port: number, log: () => string,
     }
     if (await canConnect(port)) {
       try {
-        const r = await fetch(`http://127.0.0.1:${port}/health`);
-        const body = (await r.json()) as { health?: string };
+        const body = (tls ? await httpsHealth(port, tls) : await (await fetch(`http://127.0.0.1:${port}/health`)).json()) as { health?: string };
         if (body.health === 'true') return;
       } catch {
         // not ready yet
@@ -83,7 +110,7 @@ async function waitHealthy(child: ChildProcess, port: number, log: () => string,
  */
 export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<RunningEtcd> {
   const given = process.env.ETCD_ENDPOINTS;
-  if (given && !opts.fresh) {
+  if (given && !opts.fresh && !opts.tls) {
     const first = given.split(',')[0]!.trim();
     return { endpoints: given, hostPort: hostPortOf(first), owned: false, stop: async () => undefined };
   }
@@ -95,7 +122,7 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
   const clientPort = await freePort();
   let peerPort = await freePort();
   while (peerPort === clientPort) peerPort = await freePort();
-  const client = `http://127.0.0.1:${clientPort}`;
+  const client = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [
     '--name=cca-test',
@@ -108,13 +135,15 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
     '--initial-cluster-state=new',
     // Minimum lease TTL is ceil(1.5 × election timeout); 10/100 ms makes it 1 s.
     ...(opts.raft === 'default' ? [] : ['--heartbeat-interval=10', '--election-timeout=100']),
+    ...(opts.tls ? [`--cert-file=${opts.tls.cert}`, `--key-file=${opts.tls.key}`] : []),
+    ...(opts.tls?.clientCa ? [`--trusted-ca-file=${opts.tls.clientCa}`, '--client-cert-auth'] : []),
     '--logger=zap',
     '--log-level=error',
     '--log-outputs=stderr',
   ];
   let proc: Launched;
   try {
-    proc = await launch(binary, args, clientPort);
+    proc = await launch(binary, args, clientPort, opts.tls);
   } catch (e) {
     await rm(dir, { recursive: true, force: true });
     throw e;
@@ -133,7 +162,7 @@ export async function startTestEtcd(opts: StartEtcdOptions = {}): Promise<Runnin
     restart: async (downMs = 0) => {
       await proc.stop();
       if (downMs > 0) await new Promise((r) => setTimeout(r, downMs));
-      proc = await launch(binary, args, clientPort);
+      proc = await launch(binary, args, clientPort, opts.tls);
     },
   };
 }
@@ -144,7 +173,7 @@ interface Launched {
 }
 
 /** Start the binary and wait until it serves; stop it by its PID. */
-async function launch(binary: string, args: string[], clientPort: number): Promise<Launched> {
+async function launch(binary: string, args: string[], clientPort: number, tls?: StartEtcdOptions['tls']): Promise<Launched> {
   const child = spawn(binary, args, { stdio: ['ignore', 'ignore', 'pipe'] });
   let log = '';
   child.stderr!.on('data', (d: Buffer) => {
@@ -173,7 +202,7 @@ async function launch(binary: string, args: string[], clientPort: number): Promi
     }
   };
   try {
-    await waitHealthy(child, clientPort, () => log);
+    await waitHealthy(child, clientPort, () => log, tls);
   } catch (e) {
     await stop();
     throw e;

@@ -170,4 +170,11 @@ export const agentCodes = [
     cause: 'replica {replica} of service {service} on node {node}: the {runtime} runtime cannot start `{command}`: {why}',
     fix: '{fix}',
   },
+  {
+    code: 'CCA-E0540',
+    blame: 'environment',
+    title: 'server certificate not trusted',
+    cause: 'the agent does not trust the certificate of the server at {url}: {reason}',
+    fix: 'pass the CA certificate that signed the server certificate with --ca FILE (or "ca" in the --config file); the agent keeps retrying, and its workloads keep running until the fencing deadline',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -114,4 +114,11 @@ export const cliCodes = [
     cause: 'fencing node {node} asserts that none of its workloads runs any more; the command needs --confirm',
     fix: 'make sure machine {node} is powered off or cut off (its replicas with volumes are started elsewhere or anew), then run `cca fence node {node} --confirm`',
   },
+  {
+    code: 'CCA-E0740',
+    blame: 'environment',
+    title: 'server certificate not trusted',
+    cause: 'cca does not trust the certificate of the server at {url}: {reason}',
+    fix: 'pass the CA certificate that signed the server certificate with --ca FILE (or CCA_CA, or "ca" in the config file); cca never skips the check',
+  },
 ] as const satisfies readonly DiagnosticDef[];

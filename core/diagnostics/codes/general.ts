@@ -23,4 +23,11 @@ export const generalCodes = [
     cause: 'the key {key} cannot be built or read: {reason}',
     fix: 'report this with `cca bundle`; every key must come from the builders in core/keys.ts',
   },
+  {
+    code: 'CCA-E0004',
+    blame: 'user',
+    title: 'unusable TLS file',
+    cause: '{what} {file} cannot be used: {reason}',
+    fix: 'give a readable PEM file holding {expected}; docs/security.md#tls shows how to make them with openssl',
+  },
 ] as const satisfies readonly DiagnosticDef[];

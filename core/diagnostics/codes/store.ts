@@ -191,4 +191,11 @@ export const storeCodes = [
     cause: 'the embedded Postgres in {dir} failed to {step}: {reason}',
     fix: 'read the log lines above; a port in use means another Postgres (set CCA_PG_PORT), a full disk or a damaged data directory means moving or removing {dir}',
   },
+  {
+    code: 'CCA-E0140',
+    blame: 'environment',
+    title: 'store TLS failed',
+    cause: 'the TLS connection to the {backend} store at {target} failed: {reason}',
+    fix: '{fix}',
+  },
 ] as const satisfies readonly DiagnosticDef[];
