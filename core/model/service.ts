@@ -3,6 +3,7 @@ import { constraintSchema, preferenceSchema, taintPattern } from './constraints.
 import { crossCheckService } from './cross-check.js';
 import { DEFAULTS, LIMITS } from './defaults.js';
 import { dnsLabelProblem, envNamePattern, imageProblem, labelKeyPattern } from './names.js';
+import { fileModeProblem, octalMode, specPathProblem, type SpecPathKind } from './paths.js';
 
 /** A DNS-label name; a bad one is CCA-E0301 naming what kind of name it was. */
 export function dnsLabel(what: string, max = 63) {
@@ -17,10 +18,16 @@ const imageRef = z.string().superRefine((image, ctx) => {
   if (reason) ctx.addIssue({ code: 'custom', message: reason, params: { cca: 'CCA-E0311', image, reason } });
 });
 
-const absolutePath = z
-  .string()
-  .max(4096)
-  .regex(/^\/[^\0]*$/, 'must be an absolute path (starting with /)');
+/**
+ * A path inside the replica: clean and absolute, and for files and mounts free of mount
+ * syntax and reserved places (core/model/paths.ts says why). CCA-E0324, E0325 or E0326.
+ */
+function specPath(kind: SpecPathKind) {
+  return z.string().superRefine((path, ctx) => {
+    const p = specPathProblem(path, kind);
+    if (p) ctx.addIssue({ code: 'custom', message: p.reason, params: { cca: p.code, ...p.params } });
+  });
+}
 const text = z.string().max(LIMITS.stringLength);
 const durationMs = z.int().min(0).max(LIMITS.durationMs);
 export const portNumberSchema = z.int().min(1).max(65_535);
@@ -88,28 +95,37 @@ export const initStepSchema = z.strictObject({
   timeoutMs: durationMs.min(1).default(DEFAULTS.initTimeoutMs),
 });
 
-const fileMode = z.int().min(0).max(0o7777);
+/** Permission bits only: a setuid, setgid or sticky bit is CCA-E0327 (the agent masks them too). */
+function fileMode(what: 'config' | 'secret') {
+  return z
+    .int()
+    .min(0)
+    .superRefine((mode, ctx) => {
+      const p = fileModeProblem(mode);
+      if (p) ctx.addIssue({ code: 'custom', message: p.bits, params: { cca: 'CCA-E0327', what, mode: octalMode(mode), ...p } });
+    });
+}
 
 export const configFileSchema = z.strictObject({
   name: dnsLabel('config'),
-  path: absolutePath,
+  path: specPath('config'),
   content: z.string().max(LIMITS.configBytes),
-  mode: fileMode.default(DEFAULTS.configMode),
+  mode: fileMode('config').default(DEFAULTS.configMode),
 });
 
 /** A secret's value is never printed back: use redactSpec() before showing a spec to anyone. */
 export const secretSchema = z.strictObject({
   name: dnsLabel('secret'),
   value: z.string().max(LIMITS.configBytes),
-  path: absolutePath.optional(),
+  path: specPath('secret').optional(),
   env: z.string().regex(envNamePattern, 'must be a valid environment variable name').optional(),
-  mode: fileMode.default(DEFAULTS.secretMode),
+  mode: fileMode('secret').default(DEFAULTS.secretMode),
 });
 
 export const volumeSchema = z.strictObject({
   name: dnsLabel('volume'),
   sizeBytes: z.int().min(1).max(LIMITS.memoryBytes),
-  mountPath: absolutePath,
+  mountPath: specPath('volume'),
   readOnly: z.boolean().default(false),
 });
 
@@ -126,7 +142,7 @@ export const serviceInputSchema = z.strictObject({
   command: z.array(text).max(LIMITS.listItems).default([]),
   args: z.array(text).max(LIMITS.listItems).default([]),
   env: envSchema.default({}),
-  workdir: absolutePath.optional(),
+  workdir: specPath('workdir').optional(),
   labels: z.record(z.string().regex(labelKeyPattern, 'must be a label key like team or app.example.com/tier'), z.string().max(63)).default({}),
   /** Omitted: autoscale.min when autoscaling, else 1. */
   replicas: z.int().min(0).max(LIMITS.replicas).optional(),

@@ -170,4 +170,11 @@ export const agentCodes = [
     cause: 'replica {replica} of service {service} on node {node}: the {runtime} runtime cannot start `{command}`: {why}',
     fix: '{fix}',
   },
+  {
+    code: 'CCA-E0531',
+    blame: 'user',
+    title: 'replica spec refused by the agent',
+    cause: 'node {node} refused to start replica {replica} of service {service}: {reason}; nothing was written outside the replica\'s directory',
+    fix: 'fix the spec and apply it again (a current server refuses such a spec at apply, see docs/language.md "Validation rules"); if the server accepted it, it is older than this agent or the store was written around the API; the replica is held, not retried',
+  },
 ] as const satisfies readonly DiagnosticDef[];
