@@ -222,11 +222,12 @@ describe('each layer holds on its own, below the agent\'s checks', () => {
 });
 
 describe.runIf(needs('containerd'))('the agent refuses hostile assignments on containerd (private containerd)', () => {
-  const tmp = tempDir('escapes-ctd');
+  let tmp: { dir: string; cleanup: () => void };
   let h: ContainerdAgent;
   let sentinel: { dir: string; before: Record<string, string> };
 
   beforeAll(async () => {
+    tmp = tempDir('escapes-ctd');
     sentinel = plantSentinel(tmp.dir);
     h = await startContainerdAgent(tmp.dir, `cca-escapes-${process.pid}`);
   }, 120_000);
