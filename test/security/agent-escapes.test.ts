@@ -108,6 +108,20 @@ describe('the agent refuses hostile assignments on the process runtime (CCA-E053
     await expectRefused('web-1', /`\.\.` component/);
   });
 
+  it('unclean spellings (//, a trailing slash, NUL, a relative path, /proc) are refused', async () => {
+    await run();
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      ['web-2', { configs: [{ name: 'a', path: '/etc//a.conf', content: 'x', mode: 0o644 }] }, /empty component/],
+      ['web-3', { configs: [{ name: 'a', path: '/etc/a.conf/', content: 'x', mode: 0o644 }] }, /ends with \//],
+      ['web-4', { secrets: [{ name: 'a', value: 'x', path: '/run/a\0b', mode: 0o400 }] }, /control character/],
+      ['web-5', { secrets: [{ name: 'a', value: 'x', path: 'run/a', mode: 0o400 }] }, /must start with \//],
+      ['web-6', { volumes: [{ name: 'data', sizeBytes: 2 ** 20, mountPath: '/proc', readOnly: false }] }, /would cover \/proc/],
+      ['web-7', { workdir: '/app/../..' }, /`\.\.` component/],
+    ];
+    for (const [replica, hostile] of cases) server.assignUnchecked('n1', replica, web, hostile);
+    for (const [replica, , reason] of cases) await expectRefused(replica, reason);
+  });
+
   it('a volume mount injecting src=/ is refused, and no volume is made', async () => {
     await run();
     server.assignUnchecked('n1', 'web-1', web, { volumes: [{ name: 'data', sizeBytes: 2 ** 20, mountPath: '/data,src=/', readOnly: false }] });
