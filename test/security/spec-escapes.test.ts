@@ -170,6 +170,12 @@ describe('the model refuses each escape with a coded, located diagnostic', () =>
     });
   }
 
+  test('reported in the same run as an unrelated mistake in the service', () => {
+    const src = 'service web {\n  image = "busybox:1.35"\n  replica = 3\n  config a { path = "/../x" content = "x" mode = "4755" }\n}\n';
+    const found = parse(src, 'evil.cca').diagnostics.map((d) => `${d.code} ${d.span?.line}:${d.span?.col}`);
+    expect(found).toEqual(['CCA-E0210 3:3', 'CCA-E0324 4:21', 'CCA-E0327 4:50']);
+  });
+
   test('paths and modes the fixtures use stay accepted', () => {
     for (const p of ['/etc/motd', '/run/secrets/pg-password', '/var/lib/postgresql/data', '/www/index.html', '/etc/shop/api.toml', '/models', '/.config/app']) {
       expect(specPathProblem(p, 'config'), p).toBeUndefined();
