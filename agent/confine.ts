@@ -66,6 +66,8 @@ export function volumeNamesOk(service: string, volume: string): boolean {
  * the root checked), independent of any earlier check. `root` itself only when allowed.
  */
 export function confinedPath(root: string, specPath: string, opts: { allowRoot?: boolean } = {}): string {
+  // A NUL would make every fs call throw a TypeError (a start failure, not a refusal).
+  if (specPath.includes('\0')) throw new Refusal(`the path ${showPath(specPath)} contains a NUL`);
   const host = resolve(root, `.${sep}${specPath}`);
   const rel = relative(root, host);
   const outside = rel === '..' || rel.startsWith(`..${sep}`) || isAbsolute(rel);
@@ -78,9 +80,9 @@ function code(e: unknown): string | undefined {
 }
 
 /** `root` must be a real directory (not a link to one): everything below is judged from it. */
-function checkRoot(root: string): void {
+export function checkRoot(root: string): void {
   const st = lstatSync(root);
-  if (!st.isDirectory()) throw new Refusal(`the replica's files directory ${root} is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}`);
+  if (!st.isDirectory()) throw new Refusal(`${root} is ${st.isSymbolicLink() ? 'a symbolic link; the agent does not write through links' : 'not a directory'}`);
 }
 
 /**

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ServiceSpec } from '../core/model/index.js';
-import { writeConfined } from './confine.js';
+import { ensureDirs, writeConfined } from './confine.js';
 import type { WorkloadFile } from './runtime.js';
 
 /**
@@ -14,7 +14,10 @@ import type { WorkloadFile } from './runtime.js';
  */
 export function materialize(replicaDir: string, spec: Pick<ServiceSpec, 'configs' | 'secrets'>): { files: WorkloadFile[]; env: Record<string, string> } {
   const root = join(replicaDir, 'files');
-  mkdirSync(root, { recursive: true, mode: 0o700 });
+  // The replica's own directory must be a real one too (a link there would carry files/
+  // somewhere else): ensureDirs checks it before it makes anything below it.
+  mkdirSync(replicaDir, { recursive: true });
+  ensureDirs(replicaDir, root);
   const files: WorkloadFile[] = [];
   const env: Record<string, string> = {};
   const put = (path: string, content: string, mode: number) => {

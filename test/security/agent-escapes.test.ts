@@ -165,6 +165,14 @@ describe('the agent refuses hostile assignments on the process runtime (CCA-E053
     await expectRefused('web-1', /symbolic link/);
   });
 
+  it('a replica directory replaced by a symbolic link is not written through', async () => {
+    mkdirSync(state.replicas, { recursive: true });
+    symlinkSync(join(sentinel.dir, 'sub'), join(state.replicas, 'web-1'));
+    await run();
+    server.assign('n1', 'web-1', { ...web, configs: [{ name: 'app', path: '/etc/app.conf', content: 'owned\n' }] });
+    await expectRefused('web-1', /symbolic link/);
+  });
+
   it('a symbolic link planted at the file itself is not written through', async () => {
     mkdirSync(join(state.replicas, 'web-1', 'files', 'etc'), { recursive: true });
     symlinkSync(join(sentinel.dir, 'target'), join(state.replicas, 'web-1', 'files', 'etc', 'app.conf'));
