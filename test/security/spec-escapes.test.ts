@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { parse } from '../../core/lang/index.js';
-import { cleanPathProblem, fileModeProblem, specPathProblem, validateService } from '../../core/model/index.js';
+import { cleanPathProblem, fileModeProblem, serviceSpecSchema, specPathProblem, storedServiceSpecSchema, validateService } from '../../core/model/index.js';
 import { liveServer, type Live } from '../cli/harness.js';
 import { ADMIN, securedApp } from '../handlers/harness.js';
 
@@ -223,6 +223,22 @@ describe('the API refuses each escape, dry run or not, and writes nothing', () =
       expect((await store.range({ prefix: '/services/' })).kvs).toEqual([]);
     });
   }
+});
+
+describe('a spec an older server stored under looser rules', () => {
+  test('stays readable, so it blocks no other apply; applying it again is refused', async () => {
+    const { call, store } = await securedApp();
+    // What an older server accepted: any absolute path without NUL, modes up to 07777.
+    const old = storedServiceSpecSchema.parse({ name: 'old', image: 'busybox:1.35', configs: [{ name: 'k', path: '/../../root/.ssh/authorized_keys', content: 'x', mode: 0o4755 }] });
+    await store.put('/services/old', JSON.stringify(old));
+    expect(serviceSpecSchema.safeParse(old).success).toBe(false);
+    const web = await call('POST', '/v1/apply', { text: 'service web {\n  image = "busybox:1.35"\n}\n', token: ADMIN });
+    expect(web.status).toBe(200);
+    expect((await call('GET', '/v1/services', { token: ADMIN })).status).toBe(200);
+    const again = await call('POST', '/v1/apply', { json: { services: [old] }, token: ADMIN });
+    expect(again.status).toBe(400);
+    expect(((await again.json()) as { diagnostics: { code: string }[] }).diagnostics.map((d) => d.code)).toEqual(['CCA-E0324', 'CCA-E0327']);
+  });
 });
 
 describe('cca apply --dry-run refuses each escape locally, shows where, and sends nothing', () => {
