@@ -7,7 +7,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { parse } from '../../core/lang/index.js';
 import { cleanPathProblem, fileModeProblem, serviceSpecSchema, specPathProblem, storedServiceSpecSchema, validateService } from '../../core/model/index.js';
 import { liveServer, type Live } from '../cli/harness.js';
@@ -242,8 +242,11 @@ describe('a spec an older server stored under looser rules', () => {
 });
 
 describe('cca apply --dry-run refuses each escape locally, shows where, and sends nothing', () => {
-  const cwd = mkdtempSync(join(tmpdir(), 'cca-escapes-'));
+  let cwd = '';
   let live: Live | undefined;
+  beforeAll(() => {
+    cwd = mkdtempSync(join(tmpdir(), 'cca-escapes-'));
+  });
   afterAll(async () => {
     await live?.close();
     rmSync(cwd, { recursive: true, force: true });
