@@ -6,6 +6,7 @@ import { AgentClient, ServerError, UnreachableError } from './client.js';
 import { LeaseKeeper } from './lease.js';
 import { FENCE } from './fence.js';
 import { CheckState, probeFor, probeText } from './health.js';
+import { checkAssignment, Refusal } from './confine.js';
 import { materialize } from './materialize.js';
 import type { NetnsManager } from './netns.js';
 import { PolicyFollower } from './network-policy.js';
@@ -353,7 +354,15 @@ export class Agent {
       const { volumes } = await this.client.volumes();
       const wanted = new Set(volumes.map((v) => `${v.service}/${v.volume}`));
       for (const a of this.desired) for (const v of a.spec.volumes) wanted.add(`${a.service}/${v.name}`);
-      for (const v of volumes) this.volumes.ensure(v.service, v.volume, v.sizeBytes);
+      for (const v of volumes) {
+        try {
+          this.volumes.ensure(v.service, v.volume, v.sizeBytes);
+        } catch (e) {
+          // A volume whose names would climb out of the volumes directory is not made; the others are.
+          if (!(e instanceof Refusal)) throw e;
+          this.log(`volume refused: ${e.reason}`);
+        }
+      }
       for (const v of this.volumes.list()) {
         if (wanted.has(`${v.service}/${v.volume}`)) continue;
         this.volumes.remove(v.service, v.volume);
@@ -593,6 +602,16 @@ export class Agent {
     }
   }
 
+  /** A spec the agent will not run (CCA-E0531): held like an image it does not have, never retried. */
+  private refuse(slot: Slot, a: Assignment, r: Refusal): void {
+    const d = makeDiagnostic('CCA-E0531', { node: this.opts.node, replica: a.replica, service: a.service, reason: r.reason });
+    slot.held = true;
+    slot.state = 'failed';
+    slot.diagnostic = { code: d.code, message: d.message };
+    this.log(`${d.code} ${d.message}`);
+    this.event('refused', `${d.code} ${d.message}`, a.replica);
+  }
+
   private async startSlot(slot: Slot, a: Assignment, catalogue: Record<string, string> | undefined): Promise<void> {
     let image = '';
     if (catalogue !== undefined) {
@@ -609,8 +628,10 @@ export class Agent {
       }
       image = digest;
     }
-    const dir = this.opts.state.replicaDir(a.replica);
     try {
+      // Names and paths are checked before any of them becomes a host path (agent/confine.ts).
+      checkAssignment(a);
+      const dir = this.opts.state.replicaDir(a.replica);
       const { files, env } = materialize(dir, a.spec);
       const volumes = this.volumes.mountsFor(a.spec);
       slot.state = 'starting';
@@ -632,6 +653,7 @@ export class Agent {
         this.event('network-policy-unenforced', `${d.code} ${d.message}`, a.replica);
       }
     } catch (e) {
+      if (e instanceof Refusal) return this.refuse(slot, a, e);
       const reason = e instanceof Error ? e.message : String(e);
       // containerd refuses at task start when the command is missing or not executable (runc's exec error).
       const noCommand = startFailure({ runtime: this.opts.runtime.name, node: this.opts.node, replica: a.replica, service: a.service, image: a.spec.image, argv: argvOf(a.spec), exitCode: undefined, detail: /executable file not found|no such file or directory|permission denied/i.test(reason) ? { spawnError: { message: reason } } : undefined });

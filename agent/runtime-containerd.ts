@@ -6,6 +6,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 
+import { Refusal } from './confine.js';
 import { Ctr, parseEventLine } from './containerd/ctr.js';
 import type { NetnsManager } from './netns.js';
 import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
@@ -94,6 +95,8 @@ export class ContainerdRuntime implements Runtime {
   }
 
   async start(req: StartRequest): Promise<WorkloadHandle> {
+    // Refuse unsafe mounts before any container (an init step's included) exists.
+    this.mountArgs(req);
     const entry = this.entryOf(req.spec.image);
     await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
     const id = PREFIX + req.replica;
@@ -157,13 +160,26 @@ export class ContainerdRuntime implements Runtime {
     this.listeners.emit({ kind: 'exited', replica: handle.replica, exitCode: failed ? exitCode : 143, oom: false, at: Date.now() });
   }
 
+  /**
+   * Every `--mount` of a replica's containers: tini, configs and secrets read-only, volumes
+   * (the node's directory, bind-mounted; it outlives the container). Throws a Refusal
+   * (CCA-E0531) before anything runs when a path could not be passed safely: see bindMount.
+   */
+  private mountArgs(req: StartRequest): string[] {
+    const tini = this.opts.tini ?? '/usr/bin/tini-static';
+    return [
+      ...bindMount(tini, '/.cca-tini', 'ro'),
+      ...req.files.flatMap((f) => bindMount(f.hostPath, f.path, 'ro')),
+      ...(req.volumes ?? []).flatMap((v) => bindMount(v.hostPath, v.path, v.readOnly ? 'ro' : 'rw')),
+    ];
+  }
+
   /** `ctr run` one container (detached, or in the foreground with a timeout for init steps). */
   private async runContainer(req: StartRequest, image: string, id: string, argv: string[], how: { detach: boolean; timeoutMs?: number }): Promise<{ code: number; stdout: string; stderr: string }> {
     const dir = join(this.opts.root, req.replica);
     const envFile = join(dir, `.env-${id}`);
     const env = { ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service };
     writeFileSync(envFile, Object.entries(env).map(([k, v]) => `${k}=${v.replace(/\n/g, ' ')}`).join('\n') + '\n', { mode: 0o600 });
-    const tini = this.opts.tini ?? '/usr/bin/tini-static';
     const args = [
       'run', ...(how.detach ? ['-d', '--log-uri', `file://${join(dir, 'stdout.log')}`] : ['--rm']),
       ...(this.opts.network ? ['--with-ns', `network:${this.opts.network.netnsPath(req.replica)}`] : ['--net-host']),
@@ -171,10 +187,7 @@ export class ContainerdRuntime implements Runtime {
       '--cpus', String(req.spec.resources.cpuMillis / 1000),
       '--label', `cca.replica=${req.replica}`, '--label', `cca.service=${req.service}`,
       '--env-file', envFile,
-      '--mount', `type=bind,src=${tini},dst=/.cca-tini,options=rbind:ro`,
-      ...req.files.flatMap((f) => ['--mount', `type=bind,src=${f.hostPath},dst=${f.path},options=rbind:ro`]),
-      // Volumes: the node's directory, bind-mounted; it outlives the container.
-      ...(req.volumes ?? []).flatMap((v) => ['--mount', `type=bind,src=${v.hostPath},dst=${v.path},options=rbind:${v.readOnly ? 'ro' : 'rw'}`]),
+      ...this.mountArgs(req),
       ...(req.spec.workdir === undefined ? [] : ['--cwd', req.spec.workdir]),
       image, id, '/.cca-tini', '-g', '-s', '--', ...argv,
     ];
@@ -382,4 +395,33 @@ export class ContainerdRuntime implements Runtime {
     void this.ctr.deleteTask(id);
     this.listeners.emit({ kind: 'exited', replica, exitCode, oom, at: Date.now() });
   }
+}
+
+/**
+ * Characters that would change how `ctr run --mount` reads its value: ctr 1.6 parses it as
+ * one CSV record (`,` separates fields, `"` quotes, a line break ends the record) of
+ * `key=value` fields, and a repeated `src=` wins, so `dst=/data,src=/` would mount the host's
+ * root. `=` cannot split a field twice (ctr splits at the first), but it is refused too:
+ * nothing we mount needs it.
+ */
+// The C0 controls (line breaks among them) and DEL.
+const MOUNT_UNSAFE = /[,"=\u0000-\u001f\u007f]/;
+
+/**
+ * One bind mount as `ctr run --mount` arguments, refusing (CCA-E0531) a source or
+ * destination that could inject fields. Why not a structured mount: ctr 1.6's only
+ * structured form is `ctr run --config <OCI spec>`, and with `--config` ctr ignores every
+ * other flag (image and snapshot, env file, cwd, limits, namespaces, labels), so the agent
+ * would have to generate the whole runtime spec and prepare the rootfs itself; containerd's
+ * gRPC API would take `Mount` messages, but the agent drives containerd through `ctr`
+ * (docs/agent.md says why). The model refuses these characters at apply (CCA-E0325); this
+ * is the agent's own check for a spec that did not come through it.
+ */
+export function bindMount(src: string, dst: string, access: 'ro' | 'rw'): string[] {
+  for (const [what, value] of [['source', src], ['destination', dst]] as const) {
+    const bad = MOUNT_UNSAFE.exec(value);
+    if (bad) throw new Refusal(`the mount ${what} ${JSON.stringify(value)} contains ${JSON.stringify(bad[0])}, which ctr's --mount syntax would read as structure`);
+  }
+  if (!dst.startsWith('/')) throw new Refusal(`the mount destination ${JSON.stringify(dst)} is not absolute`);
+  return ['--mount', `type=bind,src=${src},dst=${dst},options=rbind:${access}`];
 }

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { NetnsManager } from './netns.js';
+import { confinedPath, ensureDirs } from './confine.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
 import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
 import type { ExitDetail, Lookup } from './start-failure.js';
@@ -36,19 +37,34 @@ export interface ProcessRuntimeOptions {
 /**
  * The process runtime has no mount namespace: a volume is its host directory, named by
  * `CCA_VOLUME_<NAME>` and linked at `$CCA_FILES<mountPath>` (where configs are too). Read-only
- * is not enforced here (it is with containerd's bind mount).
+ * is not enforced here (it is with containerd's bind mount). The link is made strictly below
+ * `files/`, its directories without following links (agent/confine.ts): a mount path that
+ * would leave it is a Refusal (CCA-E0531).
  */
 function volumeMounts(files: string, volumes: readonly WorkloadVolume[]): Record<string, string> {
   const env: Record<string, string> = {};
   for (const v of volumes) {
     env[volumeEnvName(v.name)] = v.hostPath;
-    const link = join(files, v.path);
-    mkdirSync(dirname(link), { recursive: true, mode: 0o700 });
-    // A link left by an earlier start is replaced; anything else there (a config directory) is kept.
+    const link = confinedPath(files, v.path);
+    ensureDirs(files, dirname(link));
+    // A link left by an earlier start is replaced (rm removes the link, never its target);
+    // anything else there (a config directory) is kept.
     if (isSymlink(link)) rmSync(link, { force: true });
     if (!existsSync(link)) symlinkSync(v.hostPath, link);
   }
   return env;
+}
+
+/**
+ * The working directory: `$CCA_FILES<workdir>` (made if missing, strictly below `files/` and
+ * not through a link), else the replica's directory. Never a host directory of that name:
+ * a spec must not choose where on the host its process starts.
+ */
+function workdirOf(files: string, replicaDir: string, workdir: string | undefined): string {
+  if (workdir === undefined) return replicaDir;
+  const cwd = confinedPath(files, workdir, { allowRoot: true });
+  ensureDirs(files, cwd);
+  return cwd;
 }
 
 function isSymlink(path: string): boolean {
@@ -203,8 +219,7 @@ export class ProcessRuntime implements Runtime {
     const handle: WorkloadHandle = { runtime: 'process', replica: req.replica, service: req.service, id: req.replica, image: req.image, startedAt: Date.now() };
     const files = join(req.dir, 'files');
     mkdirSync(files, { recursive: true, mode: 0o700 });
-    const cwd = req.spec.workdir !== undefined && existsSync(req.spec.workdir) ? req.spec.workdir : req.spec.workdir !== undefined ? join(files, req.spec.workdir) : req.dir;
-    mkdirSync(cwd, { recursive: true });
+    const cwd = workdirOf(files, req.dir, req.spec.workdir);
     const hostPath = process.env.PATH ?? '/usr/bin:/bin';
     const applets = req.spec.image === TOOLBOX_IMAGE ? this.toolboxDir() : req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
     const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files, ...volumeMounts(files, req.volumes ?? []) };

@@ -62,7 +62,13 @@ export class StateDir {
     if (!text) return { revision: 0, assignments: [] };
     try {
       const raw = JSON.parse(text) as { revision: number; assignments: unknown[] };
-      return { revision: raw.revision, assignments: raw.assignments.map((a) => assignmentSchema.parse(a)) };
+      // One by one: an assignment this agent's schema refuses (say, from an older server) is
+      // dropped without losing the rest of the cache.
+      const assignments = raw.assignments.flatMap((a) => {
+        const r = assignmentSchema.safeParse(a);
+        return r.success ? [r.data] : [];
+      });
+      return { revision: raw.revision, assignments };
     } catch {
       return { revision: 0, assignments: [] };
     }

@@ -2,6 +2,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync
 import { join } from 'node:path';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { ServiceSpec } from '../core/model/index.js';
+import { checkVolumeNames, volumeNamesOk } from './confine.js';
 import type { WorkloadVolume } from './runtime.js';
 
 /**
@@ -35,11 +36,16 @@ export class VolumeDir {
   }
 
   dataPath(service: string, volume: string): string {
+    checkVolumeNames(service, volume);
     return join(this.root, service, volume, 'data');
   }
 
-  /** Create (or find) the volume; records its size. Idempotent. Throws CCA-E0520 when it cannot. */
+  /**
+   * Create (or find) the volume; records its size. Idempotent. Throws CCA-E0520 when it
+   * cannot, a Refusal (CCA-E0531) when a name is not a label (it would name another directory).
+   */
   ensure(service: string, volume: string, sizeBytes: number): string {
+    checkVolumeNames(service, volume);
     const dir = join(this.root, service, volume);
     const data = join(dir, 'data');
     try {
@@ -66,6 +72,8 @@ export class VolumeDir {
     const out: VolumeInfo[] = [];
     for (const service of safeReaddir(this.root)) {
       for (const volume of safeReaddir(join(this.root, service))) {
+        // Only directories this class could have made (and may remove).
+        if (!volumeNamesOk(service, volume)) continue;
         const meta = this.meta(service, volume);
         const path = this.dataPath(service, volume);
         if (!meta || !existsSync(path)) continue;
@@ -76,6 +84,7 @@ export class VolumeDir {
   }
 
   remove(service: string, volume: string): void {
+    checkVolumeNames(service, volume);
     rmSync(join(this.root, service, volume), { recursive: true, force: true });
   }
 

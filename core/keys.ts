@@ -13,7 +13,7 @@ import * as f from './model/facts.js';
 import { apiTokenSchema, tokenHashSchema } from './model/auth.js';
 import { nodeRecordSchema } from './model/node.js';
 import { redactJson, redactSpec, type RedactLevel } from './redact.js';
-import { serviceSpecSchema } from './model/service.js';
+import { storedServiceSpecSchema } from './model/service.js';
 
 export type Writer =
   | 'api'
@@ -40,7 +40,8 @@ interface KeySpec {
 }
 
 export const layout = {
-  service: { prefix: '/services/', params: ['service'], schema: serviceSpecSchema, writer: 'api', doc: 'desired spec of a service, as applied (`cca apply`)' },
+  // Read under the rules a spec was written with (an older server's looser ones too); new specs pass validateService first.
+  service: { prefix: '/services/', params: ['service'], schema: storedServiceSpecSchema, writer: 'api', doc: 'desired spec of a service, as applied (`cca apply`)' },
   replica: { prefix: '/replicas/', params: ['service', 'replica'], schema: f.replicaRecordSchema, writer: 'replica controller', doc: 'a replica that should exist (or is stopping), with a fresh id per replacement' },
   assigned: { prefix: '/assigned/', params: ['node', 'replica'], schema: f.assignmentSchema, writer: 'scheduler', doc: 'a placement of a replica on a node, carrying the spec; agents long-poll their own node' },
   placement: { prefix: '/placements/', params: ['replica'], schema: f.replicaPlacementSchema, writer: 'scheduler', doc: 'which node a replica is placed on; the one key a placement compares to rule out a second assignment' },

@@ -164,7 +164,8 @@ function checkSet(stages: FileStage[], opts: ParseOptions): void {
  * A service with lowering errors still gets its cross-field rules checked, so one run reports
  * a port clash next to a typo. Only rules over values that did lower are kept.
  */
-const PARTIAL_CODES = new Set(['CCA-E0303', 'CCA-E0304', 'CCA-E0307', 'CCA-E0308', 'CCA-E0310', 'CCA-E0313', 'CCA-E0314', 'CCA-E0315']);
+// Path and mode rules (E0324..E0327) judge one value that did lower, so they are kept too.
+const PARTIAL_CODES = new Set(['CCA-E0303', 'CCA-E0304', 'CCA-E0307', 'CCA-E0308', 'CCA-E0310', 'CCA-E0313', 'CCA-E0314', 'CCA-E0315', 'CCA-E0324', 'CCA-E0325', 'CCA-E0326', 'CCA-E0327']);
 
 function crossCheckPartial(l: LoweredService, sink: DiagnosticSink): void {
   const input = { ...l.input, image: typeof l.input.image === 'string' ? l.input.image : 'placeholder' };

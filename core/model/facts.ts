@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { serviceSpecSchema } from './service.js';
+import { storedServiceSpecSchema } from './service.js';
 
 /**
  * Value schemas of the facts controllers and agents write. Kept small: each is the least
@@ -44,8 +44,11 @@ export const assignmentSchema = z.object({
   tenure: z.int().min(0),
   resources,
   specRevision: z.int().min(0),
-  /** The spec itself, so an agent can run from its cache while the control plane is away. */
-  spec: serviceSpecSchema,
+  /**
+   * The spec itself, so an agent can run from its cache while the control plane is away. Read
+   * as stored (an older server's looser path and mode rules included): the agent re-checks.
+   */
+  spec: storedServiceSpecSchema,
   /** Desired state on the node: run, or stop within the grace period. */
   desired: z.enum(['run', 'stop']).default('run'),
   placedAt: ms,

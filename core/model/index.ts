@@ -1,4 +1,5 @@
 export * from './names.js';
+export * from './paths.js';
 export * from './quantity.js';
 export * from './defaults.js';
 export * from './constraints.js';

@@ -4,6 +4,7 @@ import { crossCheckService } from './cross-check.js';
 import { DEFAULTS, LIMITS } from './defaults.js';
 import { parseSealed, sealedLengthFor } from './sealed.js';
 import { dnsLabelProblem, envNamePattern, imageProblem, labelKeyPattern } from './names.js';
+import { fileModeProblem, octalMode, specPathProblem, type SpecPathKind } from './paths.js';
 
 /** A DNS-label name; a bad one is CCA-E0301 naming what kind of name it was. */
 export function dnsLabel(what: string, max = 63) {
@@ -18,10 +19,27 @@ const imageRef = z.string().superRefine((image, ctx) => {
   if (reason) ctx.addIssue({ code: 'custom', message: reason, params: { cca: 'CCA-E0311', image, reason } });
 });
 
-const absolutePath = z
-  .string()
-  .max(4096)
-  .regex(/^\/[^\0]*$/, 'must be an absolute path (starting with /)');
+/**
+ * Which rules paths and modes follow. `apply`: everything a user sends (API, `.cca`, the
+ * console) and every spec written from now on. `stored`: reading what is already in the
+ * store, which an older server may have written under looser rules (any absolute path
+ * without NUL, modes up to 07777): failing to read one stored service would fail every
+ * apply and every controller step that lists services, so such a spec stays readable and
+ * the agent, which re-checks every spec it runs (agent/confine.ts), refuses it (CCA-E0531).
+ */
+type Rules = 'apply' | 'stored';
+
+/**
+ * A path inside the replica: clean and absolute, and for files and mounts free of mount
+ * syntax and reserved places (core/model/paths.ts says why). CCA-E0324, E0325 or E0326.
+ */
+function specPath(kind: SpecPathKind, rules: Rules): z.ZodString {
+  if (rules === 'stored') return z.string().max(4096).regex(/^\/[^\0]*$/, 'must be an absolute path (starting with /)');
+  return z.string().superRefine((path, ctx) => {
+    const p = specPathProblem(path, kind);
+    if (p) ctx.addIssue({ code: 'custom', message: p.reason, params: { cca: p.code, ...p.params } });
+  });
+}
 const text = z.string().max(LIMITS.stringLength);
 const durationMs = z.int().min(0).max(LIMITS.durationMs);
 export const portNumberSchema = z.int().min(1).max(65_535);
@@ -89,34 +107,51 @@ export const initStepSchema = z.strictObject({
   timeoutMs: durationMs.min(1).default(DEFAULTS.initTimeoutMs),
 });
 
-const fileMode = z.int().min(0).max(0o7777);
+/** Permission bits only: a setuid, setgid or sticky bit is CCA-E0327 (the agent masks them too). */
+function fileMode(what: 'config' | 'secret', rules: Rules) {
+  if (rules === 'stored') return z.int().min(0).max(0o7777);
+  return z
+    .int()
+    .min(0)
+    .superRefine((mode, ctx) => {
+      const p = fileModeProblem(mode);
+      if (p) ctx.addIssue({ code: 'custom', message: p.bits, params: { cca: 'CCA-E0327', what, mode: octalMode(mode), ...p } });
+    });
+}
 
-export const configFileSchema = z.strictObject({
-  name: dnsLabel('config'),
-  path: absolutePath,
-  content: z.string().max(LIMITS.configBytes),
-  mode: fileMode.default(DEFAULTS.configMode),
-});
+const configFileSchemaFor = (rules: Rules) =>
+  z.strictObject({
+    name: dnsLabel('config'),
+    path: specPath('config', rules),
+    content: z.string().max(LIMITS.configBytes),
+    mode: fileMode('config', rules).default(DEFAULTS.configMode),
+  });
 
 /** A secret's value is never printed back: use redactSpec() before showing a spec to anyone. */
-export const secretSchema = z.strictObject({
-  name: dnsLabel('secret'),
-  // Stored values are sealed (core/model/sealed.ts), a third longer than what the user wrote.
-  value: z
-    .string()
-    .max(sealedLengthFor(LIMITS.configBytes))
-    .refine((v) => parseSealed(v) !== undefined || v.length <= LIMITS.configBytes, { message: `must be at most ${LIMITS.configBytes} characters` }),
-  path: absolutePath.optional(),
-  env: z.string().regex(envNamePattern, 'must be a valid environment variable name').optional(),
-  mode: fileMode.default(DEFAULTS.secretMode),
-});
+const secretSchemaFor = (rules: Rules) =>
+  z.strictObject({
+    name: dnsLabel('secret'),
+    // Stored values are sealed (core/model/sealed.ts), a third longer than what the user wrote.
+    value: z
+      .string()
+      .max(sealedLengthFor(LIMITS.configBytes))
+      .refine((v) => parseSealed(v) !== undefined || v.length <= LIMITS.configBytes, { message: `must be at most ${LIMITS.configBytes} characters` }),
+    path: specPath('secret', rules).optional(),
+    env: z.string().regex(envNamePattern, 'must be a valid environment variable name').optional(),
+    mode: fileMode('secret', rules).default(DEFAULTS.secretMode),
+  });
 
-export const volumeSchema = z.strictObject({
-  name: dnsLabel('volume'),
-  sizeBytes: z.int().min(1).max(LIMITS.memoryBytes),
-  mountPath: absolutePath,
-  readOnly: z.boolean().default(false),
-});
+const volumeSchemaFor = (rules: Rules) =>
+  z.strictObject({
+    name: dnsLabel('volume'),
+    sizeBytes: z.int().min(1).max(LIMITS.memoryBytes),
+    mountPath: specPath('volume', rules),
+    readOnly: z.boolean().default(false),
+  });
+
+export const configFileSchema = configFileSchemaFor('apply');
+export const secretSchema = secretSchemaFor('apply');
+export const volumeSchema = volumeSchemaFor('apply');
 
 export const allowRuleSchema = z.strictObject({
   /** The client service allowed in. */
@@ -125,37 +160,41 @@ export const allowRuleSchema = z.strictObject({
   port: portRefSchema.optional(),
 });
 
-export const serviceInputSchema = z.strictObject({
-  name: dnsLabel('service'),
-  image: imageRef,
-  command: z.array(text).max(LIMITS.listItems).default([]),
-  args: z.array(text).max(LIMITS.listItems).default([]),
-  env: envSchema.default({}),
-  workdir: absolutePath.optional(),
-  labels: z.record(z.string().regex(labelKeyPattern, 'must be a label key like team or app.example.com/tier'), z.string().max(63)).default({}),
-  /** Omitted: autoscale.min when autoscaling, else 1. */
-  replicas: z.int().min(0).max(LIMITS.replicas).optional(),
-  resources: z
-    .strictObject({
-      cpuMillis: z.int().min(1).max(LIMITS.cpuMillis).default(DEFAULTS.cpuMillis),
-      memoryBytes: z.int().min(1).max(LIMITS.memoryBytes).default(DEFAULTS.memoryBytes),
-    })
-    .default({ cpuMillis: DEFAULTS.cpuMillis, memoryBytes: DEFAULTS.memoryBytes }),
-  ports: z.array(portSchema).max(64).default([]),
-  health: z.strictObject({ liveness: healthCheckSchema.optional(), readiness: healthCheckSchema.optional() }).default({}),
-  placement: placementSchema.default({ spread: [...DEFAULTS.spread], require: [], restrict: [], prefer: [], accept: [] }),
-  update: updateSchema.default({ maxSurge: DEFAULTS.maxSurge, maxUnavailable: DEFAULTS.maxUnavailable, progressDeadlineMs: DEFAULTS.progressDeadlineMs }),
-  autoscale: autoscaleSchema.optional(),
-  init: z.array(initStepSchema).max(64).default([]),
-  /** Services that must have their desired replicas ready before this one starts. */
-  after: z.array(dnsLabel('service')).max(LIMITS.listItems).default([]),
-  configs: z.array(configFileSchema).max(64).default([]),
-  secrets: z.array(secretSchema).max(64).default([]),
-  volumes: z.array(volumeSchema).max(64).default([]),
-  stopGraceMs: durationMs.default(DEFAULTS.stopGraceMs),
-  restart: z.enum(['always', 'on-failure', 'never']).default(DEFAULTS.restart),
-  network: z.strictObject({ allow: z.array(allowRuleSchema).max(LIMITS.listItems).default([]) }).default({ allow: [] }),
-});
+const serviceInputSchemaFor = (rules: Rules) =>
+  z.strictObject({
+    name: dnsLabel('service'),
+    image: imageRef,
+    command: z.array(text).max(LIMITS.listItems).default([]),
+    args: z.array(text).max(LIMITS.listItems).default([]),
+    env: envSchema.default({}),
+    workdir: specPath('workdir', rules).optional(),
+    labels: z.record(z.string().regex(labelKeyPattern, 'must be a label key like team or app.example.com/tier'), z.string().max(63)).default({}),
+    /** Omitted: autoscale.min when autoscaling, else 1. */
+    replicas: z.int().min(0).max(LIMITS.replicas).optional(),
+    resources: z
+      .strictObject({
+        cpuMillis: z.int().min(1).max(LIMITS.cpuMillis).default(DEFAULTS.cpuMillis),
+        memoryBytes: z.int().min(1).max(LIMITS.memoryBytes).default(DEFAULTS.memoryBytes),
+      })
+      .default({ cpuMillis: DEFAULTS.cpuMillis, memoryBytes: DEFAULTS.memoryBytes }),
+    ports: z.array(portSchema).max(64).default([]),
+    health: z.strictObject({ liveness: healthCheckSchema.optional(), readiness: healthCheckSchema.optional() }).default({}),
+    placement: placementSchema.default({ spread: [...DEFAULTS.spread], require: [], restrict: [], prefer: [], accept: [] }),
+    update: updateSchema.default({ maxSurge: DEFAULTS.maxSurge, maxUnavailable: DEFAULTS.maxUnavailable, progressDeadlineMs: DEFAULTS.progressDeadlineMs }),
+    autoscale: autoscaleSchema.optional(),
+    init: z.array(initStepSchema).max(64).default([]),
+    /** Services that must have their desired replicas ready before this one starts. */
+    after: z.array(dnsLabel('service')).max(LIMITS.listItems).default([]),
+    configs: z.array(configFileSchemaFor(rules)).max(64).default([]),
+    secrets: z.array(secretSchemaFor(rules)).max(64).default([]),
+    volumes: z.array(volumeSchemaFor(rules)).max(64).default([]),
+    stopGraceMs: durationMs.default(DEFAULTS.stopGraceMs),
+    restart: z.enum(['always', 'on-failure', 'never']).default(DEFAULTS.restart),
+    network: z.strictObject({ allow: z.array(allowRuleSchema).max(LIMITS.listItems).default([]) }).default({ allow: [] }),
+  });
+
+export const serviceInputSchema = serviceInputSchemaFor('apply');
+const storedInputSchema = serviceInputSchemaFor('stored');
 
 type Parsed = z.output<typeof serviceInputSchema>;
 export type Probe = z.output<typeof probeSchema>;
@@ -217,8 +256,16 @@ function normalize(s: Parsed): ServiceSpec {
  * The full service schema: shapes, defaults, and the cross-field rules (each a coded
  * issue carried in `params.cca`). Use validateService() to get diagnostics-ready issues.
  */
-export const serviceSpecSchema = serviceInputSchema.transform(normalize).superRefine((spec, ctx) => {
-  for (const issue of crossCheckService(spec)) {
-    ctx.addIssue({ code: 'custom', message: issue.code, path: issue.path, params: { cca: issue.code, ...issue.params } });
-  }
-});
+const specSchemaOf = (input: typeof serviceInputSchema) =>
+  input.transform(normalize).superRefine((spec, ctx) => {
+    for (const issue of crossCheckService(spec)) {
+      ctx.addIssue({ code: 'custom', message: issue.code, path: issue.path, params: { cca: issue.code, ...issue.params } });
+    }
+  });
+export const serviceSpecSchema = specSchemaOf(serviceInputSchema);
+
+/**
+ * The same spec under the rules an older server wrote it with (see Rules): how `/services/`
+ * and the specs inside `/assigned/` are read, never how a new spec is accepted.
+ */
+export const storedServiceSpecSchema = specSchemaOf(storedInputSchema);

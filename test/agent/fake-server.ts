@@ -77,6 +77,20 @@ export class FakeAgentServer {
     return a;
   }
 
+  /**
+   * Place a spec the schema would refuse, as an older server, a direct store write or a bug
+   * could: `hostile` replaces fields of the validated `spec`, and nothing checks the result
+   * (test/security: the agent must not trust the model alone).
+   */
+  assignUnchecked(node: string, replica: string, spec: ServiceSpecInput, hostile: Record<string, unknown>, over: Record<string, unknown> = {}): Assignment {
+    const s = serviceSpecSchema.parse(spec);
+    // Deliberately not parsed: the point is an assignment no schema would let through.
+    const a = { replica, service: s.name, node, tenure: this.tenureOf(node) ?? 0, resources: s.resources, specRevision: 1, spec: { ...s, ...hostile }, desired: 'run', placedAt: Date.now(), ...over } as Assignment;
+    this.mapOf(node).set(replica, a);
+    this.changed(node);
+    return a;
+  }
+
   unassign(node: string, replica: string): void {
     this.mapOf(node).delete(replica);
     this.changed(node);

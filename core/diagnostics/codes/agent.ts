@@ -177,4 +177,11 @@ export const agentCodes = [
     cause: 'the agent does not trust the certificate of the server at {url}: {reason}',
     fix: 'pass the CA certificate that signed the server certificate with --ca FILE (or "ca" in the --config file); the agent keeps retrying, and its workloads keep running until the fencing deadline',
   },
+  {
+    code: 'CCA-E0531',
+    blame: 'user',
+    title: 'replica spec refused by the agent',
+    cause: 'node {node} refused to start replica {replica} of service {service}: {reason}; nothing was written outside the replica\'s directory',
+    fix: 'fix the spec and apply it again (a current server refuses such a spec at apply, see docs/language.md "Validation rules"); if the server accepted it, it is older than this agent or the store was written around the API; the replica is held, not retried',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -128,4 +128,32 @@ export const specCodes = [
     cause: 'service {service} allows connections from `{client}`, but no service of that name is defined or running',
     fix: '{hint}',
   },
+  {
+    code: 'CCA-E0324',
+    blame: 'user',
+    title: 'path not clean',
+    cause: 'the {what} {path} is not a clean absolute path: {reason}',
+    fix: 'write the path as the workload sees it: starting with /, one / between names, no `.` or `..` components, no trailing / and no control characters (e.g. "/etc/app.conf")',
+  },
+  {
+    code: 'CCA-E0325',
+    blame: 'user',
+    title: 'character not allowed in a path',
+    cause: 'the {what} {path} contains {char}, which {why}',
+    fix: 'use a path without , = " : or whitespace; letters, digits and . _ - + @ ~ between the slashes are safe',
+  },
+  {
+    code: 'CCA-E0326',
+    blame: 'user',
+    title: 'reserved path',
+    cause: 'the {what} {path} would cover {reserved}, which the runtime sets up in every replica',
+    fix: 'put it somewhere of its own, such as /etc/<app>, /run/secrets or /srv/<volume>',
+  },
+  {
+    code: 'CCA-E0327',
+    blame: 'user',
+    title: 'special bits in a file mode',
+    cause: 'the {what} mode "{mode}" sets {bits}; a config or secret file may only carry permission bits (0000 to 0777)',
+    fix: 'drop the special bits: mode = "{suggested}"',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -62,7 +62,7 @@ export const serviceInput = (name = label()): fc.Arbitrary<ServiceSpecInput> =>
       autoscale: fc.option(fc.tuple(fc.integer({ min: 1, max: 20 }), fc.integer({ min: 0, max: 20 }), fc.integer({ min: 1, max: 100 })), { nil: undefined }),
       replicas: fc.option(fc.integer({ min: 0, max: 100 }), { nil: undefined }),
       init: fc.array(fc.record({ image: fc.option(image, { nil: undefined }), command: fc.array(text, { minLength: 1, maxLength: 2 }), env: fc.dictionary(envName, text, { maxKeys: 2 }), timeoutMs: fc.integer({ min: 1, max: 3_600_000 }) }), { maxLength: 2 }),
-      configs: fc.array(fc.record({ content: fc.oneof(text, fc.string({ maxLength: 200 })), mode: fc.integer({ min: 0, max: 0o7777 }) }), { maxLength: 2 }),
+      configs: fc.array(fc.record({ content: fc.oneof(text, fc.string({ maxLength: 200 })), mode: fc.integer({ min: 0, max: 0o777 }) }), { maxLength: 2 }), // setuid/setgid/sticky are CCA-E0327
       secrets: fc.array(fc.record({ value: text, where: fc.constantFrom('path', 'env', 'both'), env: envName, mode: fc.integer({ min: 0, max: 0o777 }) }), { maxLength: 2 }),
       volumes: fc.array(fc.record({ sizeBytes: fc.integer({ min: 1, max: 2 ** 45 }), readOnly: fc.boolean() }), { maxLength: 2 }),
       stopGraceMs: ms,

@@ -38,4 +38,8 @@ export const examples: Record<string, string> = {
   'CCA-E0314': 'service web {\n  image = "busybox:1.35"\n  port http { container = 8080 }\n  health readiness { http = "/" every = 1s timeout = 2s }\n}\n',
   'CCA-E0315': 'service web {\n  image = "busybox:1.35"\n  secret token { value = "s3cret" }\n}\n',
   'CCA-E0318': 'service web {\n  image = "busybox:1.35"\n  update { max_surge = 0 max_unavailable = 0% }\n}\n',
+  'CCA-E0324': 'service web {\n  image = "busybox:1.35"\n  config keys { path = "/../../root/.ssh/authorized_keys" content = "ssh-ed25519 AAAA" }\n}\n',
+  'CCA-E0325': 'service web {\n  image = "busybox:1.35"\n  volume data { size = 1Gi mount = "/data,src=/" }\n}\n',
+  'CCA-E0326': 'service web {\n  image = "busybox:1.35"\n  volume data { size = 1Gi mount = "/proc" }\n}\n',
+  'CCA-E0327': 'service web {\n  image = "busybox:1.35"\n  config tool { path = "/usr/local/bin/tool" content = "#!/bin/sh" mode = "4755" }\n}\n',
 };
