@@ -82,8 +82,43 @@ export class Client {
     throw this.failure('GET', path, res.status, parsed, text, requestId, record);
   }
 
-  /** The store's watch as batches, from `from` (inclusive); ends when `signal` aborts. */
+  /**
+   * The store's watch as batches, from `from` (inclusive); ends when `signal` aborts. A
+   * stream that ends or a server that stops answering (a pod restarting or shutting down,
+   * a load balancer moving us) is resumed from the revision after the last batch, with
+   * backoff, for up to WATCH_RESUME_MS of outage: nothing is missed or doubled. Errors the
+   * server states (compacted, not allowed) end the watch at once.
+   */
   async *watch(prefix: string, from: number | undefined, signal: AbortSignal): AsyncGenerator<WatchBatch> {
+    let next = from;
+    let outageSince: number | undefined;
+    let delay = 200;
+    for (;;) {
+      try {
+        const connected = () => {
+          outageSince = undefined;
+          delay = 200;
+        };
+        for await (const batch of this.watchOnce(prefix, next, signal, connected)) {
+          next = batch.revision + 1;
+          yield batch;
+        }
+        return;
+      } catch (e) {
+        if (signal.aborted) return;
+        if (!resumable(e)) throw e;
+        outageSince ??= Date.now();
+        if (Date.now() - outageSince > WATCH_RESUME_MS) throw e;
+        await new Promise<void>((resolve) => {
+          const t = setTimeout(resolve, delay);
+          signal.addEventListener('abort', () => (clearTimeout(t), resolve()), { once: true });
+        });
+        delay = Math.min(delay * 2, 5_000);
+      }
+    }
+  }
+
+  private async *watchOnce(prefix: string, from: number | undefined, signal: AbortSignal, connected: () => void): AsyncGenerator<WatchBatch> {
     const q = new URLSearchParams({ prefix });
     if (from !== undefined) q.set('from', String(from));
     const path = `/v1/watch?${q}`;
@@ -98,6 +133,7 @@ export class Client {
       }
       throw this.failure('GET', path, res.status, parsed, text, requestId, record);
     }
+    connected();
     const reader = res.body.getReader();
     const decoder = new TextDecoder();
     let buf = '';
@@ -182,6 +218,15 @@ export class Client {
     record.diagnostics = ds;
     return new ExitError(ds);
   }
+}
+
+/** How long a watch keeps trying to resume before it gives up with the last error. */
+export const WATCH_RESUME_MS = 60_000;
+
+/** A stream cut, a server not answering, or a pod that is unavailable or shutting down: worth another try. */
+function resumable(e: unknown): boolean {
+  if (!(e instanceof ExitError)) return false;
+  return e.diagnostics.some((d) => d.code === 'CCA-E0713' || d.code === 'CCA-E0701' || d.code === 'CCA-E0663' || d.code === 'CCA-E0610');
 }
 
 /** "fetch failed" says nothing; its cause (ECONNREFUSED, ENOTFOUND, a timeout) does. */

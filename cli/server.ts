@@ -13,11 +13,11 @@ export async function runServer(argv: string[]): Promise<number> {
     const flags = serverConfig(argv, process.env);
     const { startServer } = await import('../server/start.js');
     const { version } = await import('../server/version.js');
-    const { secretKey, secretKeyFile, ...rest } = flags;
+    const { secretKey, secretKeyFile, drainSeconds, ...rest } = flags;
     const { loadKeyring } = await import('../handlers/secret-box.js');
     const secretKeys = loadKeyring({ key: secretKey, file: secretKeyFile });
     if (!secretKeys) console.error('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
-    const server = await startServer({ ...rest, ...(secretKeys ? { secretKeys } : {}), version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
+    const server = await startServer({ ...rest, ...(secretKeys ? { secretKeys } : {}), drainDelayMs: drainSeconds * 1000, version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
     console.log(`ccattler server ${version} listening on ${server.url} (store ${redactUrl(flags.store)})`);
     if (server.tokens.admin) console.log(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
     if (server.tokens.join) console.log(`join token for agents (shown once):      ${server.tokens.join}`);
@@ -26,7 +26,10 @@ export async function runServer(argv: string[]): Promise<number> {
       process.once('SIGTERM', resolve);
     });
     console.log('stopping…');
-    await server.stop();
+    // Drain, grace for requests in flight, then the store and workers: bounded, whatever hangs.
+    const boundMs = drainSeconds * 1000 + 10_000 + 10_000;
+    const stopped = await Promise.race([server.stop().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), boundMs).unref())]);
+    if (!stopped) console.error(`not stopped cleanly within ${boundMs / 1000} s: exiting anyway`);
     return 0;
   } catch (e) {
     const d = toDiagnostic(e, 'cca server');

@@ -27,6 +27,11 @@ export interface ServerDeps {
   newRequestId(): string;
   version: string;
   auth: AuthPolicy;
+  /**
+   * This pod's shutdown: once `draining` aborts, /readyz fails (load balancers stop sending)
+   * and watch streams end with a reconnect hint (clients resume on another pod).
+   */
+  draining?: AbortSignal;
   /** Seals secret values before they are stored and opens them for the node that runs them; absent = specs with secrets are refused. */
   secrets?: SecretBox;
   /**

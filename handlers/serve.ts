@@ -5,7 +5,8 @@ import type { Hono } from 'hono';
 export interface RunningHttp {
   url: string;
   port: number;
-  close(): Promise<void>;
+  /** Stop accepting; requests in flight get `graceMs` to finish, then every connection is cut. */
+  close(graceMs?: number): Promise<void>;
 }
 
 /**
@@ -23,11 +24,18 @@ export async function listen(app: Hono<never> | Hono<any>, opts: { port: number;
         resolve({
           url,
           port: info.port,
-          close: () =>
+          close: (graceMs = 0) =>
             new Promise<void>((done) => {
-              // Open watch streams would keep close() waiting forever.
-              (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
-              server.close(() => done());
+              const s = server as unknown as { closeAllConnections?: () => void; closeIdleConnections?: () => void };
+              server.close(() => {
+                clearTimeout(cut);
+                done();
+              });
+              // Idle keep-alive sockets go now; busy ones when their request ends, or at the bound
+              // (open watch streams would otherwise keep close() waiting forever).
+              s.closeIdleConnections?.();
+              const cut = setTimeout(() => s.closeAllConnections?.(), graceMs);
+              cut.unref();
             }),
         });
       });

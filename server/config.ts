@@ -12,6 +12,7 @@ const configSchema = z.object({
   joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
   workers: z.coerce.number().int().min(0).max(64).default(4),
   leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
+  drainSeconds: z.coerce.number().min(0).max(300).default(1),
   secretKey: z.string().min(1).optional(),
   secretKeyFile: z.string().min(1).optional(),
   tlsCert: z.string().min(1).optional(),
@@ -37,6 +38,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --open-reads        anonymous requests get the reader role (reads and watch, secrets redacted) (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
+  --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
@@ -54,6 +56,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         workers: { type: 'string' },
         'leader-ttl': { type: 'string' },
         'secret-key-file': { type: 'string' },
+        'drain-seconds': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
       },
@@ -71,6 +74,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     joinToken: env.CCA_JOIN_TOKEN || undefined,
     workers: values.workers ?? env.CCA_WORKERS,
     leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
+    drainSeconds: values['drain-seconds'] ?? env.CCA_DRAIN_SECONDS,
     secretKey: env.CCA_SECRET_KEY || undefined,
     secretKeyFile: values['secret-key-file'] ?? (env.CCA_SECRET_KEY_FILE || undefined),
     tlsCert: values['tls-cert'] ?? (env.CCA_TLS_CERT || undefined),

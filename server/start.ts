@@ -43,6 +43,10 @@ export interface ServerConfig {
   controllers?: ControllerOptions;
   /** The store answers again after a reported failure. */
   onRecovered?: () => void;
+  /** On stop: how long /readyz fails before the pod stops listening (a load balancer's probe period); default 0. */
+  drainDelayMs?: number;
+  /** On stop: how long requests in flight may take to finish before connections are cut; default 10 s. */
+  shutdownGraceMs?: number;
   /** Keys that seal secret values at rest (the first seals new values); none = specs with secrets are refused. */
   secretKeys?: SecretKey[];
   /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
@@ -75,6 +79,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   // Checked before the store opens: a wrong file fails at once, with nothing to undo.
   const tls = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? loadServerTls(cfg.tlsCert, cfg.tlsKey) : undefined;
   const stops: (() => Promise<void>)[] = [];
+  const drain = new AbortController();
   let store: Store;
   let leading = () => false;
   try {
@@ -166,16 +171,21 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       version: cfg.version,
       auth: { openReads: cfg.openReads },
       ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
+      draining: drain.signal,
       why: (kind, name) => why(store, kind, name),
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });
-    stops.unshift(() => http.close());
+    stops.unshift(() => http.close(cfg.shutdownGraceMs ?? 10_000));
     return {
       url: http.url,
       store,
       tokens,
       leading: () => leading(),
       stop: async () => {
+        // Not ready first (a load balancer stops sending), watch streams told to reconnect
+        // elsewhere, then requests in flight get their grace before anything closes.
+        drain.abort();
+        if (cfg.drainDelayMs) await new Promise((r) => setTimeout(r, cfg.drainDelayMs));
         for (const s of stops) await s().catch(() => undefined);
       },
     };

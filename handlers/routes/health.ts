@@ -8,6 +8,7 @@ export function healthRoutes(deps: ServerDeps) {
   return new Hono<RequestIdEnv>()
     .get('/healthz', publicRoute(), (c) => c.json({ ok: true, version: deps.version }))
     .get('/readyz', publicRoute(), async (c) => {
+      if (deps.draining?.aborted) throw new CcaError('CCA-E0663', {});
       try {
         const revision = await deps.store.revision();
         deps.metrics.storeRevision.set(revision);

@@ -15,6 +15,9 @@ const watchQuery = z.strictObject({
   prevKv: z.enum(['0', '1', 'true', 'false']).optional(),
 });
 
+/** How soon a client should come back when a pod ends its stream on shutdown. */
+const RECONNECT_HINT_MS = 500;
+
 /**
  * The store's watch as Server-Sent Events. Each event's id is its revision, so a
  * client reconnecting with Last-Event-ID resumes exactly after what it saw. A start
@@ -33,6 +36,15 @@ export function watchRoutes(deps: ServerDeps) {
       const ac = new AbortController();
       const prevKv = q.prevKv === '1' || q.prevKv === 'true';
       stream.onAbort(() => ac.abort());
+      // A pod going away ends its streams itself, telling clients to come back soon (to
+      // another pod, from the last id they saw) rather than leaving them to time out.
+      let draining = false;
+      const onDrain = () => {
+        draining = true;
+        ac.abort();
+      };
+      if (deps.draining?.aborted) onDrain();
+      deps.draining?.addEventListener('abort', onDrain, { once: true });
       deps.metrics.watchers.inc();
       const heartbeat = setInterval(() => void stream.write(': heartbeat\n\n').catch(() => ac.abort()), deps.limits.heartbeatMs);
       try {
@@ -76,7 +88,9 @@ export function watchRoutes(deps: ServerDeps) {
       } finally {
         clearInterval(heartbeat);
         deps.metrics.watchers.dec();
+        deps.draining?.removeEventListener('abort', onDrain);
         ac.abort();
+        if (draining) await stream.write(`retry: ${RECONNECT_HINT_MS}\nevent: shutdown\ndata: {}\n\n`).catch(() => undefined);
       }
     });
   });

@@ -136,6 +136,13 @@ export const serverCodes = [
     fix: 'start the server with CCA_SECRET_KEY or --secret-key-file (`npm start` makes one in .ccattler/secret.key); see docs/security.md',
   },
   {
+    code: 'CCA-E0663',
+    blame: 'environment',
+    title: 'pod shutting down',
+    cause: 'this server pod is shutting down: it finishes the requests it has and takes no new ones',
+    fix: 'nothing to do: a load balancer sends new requests to another pod; watches and agents reconnect by themselves',
+  },
+  {
     code: 'CCA-E0630',
     blame: 'user',
     title: 'node already enrolled',

@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, test } from 'vitest';
+import { startServer, type RunningServer } from '../../server/start.js';
+import { eventually } from '../db/conformance.js';
+import { ADMIN, JOIN } from '../handlers/harness.js';
+import { freePort } from '../support/postgres-server.js';
+
+/**
+ * A pod restart is not an outage for the people watching: the old pod fails /readyz first,
+ * ends its watch streams with a reconnect hint, finishes what it has; `cca get -w` resumes on
+ * the new pod from the revision after the last one it saw.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'cca-drain-'));
+const cleanups: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+const service = (name: string) => `service ${name} {\n  image = "busybox:1.35"\n  cpu = 0.1\n  memory = 16Mi\n}\n`;
+
+test('SIGTERM drain: readyz fails first, watch streams get a retry hint, cca get -w resumes on the next pod', async () => {
+  const store = `sqlite:${join(dir, 'store.db')}`;
+  const port = await freePort();
+  const base = { store, port, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 1, version: 'test', drainDelayMs: 400 };
+  const url = `http://127.0.0.1:${port}`;
+  // This test's own client may hold a keep-alive socket the old pod closed: a refused send is tried again.
+  const apply = (name: string) =>
+    eventually(
+      () => fetch(`${url}/v1/apply`, { method: 'POST', body: service(name), headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'text/x-cca' } }).then((r) => r.status, () => 0),
+      (s) => s !== 0,
+      10_000,
+    );
+
+  let a: RunningServer | undefined = await startServer(base);
+  cleanups.push(() => a?.stop());
+  const cli = spawn(process.execPath, ['bin/cca.mjs', 'get', 'services', '-w', '--server', url, '--token', ADMIN], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  cli.stdout.on('data', (d) => (out += d));
+  cli.stderr.on('data', (d) => (out += d));
+  cleanups.push(() => void cli.kill('SIGKILL'));
+  await eventually(async () => out, (o) => o.includes('no services') || cli.exitCode !== null, 20_000);
+  expect(await apply('one')).toBe(200);
+  await eventually(async () => out, (o) => o.includes('one'), 20_000);
+
+  // A raw stream, to read what the pod says as it goes.
+  const raw = await fetch(`${url}/v1/watch?prefix=/services/`, { headers: { authorization: `Bearer ${ADMIN}` } });
+  const rawText = raw.text();
+
+  const stopping = a.stop();
+  const ready = await fetch(`${url}/readyz`).then(async (r) => ({ status: r.status, body: (await r.json()) as { error?: { code?: string } } }));
+  expect(ready.status).toBe(503);
+  expect(ready.body.error?.code).toBe('CCA-E0663');
+  await stopping;
+  a = undefined;
+  const said = await rawText;
+  expect(said).toContain('retry: 500');
+  expect(said).toContain('event: shutdown');
+
+  // The next pod, same store and address: the watcher finds it by itself.
+  const b = await startServer(base);
+  cleanups.push(() => b.stop());
+  expect(await apply('two')).toBe(200);
+  await eventually(async () => out, (o) => o.includes('two') || cli.exitCode !== null, 30_000);
+  expect(out, out).toContain('two');
+  expect(cli.exitCode, out).toBeNull();
+}, 90_000);
