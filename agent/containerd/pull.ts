@@ -98,7 +98,14 @@ export async function imageDigests(ctr: Ctr): Promise<Map<string, string>> {
   return out;
 }
 
-const UNIT: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30 };
+const UNIT: Record<string, number> = { B: 1, KiB: 2 ** 10, MiB: 2 ** 20, GiB: 2 ** 30, TiB: 2 ** 40 };
+
+/** The last "total:" figure of ctr's progress table ("elapsed: 0.2 s   total: 1.4 MiB (7.0 MiB/s)"), in bytes. */
+export function progressBytes(output: string): number | undefined {
+  const all = [...output.matchAll(/total:\s+([\d.]+)\s*(B|KiB|MiB|GiB|TiB)\b/g)];
+  const m = all[all.length - 1];
+  return m ? Math.round(Number(m[1]) * UNIT[m[2]!]!) : undefined;
+}
 
 /** `ctr images pull`, streaming its progress table ("total: 1.4 MiB") into onProgress. */
 function runPull(ctr: Ctr, args: string[], timeoutMs: number, onProgress?: (bytes: number) => void): Promise<{ code: number; stderr: string }> {
@@ -109,9 +116,8 @@ function runPull(ctr: Ctr, args: string[], timeoutMs: number, onProgress?: (byte
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
     child.stdout.on('data', (b: Buffer) => {
       tail = (tail + b.toString()).slice(-4_096);
-      const all = [...tail.matchAll(/total:\s+([\d.]+)\s*(B|KiB|MiB|GiB)\b/g)];
-      const m = all[all.length - 1];
-      if (m && onProgress) onProgress(Math.round(Number(m[1]) * UNIT[m[2]!]!));
+      const bytes = progressBytes(tail);
+      if (bytes !== undefined && onProgress) onProgress(bytes);
     });
     child.stderr.on('data', (b: Buffer) => {
       stderr = (stderr + b.toString()).slice(-16_384);

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { classify, isInsecure } from '../../agent/containerd/pull.js';
+import { classify, isInsecure, progressBytes } from '../../agent/containerd/pull.js';
 import { qualifiedImage } from '../../core/model/names.js';
 import { startContainerdAgent, stopContainerdAgent, type ContainerdAgent } from './containerd-harness.js';
 import { tempDir, waitFor } from './support.js';
@@ -27,6 +27,11 @@ describe('image references and pull errors (no registry)', () => {
     expect(isInsecure('127.0.0.1:5000', ['127.0.0.1:5000'])).toBe(true);
     expect(isInsecure('127.0.0.1:5000', ['127.0.0.1'])).toBe(true);
     expect(isInsecure('127.0.0.1:5000', ['127.0.0.1:5001'])).toBe(false);
+  });
+
+  it('reads the bytes fetched from ctr\'s progress table', () => {
+    expect(progressBytes('elapsed: 0.1 s  total:   0.0 B (0.0 B/s)\nelapsed: 0.2 s  total:  1.5 MiB (7.5 MiB/s)')).toBe(1.5 * 2 ** 20);
+    expect(progressBytes('resolving |----|')).toBeUndefined();
   });
 });
 
