@@ -181,6 +181,13 @@ export class Agent {
     } else {
       slot.state = s.state;
     }
+    // A failed pull attempt's diagnostic stays on the replica while the runtime retries; it goes once the pull works.
+    if (s.state === 'pulling' && s.pull?.diagnostic) slot.diagnostic = s.pull.diagnostic;
+    else if (s.state !== 'pulling' && slot.pull?.diagnostic && slot.diagnostic?.code === slot.pull.diagnostic.code) delete slot.diagnostic;
+    if (s.state === 'pulling' && s.pull) slot.pull = s.pull;
+    else delete slot.pull;
+    // The digest a pull resolved is known after start() returned: the runtime's handle has it.
+    if (slot.handle && s.handle.id === slot.handle.id && s.handle.image !== '') slot.handle.image = s.handle.image;
     if (s.usage) slot.usage = s.usage;
     if (s.init) slot.init = s.init;
     // A workload that ended has no address any more (its namespace may be gone, or reused).
@@ -616,7 +623,8 @@ export class Agent {
     let image = '';
     if (catalogue !== undefined) {
       const digest = catalogue[a.spec.image];
-      if (digest === undefined) {
+      // A runtime that pulls (containerd) fetches what its catalogue lacks; the handle gets the digest after the pull.
+      if (digest === undefined && !this.opts.runtime.pulls) {
         const known = Object.keys(catalogue).sort().join(', ') || '(empty)';
         const d = makeDiagnostic('CCA-E0501', { service: a.service, image: a.spec.image, node: this.opts.node, known });
         slot.held = true;
@@ -626,7 +634,7 @@ export class Agent {
         this.event('held', `${d.code} ${d.message}`, a.replica);
         return;
       }
-      image = digest;
+      image = digest ?? '';
     }
     try {
       // Names and paths are checked before any of them becomes a host path (agent/confine.ts).

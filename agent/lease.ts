@@ -109,7 +109,7 @@ export class LeaseKeeper {
 
   private async register(): Promise<void> {
     const images = (await this.d.runtime.catalogue()) ?? {};
-    const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
+    const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, pulls: this.d.runtime.pulls ?? false, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
     const sentAt = this.d.now();
     const previous = this.lease;
     const r = await this.d.client.register(record, this.d.ttl, previous?.lease);

@@ -25,6 +25,8 @@ export interface AgentFlags {
   namespace: string;
   imagesDir: string;
   tini: string;
+  /** Registries (host:port) the containerd runtime pulls from over plain HTTP. */
+  insecureRegistries: string[];
   /** host: replicas share the node's network; netns: each in its own namespace, policies enforced. */
   network: 'host' | 'netns';
   networkCidr: string;
@@ -57,6 +59,8 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --namespace NS           containerd namespace (default cca-<node>)
   --images DIR             image catalogue directory (default fixtures/images/out)
   --tini PATH              static tini mounted as PID 1 (default /usr/bin/tini-static)
+  --insecure-registry H    a registry (host or host:port) the containerd runtime pulls from
+                           over plain HTTP, e.g. a registry on loopback; repeatable
   --network M              host | netns: each replica in its own network namespace with its
                            own address, network policies enforced (process or containerd
                            runtime; default host)
@@ -83,7 +87,7 @@ export function parseCpu(text: string): number {
   return Math.round(m[2] ? Number(m[1]) : Number(m[1]) * 1000);
 }
 
-const MULTI = new Set(['label', 'taint']);
+const MULTI = new Set(['label', 'taint', 'insecure-registry']);
 const BOOL = new Set(['containerd-start', 'help']);
 
 /** Flags into `--name value` pairs; repeatable ones collect. */
@@ -105,7 +109,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'network', 'network-cidr', 'network-prefix', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -145,11 +149,20 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     namespace: get('namespace', `cca-${node}`),
     imagesDir: get('images', 'fixtures/images/out'),
     tini: get('tini', '/usr/bin/tini-static'),
+    insecureRegistries: insecureRegistries(flags.get('insecure-registry') ?? [], config['insecure-registry']),
     network,
     networkCidr: get('network-cidr', '10.88.0.0/24'),
     networkPrefix: get('network-prefix', ''),
     help,
   };
+}
+
+/** `--insecure-registry` flags, then the config file's list; each a host with an optional port. */
+function insecureRegistries(flags: string[], fromConfig: unknown): string[] {
+  const listed = Array.isArray(fromConfig) ? fromConfig.map(String) : typeof fromConfig === 'string' ? [fromConfig] : [];
+  const all = [...flags, ...listed];
+  for (const r of all) if (!/^[a-zA-Z0-9.-]+(:\d+)?$/.test(r)) bad(`--insecure-registry ${JSON.stringify(r)} must be a host or host:port`);
+  return [...new Set(all)];
 }
 
 /**

@@ -22,7 +22,7 @@ export type Action =
   | { kind: 'start'; assignment: Assignment };
 
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
-const LIVE = new Set<Observation['state']>(['pending', 'init', 'starting', 'running']);
+const LIVE = new Set<Observation['state']>(['pending', 'pulling', 'init', 'starting', 'running']);
 
 export function plan(slots: readonly SlotView[], desired: readonly Assignment[], tenure: number | undefined, fenced: boolean): Action[] {
   const byReplica = new Map(desired.map((a) => [a.replica, a]));

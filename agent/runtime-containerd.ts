@@ -8,10 +8,11 @@ import { makeDiagnostic } from '../core/diagnostics/index.js';
 
 import { Refusal } from './confine.js';
 import { Ctr, parseEventLine } from './containerd/ctr.js';
+import { PullFailure, pullImage } from './containerd/pull.js';
 import type { NetnsManager } from './netns.js';
 import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
 import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
-import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
+import { argvOf, Listeners, type InitProgress, type PullProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
 export interface ContainerdRuntimeOptions {
   address: string;
@@ -27,6 +28,12 @@ export interface ContainerdRuntimeOptions {
   cgroupRoot?: string;
   /** The node's fence deadline file: a detached fencer stops the containers when it passes. */
   fence?: { file: string; killMs: number; pidFile: string };
+  /** The node's name, for the diagnostics of a failed pull (default: the namespace). */
+  node?: string;
+  /** Registries (host or host:port) pulled from over plain HTTP (`cca agent --insecure-registry`). */
+  insecureRegistries?: string[];
+  /** Backoff between pull attempts: first and longest wait (default 1 s, 30 s). */
+  pullBackoffMs?: { first: number; max: number };
   /** Network isolation: each replica's containers join a namespace the agent made (`ctr run --with-ns`). Omitted: host networking. */
   network?: NetnsManager;
 }
@@ -46,11 +53,15 @@ const PREFIX = 'cca-';
  */
 export class ContainerdRuntime implements Runtime {
   readonly name = 'containerd' as const;
+  /** An image outside the catalogue is pulled from its registry. */
+  readonly pulls = true;
   readonly ctr: Ctr;
   private readonly listeners = new Listeners();
   private readonly cpu = new CpuRate();
   private readonly oom = new Set<string>();
   private readonly initializing = new Set<string>();
+  /** Replicas whose images are being pulled (state `pulling`); the attempt loop is in pullThenRun. */
+  private readonly pulling = new Set<string>();
   private readonly stopRequested = new Set<string>();
   private readonly recentExits = new Map<string, { exitCode: number; at: number }>();
   private readonly killTimers = new Map<string, ReturnType<typeof setTimeout>>();
@@ -97,25 +108,114 @@ export class ContainerdRuntime implements Runtime {
   async start(req: StartRequest): Promise<WorkloadHandle> {
     // Refuse unsafe mounts before any container (an init step's included) exists.
     this.mountArgs(req);
-    const entry = this.entryOf(req.spec.image);
-    await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
     const id = PREFIX + req.replica;
     const dir = join(this.opts.root, req.replica);
+    const images = [req.spec.image, ...req.spec.init.map((s) => s.image ?? req.spec.image)];
+    const toPull = images.some((i) => this.readCatalogue()[i] === undefined);
+    // Catalogue images are imported before start() returns, as before; a pull may take minutes
+    // and fail for a while (registry down), so it runs behind start(), reported as `pulling`.
+    const local = toPull ? undefined : this.entryOf(req.spec.image);
+    if (local) await this.ensureImage(local.name, join(this.opts.imagesDir, local.archive));
     mkdirSync(dir, { recursive: true });
-    for (const stale of ['exit.json', 'init.json', 'init.log']) rmSync(join(dir, stale), { force: true });
+    for (const stale of ['exit.json', 'init.json', 'init.log', 'pull.json']) rmSync(join(dir, stale), { force: true });
     const handle: WorkloadHandle = { runtime: 'containerd', replica: req.replica, service: req.service, id, image: req.image, startedAt: Date.now() };
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
     // The namespace (address, route, default-deny table) exists before any container of the replica runs.
     if (this.opts.network) await this.opts.network.setup(req.replica, req.spec);
+    if (!local) {
+      this.pulling.add(id);
+      void this.pullThenRun(req, handle).finally(() => this.pulling.delete(id));
+      return handle;
+    }
     if (req.spec.init.length === 0) {
-      await this.runContainer(req, entry.name, id, argvOf(req.spec), { detach: true });
+      await this.runContainer(req, local.name, id, argvOf(req.spec), { detach: true });
       return handle;
     }
     // Init steps run one after another, each its own container, before the main one; start()
     // returns at once and progress shows in init.json (state `init`).
     this.initializing.add(id);
-    void this.runInit(req, handle, entry.name).finally(() => this.initializing.delete(id));
+    void this.runInit(req, handle, local.name).finally(() => this.initializing.delete(id));
     return handle;
+  }
+
+  /** The containerd name and digest of an image: imported from the catalogue, or pulled from its registry. */
+  private async obtain(image: string, req: StartRequest, onProgress: (bytes: number) => void): Promise<{ name: string; digest: string }> {
+    const entry = this.readCatalogue()[image];
+    if (entry) {
+      await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
+      return { name: entry.name, digest: entry.digest };
+    }
+    const pull = req.spec.pull;
+    const secret = pull?.secret === undefined ? undefined : req.spec.secrets.find((s) => s.name === pull.secret);
+    return pullImage(this.ctr, {
+      image,
+      replica: req.replica,
+      service: req.service,
+      node: this.opts.node ?? this.opts.namespace,
+      policy: pull?.policy ?? 'if-missing',
+      // A secret the spec does not declare is refused at apply (CCA-E0556); here it pulls anonymously.
+      ...(secret ? { secret: { name: secret.name, value: secret.value } } : {}),
+      insecure: this.opts.insecureRegistries ?? [],
+      onProgress,
+    });
+  }
+
+  /**
+   * Pull every image the replica needs, retrying with backoff (1 s doubling to 30 s) until it
+   * works or the replica is stopped; each failed attempt's diagnostic shows on the replica
+   * (pull.json). Then the handle gets the main image's digest and the replica runs.
+   */
+  private async pullThenRun(req: StartRequest, handle: WorkloadHandle): Promise<void> {
+    const dir = join(this.opts.root, req.replica);
+    const backoff = this.opts.pullBackoffMs ?? { first: 1_000, max: 30_000 };
+    let progress: PullProgress = { attempt: 1 };
+    const write = (p: PullProgress) => {
+      progress = p;
+      if (existsSync(dir)) writeFileSync(join(dir, 'pull.json'), JSON.stringify(p));
+    };
+    write(progress);
+    let main: { name: string; digest: string } | undefined;
+    const pulled = new Map<string, string>();
+    for (let wait = backoff.first; ; wait = Math.min(wait * 2, backoff.max)) {
+      if (this.stopRequested.has(handle.id)) return this.finishInit(handle, 143, false);
+      try {
+        for (const image of new Set([req.spec.image, ...req.spec.init.map((s) => s.image ?? req.spec.image)])) {
+          const got = await this.obtain(image, req, (bytes) => write({ ...progress, bytes }));
+          pulled.set(image, got.name);
+          main ??= got;
+        }
+        break;
+      } catch (e) {
+        const d = e instanceof PullFailure ? e.diagnostic : makeDiagnostic('CCA-E0554', { node: this.opts.node ?? this.opts.namespace, image: req.spec.image, replica: req.replica, reason: e instanceof Error ? e.message : String(e) });
+        main = undefined;
+        write({ attempt: progress.attempt, diagnostic: { code: d.code, message: d.message } });
+        await this.pause(handle.id, wait);
+        write({ attempt: progress.attempt + 1, ...(progress.diagnostic ? { diagnostic: progress.diagnostic } : {}) });
+      }
+    }
+    if (!main) return;
+    rmSync(join(dir, 'pull.json'), { force: true });
+    const pinned: WorkloadHandle = { ...handle, image: main.digest };
+    writeFileSync(join(dir, 'handle.json'), JSON.stringify(pinned));
+    if (this.stopRequested.has(handle.id)) return this.finishInit(handle, 143, false);
+    if (req.spec.init.length > 0) {
+      this.initializing.add(handle.id);
+      return this.runInit(req, pinned, main.name, pulled).finally(() => this.initializing.delete(handle.id));
+    }
+    try {
+      await this.runContainer(req, main.name, handle.id, argvOf(req.spec), { detach: true });
+    } catch (e) {
+      // start() has returned: the failure reaches the agent as an exit with the reason in init.json.
+      const reason = e instanceof Error ? e.message : String(e);
+      writeFileSync(join(dir, 'init.json'), JSON.stringify({ step: 'start', state: 'failed', exitCode: 127, tail: reason } satisfies InitProgress));
+      this.finishInit(handle, 127, true);
+    }
+  }
+
+  /** Wait between pull attempts; a stop ends the wait early. */
+  private async pause(id: string, ms: number): Promise<void> {
+    const until = Date.now() + ms;
+    while (Date.now() < until && !this.stopRequested.has(id) && !this.closed) await new Promise((r) => setTimeout(r, Math.min(200, until - Date.now())));
   }
 
   private entryOf(image: string): CatalogueEntry {
@@ -124,17 +224,23 @@ export class ContainerdRuntime implements Runtime {
     return entry;
   }
 
-  private async runInit(req: StartRequest, handle: WorkloadHandle, mainImage: string): Promise<void> {
+  /** `pulled`: image reference → containerd name of the images pullThenRun fetched (the others come from the catalogue). */
+  private async runInit(req: StartRequest, handle: WorkloadHandle, mainImage: string, pulled = new Map<string, string>()): Promise<void> {
     const dir = join(this.opts.root, req.replica);
     const writeInit = (p: InitProgress) => writeFileSync(join(dir, 'init.json'), JSON.stringify(p));
     try {
       for (const step of req.spec.init) {
         if (this.stopRequested.has(handle.id)) return this.finishInit(handle, 143, false);
         writeInit({ step: step.name, state: 'running' });
-        const entry = this.entryOf(step.image ?? req.spec.image);
-        await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
+        const stepImage = step.image ?? req.spec.image;
+        let name = pulled.get(stepImage);
+        if (name === undefined) {
+          const entry = this.entryOf(stepImage);
+          await this.ensureImage(entry.name, join(this.opts.imagesDir, entry.archive));
+          name = entry.name;
+        }
         const stepId = `${handle.id}-init-${step.name}`;
-        const r = await this.runContainer({ ...req, spec: { ...req.spec, env: { ...req.spec.env, ...step.env } } }, entry.name, stepId, step.command, { detach: false, timeoutMs: step.timeoutMs });
+        const r = await this.runContainer({ ...req, spec: { ...req.spec, env: { ...req.spec.env, ...step.env } } }, name, stepId, step.command, { detach: false, timeoutMs: step.timeoutMs });
         await this.forget(stepId);
         // Each step's output, in order, beside the main container's log.
         appendFileSync(join(dir, 'init.log'), `--- init ${step.name} (${r.code === -1 ? 'timed out' : `code ${r.code}`})\n${r.stdout}${r.stderr}`);
@@ -209,6 +315,11 @@ export class ContainerdRuntime implements Runtime {
   }
 
   async stop(handle: WorkloadHandle, graceMs: number): Promise<void> {
+    if (this.pulling.has(handle.id)) {
+      // The attempt loop sees it between attempts (or after the pull in flight) and records the exit.
+      this.stopRequested.add(handle.id);
+      return;
+    }
     if (this.initializing.has(handle.id)) {
       this.stopRequested.add(handle.id);
       const steps = [...(await this.ctr.tasks()).keys()].filter((t) => t.startsWith(`${handle.id}-init-`));
@@ -304,7 +415,10 @@ export class ContainerdRuntime implements Runtime {
     }
   }
 
-  private async statusOf(handle: WorkloadHandle, tasks: Map<string, { pid: number; status: string }>, containers: Set<string>, withUsage: boolean): Promise<WorkloadStatus> {
+  private async statusOf(given: WorkloadHandle, tasks: Map<string, { pid: number; status: string }>, containers: Set<string>, withUsage: boolean): Promise<WorkloadStatus> {
+    // A pulled image's digest is known only after the pull: handle.json holds it from then on.
+    const stored = this.readJson<WorkloadHandle>(given.replica, 'handle.json');
+    const handle = stored?.id === given.id ? stored : given;
     const s = await this.bareStatusOf(handle, tasks, containers, withUsage);
     const net = this.opts.network?.info(handle.replica);
     return net && s.state !== 'exited' && s.state !== 'lost' ? { ...s, address: net.address, ports: net.ports } : s;
@@ -315,6 +429,7 @@ export class ContainerdRuntime implements Runtime {
     const withInit = init ? { init } : {};
     const exit = this.readJson<{ exitCode: number; oom: boolean }>(handle.replica, 'exit.json');
     if (exit) return { handle, state: 'exited', exitCode: exit.exitCode, oom: exit.oom, ...withInit };
+    if (this.pulling.has(handle.id)) return { handle, state: 'pulling', pull: this.readJson<PullProgress>(handle.replica, 'pull.json') ?? { attempt: 1 } };
     if (this.initializing.has(handle.id)) return { handle, state: 'init', ...withInit };
     const task = tasks.get(handle.id);
     if (task?.status === 'STOPPED') {

@@ -40,7 +40,7 @@ export interface StartRequest {
   replica: string;
   service: string;
   spec: ServiceSpec;
-  /** Catalogue digest of spec.image (containerd), '' when the runtime does not use images. */
+  /** Catalogue digest of spec.image (containerd); '' when the runtime does not use images or will pull it (the handle then gets the pulled digest). */
   image: string;
   /** Environment on top of spec.env (secrets exposed as env vars). Never logged. */
   env: Record<string, string>;
@@ -51,7 +51,7 @@ export interface StartRequest {
   dir: string;
 }
 
-export type RuntimeState = 'init' | 'starting' | 'running' | 'stopping' | 'exited' | 'lost';
+export type RuntimeState = 'pulling' | 'init' | 'starting' | 'running' | 'stopping' | 'exited' | 'lost';
 
 /** Progress of the init steps: the step running, or the last one that succeeded or failed. */
 export interface InitProgress {
@@ -61,6 +61,12 @@ export interface InitProgress {
   tail?: string;
   /** Killed at its timeout (exitCode is then the kill's, 137). */
   timedOut?: boolean;
+}
+
+export interface PullProgress {
+  attempt: number;
+  bytes?: number;
+  diagnostic?: { code: string; message: string };
 }
 
 export interface Usage {
@@ -80,6 +86,8 @@ export interface WorkloadStatus {
   lost?: { code: string; message: string };
   usage?: Usage;
   init?: InitProgress;
+  /** While `pulling`: the attempt, the bytes fetched when known, and why the last attempt failed (a coded diagnostic). */
+  pull?: PullProgress;
   /** Where the workload listens, when the runtime knows (its own network namespace, or the host). */
   address?: string;
   /** Port name → port at `address`. */
@@ -94,6 +102,8 @@ export interface Runtime {
   readonly name: RuntimeName;
   /** Images this runtime can run: reference → digest; undefined for a runtime without images. */
   catalogue(): Promise<Record<string, string> | undefined>;
+  /** The runtime pulls an image outside its catalogue from the image's registry (containerd) instead of holding the replica. */
+  readonly pulls?: boolean;
   start(req: StartRequest): Promise<WorkloadHandle>;
   /** SIGTERM now, SIGKILL of everything the workload started after graceMs; returns at once. */
   stop(handle: WorkloadHandle, graceMs: number): Promise<void>;

@@ -1,7 +1,7 @@
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { Assignment, Observation } from '../core/model/index.js';
 import { CheckState } from './health.js';
-import type { InitProgress, Usage, WorkloadHandle } from './runtime.js';
+import type { InitProgress, PullProgress, Usage, WorkloadHandle } from './runtime.js';
 
 /** What the agent knows of one replica on its node: the assignment, the workload, what it reported. */
 export interface Slot {
@@ -13,6 +13,8 @@ export interface Slot {
   restarts: number;
   usage?: Usage;
   init?: InitProgress;
+  /** While pulling: the attempt, bytes, and the last attempt's failure. */
+  pull?: PullProgress;
   diagnostic?: { code: string; message: string };
   /** Where the workload is reached, when the runtime knows (its own network namespace). */
   address?: string;
@@ -65,6 +67,7 @@ export function observationOf(slot: Slot, node: string, tenure: number, now: num
     ...(slot.usage === undefined ? {} : { usage: slot.usage }),
     image: slot.handle?.image ?? '',
     ...(slot.init === undefined ? {} : { init: initOf(slot.init) }),
+    ...(slot.state === 'pulling' && slot.pull ? { pull: { attempt: slot.pull.attempt, ...(slot.pull.bytes === undefined ? {} : { bytes: slot.pull.bytes }) } } : {}),
     ...(diagnosticOf(slot) ?? {}),
     ...reachOf(slot, nodeAddress),
     at: now,

@@ -55,6 +55,8 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
     root: state.replicas,
     imagesDir: resolve(flags.imagesDir),
     tini: flags.tini,
+    node: flags.node,
+    insecureRegistries: flags.insecureRegistries,
     fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
     ...(network ? { network } : {}),
   });

@@ -64,6 +64,8 @@ export const apiReplica = z.looseObject({
   exitCode: z.number().int().optional(),
   reason: z.string(),
   diagnostic: z.looseObject({ code: z.string(), message: z.string() }).optional(),
+  image: z.string().optional(),
+  pull: z.looseObject({ attempt: z.number().int(), bytes: z.number().optional() }).optional(),
 });
 export const replicasAnswer = z.looseObject({ revision: count, replicas: z.array(apiReplica) });
 

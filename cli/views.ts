@@ -46,6 +46,8 @@ export interface ReplicaItem {
   health: { liveness: string; readiness: string } | null;
   restarts: number;
   exitCode: number | null;
+  /** The image digest the replica runs, as its node reports it. */
+  image: string | null;
   reason: string;
 }
 
@@ -146,6 +148,7 @@ const replica = (r: ApiReplica): ReplicaItem => ({
   health: r.health ? { liveness: r.health.liveness, readiness: r.health.readiness } : null,
   restarts: r.restarts,
   exitCode: r.exitCode ?? null,
+  image: r.image || null,
   reason: r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : r.reason,
 });
 
@@ -275,14 +278,14 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
   if (l.kind === 'replicas') {
     const items = l.items as ReplicaItem[];
     return {
-      headers: ['NAME', 'SERVICE', 'NODE', 'STATE', 'RESTARTS', ...(wide ? ['DESIRED', 'HEALTH', 'EXIT', 'REASON'] : [])],
+      headers: ['NAME', 'SERVICE', 'NODE', 'STATE', 'RESTARTS', ...(wide ? ['DESIRED', 'HEALTH', 'EXIT', 'DIGEST', 'REASON'] : [])],
       rows: items.map((r) => [
         r.name,
         r.service,
         r.node ?? '-',
         r.state,
         String(r.restarts),
-        ...(wide ? [r.desired, r.health ? `live=${r.health.liveness} ready=${r.health.readiness}` : '-', r.exitCode === null ? '-' : String(r.exitCode), r.reason || '-'] : []),
+        ...(wide ? [r.desired, r.health ? `live=${r.health.liveness} ready=${r.health.readiness}` : '-', r.exitCode === null ? '-' : String(r.exitCode), r.image ?? '-', r.reason || '-'] : []),
       ]),
     };
   }

@@ -21,6 +21,10 @@ export interface ReplicaView {
   cpu?: { usedMillis: number; requestedMillis: number };
   /** Init step progress (the failed step's exit code and output tail). */
   init?: Observation['init'];
+  /** The image digest the node reports running (the manifest a tag resolved to when it pulled). */
+  image?: string;
+  /** While pulling: the attempt and the bytes fetched so far, when known. */
+  pull?: Observation['pull'];
   /** Backoff: consecutive failures it replaces, and the earliest time it may be placed. */
   attempt: number;
   notBefore?: number;
@@ -94,6 +98,8 @@ export async function replicaViews(
       if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;
       if (a && admissible?.state === 'running' && admissible.usage) view.cpu = { usedMillis: admissible.usage.cpuMillis, requestedMillis: a.resources.cpuMillis };
       if (admissible?.init) view.init = admissible.init;
+      if (admissible?.image) view.image = admissible.image;
+      if (admissible?.pull) view.pull = admissible.pull;
       return view;
     }),
   };

@@ -5,7 +5,7 @@ export class Ctr {
   constructor(
     readonly address: string,
     readonly namespace: string,
-    private readonly bin = 'ctr',
+    readonly bin = 'ctr',
   ) {}
 
   /** code: the exit code, or 'timeout' when the command ran past timeoutMs (it was killed). */

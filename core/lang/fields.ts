@@ -104,6 +104,13 @@ export const BLOCKS: Record<string, BlockDef> = {
     example: 'update { max_surge = 1 max_unavailable = 0 }',
     into: () => ({ path: ['update'], init: {} }),
   },
+  pull: {
+    labels: [],
+    fields: { policy: f(v.choice(['if-missing', 'always']), 'policy'), secret: f(v.word('secret = "regcred"'), 'secret') },
+    required: {},
+    example: 'pull { policy = always secret = "regcred" }',
+    into: () => ({ path: ['pull'], init: {} }),
+  },
   autoscale: {
     labels: [],
     fields: { min: f(v.int, 'min'), max: f(v.int, 'max'), target_cpu: f(v.percent, 'targetCpuPercent'), scale_down_window: f(v.duration, 'scaleDownWindowMs') },

@@ -52,6 +52,7 @@ function serviceText(s: ServiceSpec): string {
     const deadline = u.progressDeadlineMs !== DEFAULTS.progressDeadlineMs ? ` progress_deadline = ${formatDuration(u.progressDeadlineMs)}` : '';
     l.push(`update { max_surge = ${countOrPercent(u.maxSurge)} max_unavailable = ${countOrPercent(u.maxUnavailable)}${deadline} }`);
   }
+  if (s.pull) l.push(`pull { policy = ${s.pull.policy}${s.pull.secret === undefined ? '' : ` secret = ${quote(s.pull.secret)}`} }`);
   if (s.autoscale) {
     const w = s.autoscale.scaleDownWindowMs === undefined ? '' : ` scale_down_window = ${formatDuration(s.autoscale.scaleDownWindowMs)}`;
     l.push(`autoscale { min = ${s.autoscale.min} max = ${s.autoscale.max} target_cpu = ${s.autoscale.targetCpuPercent}%${w} }`);

@@ -107,11 +107,15 @@ function checkNames(s: ServiceSpec): SpecIssue[] {
 }
 
 function checkSecrets(s: ServiceSpec): SpecIssue[] {
-  return s.secrets.flatMap((sec, i): SpecIssue[] =>
-    sec.path === undefined && sec.env === undefined
+  const pullSecret = s.pull?.secret;
+  // The registry credentials are one of the service's own secrets (it needs no path or env then).
+  const missingPull: SpecIssue[] =
+    pullSecret !== undefined && !s.secrets.some((sec) => sec.name === pullSecret) ? [{ code: 'CCA-E0556', params: { secret: pullSecret, service: s.name }, path: ['pull', 'secret'] }] : [];
+  return missingPull.concat(s.secrets.flatMap((sec, i): SpecIssue[] =>
+    sec.path === undefined && sec.env === undefined && sec.name !== pullSecret
       ? [{ code: 'CCA-E0315', params: { name: sec.name, service: s.name }, path: ['secrets', i] }]
       : [],
-  );
+  ));
 }
 
 function checkPaths(s: ServiceSpec): SpecIssue[] {

@@ -103,7 +103,8 @@ export const observationSchema = z.object({
   service: z.string(),
   node: z.string(),
   tenure: z.int().min(0),
-  state: z.enum(['pending', 'init', 'starting', 'running', 'stopping', 'exited', 'failed', 'lost']),
+  /** `pulling`: the node is fetching the image from its registry (controllers treat it as `starting`). */
+  state: z.enum(['pending', 'pulling', 'init', 'starting', 'running', 'stopping', 'exited', 'failed', 'lost']),
   exitCode: z.int().optional(),
   restarts: z.int().min(0).default(0),
   health: z.object({ liveness: healthStateSchema.default('unknown'), readiness: healthStateSchema.default('unknown') }).default({ liveness: 'unknown', readiness: 'unknown' }),
@@ -118,6 +119,8 @@ export const observationSchema = z.object({
   init: z
     .object({ step: z.string(), state: z.enum(['running', 'succeeded', 'failed']), exitCode: z.int().optional(), tail: z.string().default(''), timedOut: z.boolean().optional() })
     .optional(),
+  /** While `pulling`: the attempt (1 for the first) and, when containerd reports it, the bytes fetched so far. */
+  pull: z.object({ attempt: z.int().min(1), bytes: z.number().min(0).optional() }).optional(),
   /** An attached coded diagnostic (e.g. image not in catalogue). */
   diagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
   at: ms,

@@ -48,3 +48,25 @@ export function imageProblem(ref: string): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * The fully qualified form containerd pulls (`ctr` does not expand Docker Hub short names):
+ * `nginx:1.27` → `docker.io/library/nginx:1.27`, `me/app` → `docker.io/me/app:latest`; a
+ * reference with a registry host (a dot, a port or `localhost` in its first component) is
+ * kept, with `:latest` added when it has neither tag nor digest. Expects a valid reference
+ * (imageProblem).
+ */
+export function qualifiedImage(ref: string): { ref: string; registry: string } {
+  const at = ref.indexOf('@');
+  const namePart = at < 0 ? ref : ref.slice(0, at);
+  const digest = at < 0 ? '' : ref.slice(at);
+  const parts = namePart.split('/');
+  const first = parts[0] ?? '';
+  const hasHost = parts.length > 1 && /[.:]|^localhost$/.test(first);
+  const registry = hasHost ? first : 'docker.io';
+  const path = hasHost ? parts.slice(1) : parts.length === 1 ? ['library', ...parts] : parts;
+  const last = path[path.length - 1] ?? '';
+  const tagged = last.includes(':');
+  const tail = tagged || digest !== '' ? '' : ':latest';
+  return { ref: `${registry}/${path.join('/')}${tail}${digest}`, registry };
+}

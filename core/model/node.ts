@@ -24,6 +24,8 @@ export const nodeRecordSchema = z.object({
   }),
   /** The node's image catalogue: image reference → digest (see the agent issue). */
   images: z.record(z.string(), z.string()).default({}),
+  /** The node pulls images outside its catalogue from their registries (a containerd node): any image fits it. */
+  pulls: z.boolean().default(false),
   /** The runtime the agent drives: fake, process or containerd. */
   runtime: z.string().max(32).default('fake'),
   agentVersion: z.string().max(64).default(''),
@@ -33,8 +35,8 @@ export type NodeRecord = z.output<typeof nodeRecordSchema>;
 export type NodeRecordInput = z.input<typeof nodeRecordSchema>;
 
 /** Is the image in the catalogue of at least one node? Matches by exact reference. */
-export function imageInCatalogue(image: string, nodes: readonly Pick<NodeRecord, 'images'>[]): boolean {
-  return nodes.some((n) => Object.hasOwn(n.images, image));
+export function imageInCatalogue(image: string, nodes: readonly (Pick<NodeRecord, 'images'> & { pulls?: boolean })[]): boolean {
+  return nodes.some((n) => n.pulls === true || Object.hasOwn(n.images, image));
 }
 
 /** Validate an agent's declared node (flags or config file) into a record, or one coded diagnostic per problem. */
@@ -60,7 +62,7 @@ export function validateNode(input: unknown): { ok: true; value: NodeRecord } | 
  * Services whose image no node offers (CCA-E0316, blame user): held, not retried forever.
  * The catalogue is the union of the nodes' `images`.
  */
-export function imagesMissing(specs: readonly { name: string; image: string }[], nodes: readonly Pick<NodeRecord, 'images'>[]): Diagnostic[] {
+export function imagesMissing(specs: readonly { name: string; image: string }[], nodes: readonly (Pick<NodeRecord, 'images'> & { pulls?: boolean })[]): Diagnostic[] {
   const known = [...new Set(nodes.flatMap((n) => Object.keys(n.images)))].sort();
   return specs
     .filter((s) => !imageInCatalogue(s.image, nodes))

@@ -160,10 +160,23 @@ export const allowRuleSchema = z.strictObject({
   port: portRefSchema.optional(),
 });
 
+/**
+ * How a node obtains the image when it is not in its catalogue (containerd nodes pull it from
+ * its registry): `if-missing` pulls once and reuses containerd's copy, `always` pulls on every
+ * start (a moved tag is followed). `secret` names one of the service's secrets whose value is
+ * `user:password` for the registry (docs/agent.md "Images from registries").
+ */
+export const pullSchema = z.strictObject({
+  policy: z.enum(['if-missing', 'always']).default('if-missing'),
+  secret: dnsLabel('secret').optional(),
+});
+
 const serviceInputSchemaFor = (rules: Rules) =>
   z.strictObject({
     name: dnsLabel('service'),
     image: imageRef,
+    /** Omitted: pull if missing, anonymously (the spec stays as it was before pulling existed). */
+    pull: pullSchema.optional(),
     command: z.array(text).max(LIMITS.listItems).default([]),
     args: z.array(text).max(LIMITS.listItems).default([]),
     env: envSchema.default({}),
@@ -229,6 +242,7 @@ function normalize(s: Parsed): ServiceSpec {
   return {
     name: s.name,
     image: s.image,
+    ...(s.pull === undefined ? {} : { pull: s.pull }),
     command: s.command,
     args: s.args,
     env: sortedRecord(s.env),

@@ -12,7 +12,7 @@ export const NETWORK_CONTROLLER = 'network';
 const RETRY_MS = 100;
 /** The store's bound on compares per txn (etcd's --max-txn-ops); one goes to the decision. */
 const MAX_COMPARES = 127;
-const LIVE_STATES = new Set(['pending', 'init', 'starting', 'running', 'stopping']);
+const LIVE_STATES = new Set(['pending', 'pulling', 'init', 'starting', 'running', 'stopping']);
 
 /** One client replica whose address a policy may admit, with the facts that make it admissible. */
 export interface ClientAddress {

@@ -26,6 +26,8 @@ export interface Candidate {
   labels: Readonly<Record<string, string>>;
   taints: readonly string[];
   images: Readonly<Record<string, string>>;
+  /** The node pulls images outside its catalogue (containerd): any image fits. */
+  pulls?: boolean;
   /** Status ready under the node's current tenure. */
   ready: boolean;
   /** An open audit finding blocks new placements (rule 4). */
@@ -72,7 +74,7 @@ export function exclusion(d: Demand, n: Candidate): string | undefined {
 export function staticExclusion(d: Demand, n: Candidate, texts: Texts): string | undefined {
   if (!n.ready) return 'not ready';
   if (n.audited) return 'an open audit finding';
-  if (!Object.hasOwn(n.images, d.image)) return texts.image;
+  if (!n.pulls && !Object.hasOwn(n.images, d.image)) return texts.image;
   if (n.taints.length > 0) {
     const taints = untoleratedTaints(d.placement.accept, n.taints);
     if (taints.length > 0) return `taint ${taints.join(', ')} not accepted`;

@@ -20,7 +20,7 @@ export const NETWORK_INVARIANTS = {
   converged: 'network-rules-match-running-replicas',
 } as const;
 
-const LIVE = new Set(['pending', 'init', 'starting', 'running', 'stopping']);
+const LIVE = new Set(['pending', 'pulling', 'init', 'starting', 'running', 'stopping']);
 
 /**
  * Addresses of each service's current replicas, computed from the store on its own terms

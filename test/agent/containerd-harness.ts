@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { startContainerd, type ContainerdDaemon } from '../../agent/containerd/daemon.js';
 import type { NetnsManager } from '../../agent/netns.js';
-import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
+import { ContainerdRuntime, type ContainerdRuntimeOptions } from '../../agent/runtime-containerd.js';
 import { buildImages } from '../../fixtures/images/build.js';
 import { FakeAgentServer } from './fake-server.js';
 import { startAgent, waitFor, type TestAgent } from './support.js';
@@ -14,10 +14,10 @@ export interface ContainerdAgent {
 }
 
 /** A private containerd under `dir`, the fixture images, and an agent n1 on it, registered with a fake server. */
-export async function startContainerdAgent(dir: string, namespace: string, network?: NetnsManager): Promise<ContainerdAgent> {
+export async function startContainerdAgent(dir: string, namespace: string, network?: NetnsManager, extra: Pick<ContainerdRuntimeOptions, 'insecureRegistries' | 'pullBackoffMs'> = {}): Promise<ContainerdAgent> {
   buildImages(join(dir, 'images'));
   const daemon = await startContainerd(join(dir, 'containerd'));
-  const runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(dir, 'state', 'replicas'), imagesDir: join(dir, 'images'), ...(network ? { network } : {}) });
+  const runtime = new ContainerdRuntime({ address: daemon.address, namespace, root: join(dir, 'state', 'replicas'), imagesDir: join(dir, 'images'), node: 'n1', ...extra, ...(network ? { network } : {}) });
   const server = new FakeAgentServer();
   await server.listen();
   const agent = await startAgent(server, runtime, join(dir, 'state'), { node: 'n1', pollWaitMs: 1_000, ...(network ? { network } : {}) });

@@ -21,6 +21,13 @@ describe('agent flags', () => {
     expect(parseBytes('512Mi')).toBe(512 * 2 ** 20);
   });
 
+  it('collects --insecure-registry flags (host or host:port) and refuses anything else', () => {
+    const f = parseAgentFlags(['--server', 'http://s', '--node', 'n1', '--insecure-registry', '127.0.0.1:5000', '--insecure-registry=registry.lan'], {});
+    expect(f.insecureRegistries).toEqual(['127.0.0.1:5000', 'registry.lan']);
+    expect(parseAgentFlags(['--server', 'http://s', '--node', 'n1'], {}).insecureRegistries).toEqual([]);
+    expect(() => parseAgentFlags(['--server', 's', '--node', 'n1', '--insecure-registry', 'http://x/'], {})).toThrow(expect.objectContaining({ name: 'CcaError' }));
+  });
+
   it('refuses bad settings with CCA-E0508', () => {
     for (const argv of [['--node', 'n1'], ['--server', 's', '--node', 'n1', '--runtime', 'docker'], ['--server', 's', '--node', 'n1', '--lease-ttl', '2'], ['--server', 's', '--node', 'n1', '--bogus', 'x'], ['--server', 's', '--node', 'n1', '--memory', 'lots']]) {
       expect(() => parseAgentFlags(argv, {})).toThrow(expect.objectContaining({ name: 'CcaError' }));

@@ -260,3 +260,16 @@ describe('habits from other formats', () => {
     expect(parse(svc('port http { container = "8080" }'), 't').diagnostics[0]!.fix).toBe('write container = 8080');
   });
 });
+
+describe('pull block', () => {
+  test('lowers to spec.pull, prints back, and a secret the service does not declare is CCA-E0556', () => {
+    const src = 'service web {\n  image = "127.0.0.1:5000/team/web:2"\n  pull { policy = always secret = "regcred" }\n  secret regcred { value = "deploy:pw" }\n}\n';
+    const r = parse(src, 'web.cca');
+    expect(r.diagnostics).toEqual([]);
+    expect(r.services[0]!.pull).toEqual({ policy: 'always', secret: 'regcred' });
+    expect(toCca(r.services[0]!)).toContain('pull { policy = always secret = "regcred" }');
+    expect(parse('service web {\n  image = "nginx:1.27"\n}\n', 'w.cca').services[0]!.pull).toBeUndefined();
+    const bad = parse('service web {\n  image = "nginx:1.27"\n  pull { secret = "nope" }\n}\n', 'w.cca');
+    expect(bad.diagnostics.map((d) => d.code)).toEqual(['CCA-E0556']);
+  });
+});

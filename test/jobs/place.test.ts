@@ -27,6 +27,12 @@ const demand = (over: Partial<Demand['placement']> = {}, resources = { cpuMillis
 const none: Spread = { zone: new Map(), node: new Map() };
 
 describe('place: fit', () => {
+  test('a node that pulls from registries takes an image outside its catalogue; the placer agrees', () => {
+    const nodes = [node('n1', { images: {} }), node('n2', { images: {}, pulls: true })];
+    expect(place(demand(), nodes, none)).toMatchObject({ ok: true, node: 'n2' });
+    expect(place(demand(), [node('n1', { images: {} })], none).ok).toBe(false);
+    expect(createPlacer(nodes)(demand(), none)).toMatchObject({ ok: true, node: 'n2' });
+  });
   test('a node without enough free cpu or memory is excluded, and the shortfall says how many', () => {
     const r = place(demand({}, { cpuMillis: 2_000, memoryBytes: Gi }), [node('n1', { used: { cpuMillis: 3_000, memoryBytes: 0 } }), node('n2', { used: { cpuMillis: 2_500, memoryBytes: 0 } }), node('n3', { used: { cpuMillis: 0, memoryBytes: 8 * Gi } })], none);
     expect(r.ok).toBe(false);

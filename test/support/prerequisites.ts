@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 
-export type PrerequisiteGroup = 'etcd' | 'busybox' | 'containerd' | 'netns' | 'chromium';
+export type PrerequisiteGroup = 'etcd' | 'busybox' | 'containerd' | 'registry' | 'netns' | 'chromium';
 
 interface Tool {
   /** A command looked up on PATH, or an absolute path that must exist and be executable. */
@@ -42,6 +42,14 @@ export const GROUPS: Record<PrerequisiteGroup, Group> = {
       { command: 'umoci', pkg: 'umoci' },
       { command: '/usr/bin/busybox', pkg: 'busybox-static' },
       { command: '/usr/bin/tini-static', pkg: 'tini' },
+    ],
+  },
+  registry: {
+    why: 'images pulled from a registry: a local registry (plain HTTP, with and without htpasswd auth) the tests push the fixture images to',
+    tools: [
+      { command: 'docker-registry', pkg: 'docker-registry' },
+      { command: 'skopeo', pkg: 'skopeo' },
+      { command: 'htpasswd', pkg: 'apache2-utils' },
     ],
   },
   netns: {

@@ -42,6 +42,7 @@ export function candidatesOf(view: ClusterView): Candidate[] {
     labels: n.value.labels,
     taints: n.value.taints,
     images: n.value.images,
+    pulls: n.value.pulls,
     ready: isReady(view, n.value.name),
     audited: view.audits.get(n.value.name)?.value.open ?? false,
     capacity: n.value.capacity,

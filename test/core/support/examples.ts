@@ -41,5 +41,6 @@ export const examples: Record<string, string> = {
   'CCA-E0324': 'service web {\n  image = "busybox:1.35"\n  config keys { path = "/../../root/.ssh/authorized_keys" content = "ssh-ed25519 AAAA" }\n}\n',
   'CCA-E0325': 'service web {\n  image = "busybox:1.35"\n  volume data { size = 1Gi mount = "/data,src=/" }\n}\n',
   'CCA-E0326': 'service web {\n  image = "busybox:1.35"\n  volume data { size = 1Gi mount = "/proc" }\n}\n',
+  'CCA-E0556': 'service web {\n  image = "registry.example.com/team/web:2"\n  pull { secret = "regcred" }\n}\n',
   'CCA-E0327': 'service web {\n  image = "busybox:1.35"\n  config tool { path = "/usr/local/bin/tool" content = "#!/bin/sh" mode = "4755" }\n}\n',
 };
