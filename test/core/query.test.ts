@@ -64,6 +64,7 @@ describe('operators on a decoded fact', () => {
   test('prefix compares the start of the text form', () => {
     expect(holds(['image', 'prefix', 'sha256:'])).toBe(true);
     expect(holds(['image', 'prefix', 'sha512:'])).toBe(false);
+    expect(holds(['image', 'prefix', 'abc'])).toBe(false);
     expect(holds(['replica', 'prefix', 'web-'])).toBe(true);
     expect(holds(['address', 'prefix', ''])).toBe(false);
   });
