@@ -187,6 +187,7 @@ describe('the CLI\'s predicate syntax', () => {
     expect(d.message).toBe('predicate 2 (state~running) at column 18 of "service=web,state~running": expected an operator after state: = != < > ^= ? or in (…), not "~"');
     expect(error('service=').message).toContain('= needs a value');
     expect(error('a=1,,b=2').params).toMatchObject({ index: 2, column: 5 });
+    expect(error('a=1,  b~2').params).toMatchObject({ index: 2, column: 8, text: 'b~2' });
     expect(error('state in (a|b').message).toContain('missing its closing parenthesis');
     expect(error('x?1').message).toContain('takes no value');
     expect(error('x>1|2').message).toContain('a | list of values goes with = or in');
