@@ -163,11 +163,17 @@ export function checkPredicate(kind: KeyKind, raw: unknown, loc: Location): Pred
 export type Checked<T> = { ok: true; value: T } | { ok: false; diagnostics: Diagnostic[] };
 
 /** Every predicate and select entry of a query on `kind`, with every problem located. */
-export function checkQuery(kind: KeyKind, where: readonly unknown[], select: readonly unknown[] | undefined, where_at: (i: number) => string = (i) => `where[${i}]`): Checked<{ where: Predicate[]; select?: string[][] }> {
+export function checkQuery(
+  kind: KeyKind,
+  where: readonly unknown[],
+  select: readonly unknown[] | undefined,
+  /** How a predicate is named: the API's `where[i]` and JSON, the CLI's number, column and text as typed. */
+  locate: (i: number, raw: unknown) => Location = (i, raw) => ({ at: `where[${i}]`, text: show(raw) }),
+): Checked<{ where: Predicate[]; select?: string[][] }> {
   const diagnostics: Diagnostic[] = [];
   const preds: Predicate[] = [];
   where.forEach((raw, i) => {
-    const p = checkPredicate(kind, raw, { at: where_at(i), text: show(raw) });
+    const p = checkPredicate(kind, raw, locate(i, raw));
     if ('code' in p) diagnostics.push(p);
     else preds.push(p);
   });
