@@ -69,6 +69,8 @@ describe('cca query', () => {
     const { live } = await setup();
     const stop = new AbortController();
     let wrote = false;
+    // A follow that never sees the change ends here, and the expectations below say what was missing.
+    const deadline = setTimeout(() => stop.abort(), 10_000);
     const argv = ['query', 'observed', 'state=exited', '--select', 'replica,state', '-w', '-o', 'json'];
     const r = await live.run(argv, {
       signal: stop.signal,
@@ -80,6 +82,7 @@ describe('cca query', () => {
         if (out.stdout.trim().split('\n').length >= 2) stop.abort();
       },
     });
+    clearTimeout(deadline);
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { revision: number; items: { fact: { replica: string } }[] });
     expect(lines.map((l) => l.items.map((i) => i.fact.replica))).toEqual([['web-2', 'api-1'], ['web-2', 'api-1', 'web-3']]);

@@ -124,8 +124,8 @@ describe('QUERY /v1/state', () => {
     expect(body.diagnostics.map((d) => d.code)).toEqual(['CCA-E0011', 'CCA-E0012', 'CCA-E0010', 'CCA-E0012', 'CCA-E0011']);
   });
 
-  test('other refusals are coded: unknown prefix, cursor outside the prefix, bad body, no JSON', async () => {
-    const { call } = await seeded();
+  test('other refusals are coded: unknown prefix, cursor outside the prefix, bad body, compacted, no JSON', async () => {
+    const { call, store } = await seeded();
     const codeOf = async (json: unknown) => (await errorOf(await call('QUERY', '/v1/state', { json, token: ADMIN }))).code;
     expect(await codeOf({ prefix: '/auth/' })).toBe('CCA-E0690');
     expect(await codeOf({ prefix: '/' })).toBe('CCA-E0690');
@@ -133,6 +133,10 @@ describe('QUERY /v1/state', () => {
     expect(await codeOf({ prefix: '/replicas/', limit: 0 })).toBe('CCA-E0603');
     expect(await codeOf({ prefix: '/replicas/', wher: [] })).toBe('CCA-E0603');
     expect(await codeOf({ prefix: '/replicas/', revision: 999 })).toBe('CCA-E0102');
+    await store.compact(3);
+    const compacted = await call('QUERY', '/v1/state', { json: { prefix: '/replicas/', revision: 2 }, token: ADMIN });
+    expect(compacted.status).toBe(410);
+    expect((await errorOf(compacted)).code).toBe('CCA-E0101');
     const text = await call('QUERY', '/v1/state', { text: 'service=web', token: ADMIN, headers: { 'content-type': 'text/plain' } });
     expect((await errorOf(text)).code).toBe('CCA-E0607');
   });
