@@ -139,6 +139,15 @@ describe('predicate checks, located', () => {
     expect(fieldTypeAt(layout.observed.schema, ['state'])).toBe('string');
   });
 
+  test('every kind in the layout: its top-level fields are known and pass the check', () => {
+    for (const kind of Object.keys(layout) as (keyof typeof layout)[]) {
+      const fields = topFields(kind);
+      expect(fields.length, kind).toBeGreaterThan(0);
+      const r = checkQuery(kind, fields.map((f) => [f, 'exists']), fields);
+      expect(r.ok, `${kind}: ${r.ok ? '' : r.diagnostics[0]!.message}`).toBe(true);
+    }
+  });
+
   test('kinds by prefix and by name', () => {
     expect(kindOfPrefix('/replicas/')).toBe('replica');
     expect(kindOfPrefix('/replicas/web/')).toBe('replica');
