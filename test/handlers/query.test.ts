@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import { MemoryStore } from '../../db/memory.js';
 import { defaultLimits } from '../../handlers/deps.js';
-import { ADMIN, errorOf, secured } from '../security/support.js';
+import { ADMIN, JOIN, errorOf, secured } from '../security/support.js';
 
 type Item = { key: string; modRevision: number; fact: Record<string, unknown> };
 type Answer = { kind: string; revision: number; items: Item[]; more: boolean; after?: string; scanned: number };
@@ -33,6 +33,8 @@ describe('QUERY /v1/state', () => {
     expect(viaPost).toEqual(q);
     // No token: the reader role is needed, as for GET /v1/state.
     expect((await errorOf(await call('QUERY', '/v1/state', { json: body }))).code).toBe('CCA-E0605');
+    // A join token enrolls nodes and reads nothing.
+    expect((await errorOf(await call('POST', '/v1/state/query', { json: body, token: JOIN }))).code).toBe('CCA-E0636');
     // Without select, the whole fact with its key's segments.
     const whole = (await (await call('QUERY', '/v1/state', { json: { prefix: '/replicas/api/' }, token: reader })).json()) as Answer;
     expect(whole.items[0]!.fact).toMatchObject({ id: 'api-1', service: 'api', replica: 'api-1', desired: 'run', retired: false });
