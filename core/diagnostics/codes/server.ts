@@ -196,7 +196,7 @@ export const serverCodes = [
     blame: 'user',
     title: 'query prefix is not a fact kind',
     cause: 'the prefix {prefix} does not lie under the prefix of a known kind, so its facts cannot be decoded',
-    fix: 'query one kind at a time, e.g. /replicas/ or /replicas/web/ (the kinds are listed in docs/keys.md; `cca explain keys`)',
+    fix: 'query one kind at a time, e.g. /replicas/ or /replicas/web/ (docs/keys.md lists the prefix of every kind)',
   },
   {
     code: 'CCA-E0691',
