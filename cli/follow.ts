@@ -3,6 +3,8 @@ import type { Context } from './context.js';
 export interface FollowOptions {
   /** First revision to watch from (the revision the first picture was read at, plus one). */
   from: number;
+  /** Only changes under this prefix wake a refresh (default: every change). */
+  prefix?: string;
   /** Re-read and redraw; return true when there is nothing more to wait for. */
   refresh(): Promise<boolean>;
   /** Batches closer together than this cause one refresh. */
@@ -25,7 +27,7 @@ export async function follow(ctx: Context, opts: FollowOptions): Promise<void> {
   let dirty = false;
   let wake: (() => void) | undefined;
   const watching = (async () => {
-    for await (const _batch of ctx.client().watch('', opts.from, stop.signal)) {
+    for await (const _batch of ctx.client().watch(opts.prefix ?? '', opts.from, stop.signal)) {
       dirty = true;
       wake?.();
     }

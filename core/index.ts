@@ -6,3 +6,4 @@ export * from './diagnostics/index.js';
 export * from './model/index.js';
 export * from './lang/index.js';
 export * from './keys.js';
+export * from './query.js';

@@ -14,6 +14,7 @@ import { healthRoutes } from './routes/health.js';
 import { readRoutes } from './routes/reads.js';
 import { serviceRoutes } from './routes/services.js';
 import { stateRoutes } from './routes/state.js';
+import { queryRoutes } from './routes/query.js';
 import { nodeRoutes } from './routes/nodes.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { volumeRoutes } from './routes/volumes.js';
@@ -50,6 +51,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   // fails on one that does not): admin ⊇ deployer ⊇ reader, join enrolls, node credentials
   // act for their own node.
   app.route('/', stateRoutes(deps));
+  app.route('/', queryRoutes(deps));
   app.route('/', watchRoutes(deps));
   app.route('/', serviceRoutes(deps));
   app.route('/', readRoutes(deps));

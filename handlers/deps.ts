@@ -10,12 +10,15 @@ export interface ServerLimits {
   longPollMs: number;
   /** Comment lines on idle watch streams keep proxies from closing them. */
   heartbeatMs: number;
+  /** A fact query refuses a prefix holding more keys than this (CCA-E0691): it would scan them all on every page. */
+  queryScanKeys: number;
 }
 
 export const defaultLimits: ServerLimits = {
   maxBodyBytes: 4 * 1024 * 1024,
   longPollMs: 30_000,
   heartbeatMs: 15_000,
+  queryScanKeys: 10_000,
 };
 
 /** Everything a handler may touch. Handlers hold no state of their own: any pod serves any request. */

@@ -144,6 +144,38 @@ added; none are removed or renamed):
 
 ${show('get-services-json', 'get-replicas-json')}
 
+## \`cca query KIND ['PREDICATES'] [--select F1,F2] [--limit N] [-w] [-o plain|wide|json]\`
+
+The facts of one kind that match every predicate, read through \`QUERY /v1/state\` (see
+[api.md](api.md#fact-queries)) page by page at one revision. KIND is a kind of fact from
+[keys.md](keys.md): its prefix's name (\`replicas\`, \`nodes\`, \`services\`, \`assigned\`, \`observed\`,
+\`node-status\`, \`observed-volumes\`, …) or its layout name (\`replica\`, \`nodeStatus\`). A fact's
+fields are its schema's, with dot paths for nested ones (\`health.readiness\`, \`labels.zone\`,
+\`secrets.0.name\`), and its key's segments (a replica's \`service\`, an observation's \`node\`).
+
+| predicate | holds when the field… |
+|---|---|
+| \`field=value\` | equals the value (compared as text: \`restarts=3\` matches the number 3) |
+| \`field!=value\` | does not equal it, or is absent |
+| \`field<n\`, \`field>n\` | is a number below / above n (a string field is refused) |
+| \`field in (a\\|b)\`, \`field=a\\|b\` | equals one of the values |
+| \`field^=text\` | starts with the text |
+| \`field?\` | is present |
+
+Predicates are joined by commas and must all hold; quote the whole expression for the shell,
+and a value holding \`,\`, \`|\`, \`(\`, \`)\` or spaces in double quotes (\`reason="no node, yet"\`).
+Everything is checked before anything is sent, with the same code the server uses (core/query.ts):
+a syntax error says which predicate and which column (\`CCA-E0014\`), a field the kind does not
+have lists the kind's fields (\`CCA-E0011\`), an operator or a value of the wrong type says which
+(\`CCA-E0010\`, \`CCA-E0012\`). \`--select\` shows those fields (the key's segments come first);
+without it the rest of each fact is one JSON column (cut at 100 characters; \`-o wide\` shows it
+whole). \`--limit\` (100, at most 10000) caps the facts shown and says when more match. Secrets
+are redacted as in every read, and a predicate sees them redacted too. \`-w\` watches the kind's
+prefix and prints the matching facts again after each change that alters them (with \`-o json\`,
+one line per picture).
+
+${show('query-observed', 'query-observed-json', 'query-no-predicates', 'query-syntax-error', 'query-unknown-field', 'query-unknown-kind')}
+
 ## \`cca delete service NAME [--yes]\`
 
 ${show('delete-no-tty', 'delete-yes', 'delete-unknown')}

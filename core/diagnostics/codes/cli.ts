@@ -121,4 +121,18 @@ export const cliCodes = [
     cause: 'cca does not trust the certificate of the server at {url}: {reason}',
     fix: 'pass the CA certificate that signed the server certificate with --ca FILE (or CCA_CA, or "ca" in the config file); cca never skips the check',
   },
+  {
+    code: 'CCA-E0770',
+    blame: 'user',
+    title: 'unknown fact kind',
+    cause: '`cca query` does not know the kind "{kind}"',
+    fix: 'name one of: {kinds}',
+  },
+  {
+    code: 'CCA-E0771',
+    blame: 'user',
+    title: 'bad query option',
+    cause: '{option} {value}: {reason}',
+    fix: 'give --limit a whole number from 1 to 10000, and --select field names joined by commas (e.g. --select id,service,desired)',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -198,4 +198,32 @@ export const serverCodes = [
     cause: 'there is no token with id {id}',
     fix: 'list the tokens and their ids with `cca token list`',
   },
+  {
+    code: 'CCA-E0690',
+    blame: 'user',
+    title: 'query prefix is not a fact kind',
+    cause: 'the prefix {prefix} does not lie under the prefix of a known kind, so its facts cannot be decoded',
+    fix: 'query one kind at a time, e.g. /replicas/ or /replicas/web/ (docs/keys.md lists the prefix of every kind)',
+  },
+  {
+    code: 'CCA-E0691',
+    blame: 'user',
+    title: 'query would scan too much',
+    cause: 'the prefix {prefix} holds {count} keys at revision {revision}; a query scans at most {max}',
+    fix: 'narrow the prefix with leading key segments ({pattern}), e.g. {example}, or read the keys with GET /v1/state and filter them yourself',
+  },
+  {
+    code: 'CCA-E0692',
+    blame: 'user',
+    title: 'query cursor outside the prefix',
+    cause: 'the cursor {after} does not lie under the query\'s prefix {prefix}',
+    fix: 'pass as `after` the `after` of the previous page of the same query, with its `revision`',
+  },
+  {
+    code: 'CCA-E0693',
+    blame: 'user',
+    title: 'query has problems',
+    cause: 'the query has {count} problem(s); the first: {first}',
+    fix: 'fix every predicate and select entry listed in `diagnostics` (each says which one and which part)',
+  },
 ] as const satisfies readonly DiagnosticDef[];
