@@ -121,4 +121,11 @@ export const cliCodes = [
     cause: 'cca does not trust the certificate of the server at {url}: {reason}',
     fix: 'pass the CA certificate that signed the server certificate with --ca FILE (or CCA_CA, or "ca" in the config file); cca never skips the check',
   },
+  {
+    code: 'CCA-E0750',
+    blame: 'external',
+    title: 'log stream broke off',
+    cause: 'the output of replica {replica} stopped arriving from {url}: {reason}',
+    fix: 'run the command again (with --since to skip what was shown); a server restart or a proxy\'s idle timeout ends a long follow',
+  },
 ] as const satisfies readonly DiagnosticDef[];
