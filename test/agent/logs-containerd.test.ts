@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
@@ -85,11 +85,17 @@ describe.runIf(available)('cca logs (containerd runtime, real server)', () => {
     await waitFor('rotated', () => readdirSync(dir).includes('stdout.log.1'), 20_000, 200);
     // Checked every second: a file may overshoot by a second of output (4 KB/s here).
     const size = (f: string) => statSync(join(dir, f)).size;
+    const seen: number[] = [];
     for (let i = 0; i < 10; i++) {
+      seen.push(size('stdout.log'));
       expect(size('stdout.log')).toBeLessThanOrEqual(CAP + 8 * 1024);
       expect(size('stdout.log.1')).toBeLessThanOrEqual(CAP + 8 * 1024);
       await new Promise((r) => setTimeout(r, 300));
     }
     expect(readdirSync(dir).filter((f) => /^stdout\.log\.\d+$/.test(f))).toEqual(['stdout.log.1']);
+    // The shim appends (O_APPEND): after a truncation it writes from the start again, so the
+    // file is seen small, and no copy holds the zeros of a write past a truncated end.
+    expect(Math.min(...seen)).toBeLessThan(CAP);
+    expect(readFileSync(join(dir, 'stdout.log.1')).includes(0)).toBe(false);
   }, 40_000);
 });
