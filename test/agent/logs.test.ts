@@ -9,7 +9,7 @@ import { StateDir } from '../../agent/state.js';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { LogFrame, LogRequest } from '../../core/model/index.js';
 import { ADMIN, liveServer } from '../cli/harness.js';
-import { tempDir, waitFor } from './support.js';
+import { tempDir, waitFor, type Json } from './support.js';
 
 const req = (over: Partial<LogRequest> = {}): LogRequest => ({ id: '0'.repeat(32), replica: 'r-1', follow: false, previous: false, ...over });
 
@@ -113,4 +113,46 @@ describe('the agent serves only replicas it holds', () => {
       tmp.cleanup();
     }
   }, 20_000);
+});
+
+describe('over TLS', () => {
+  it('the agent streams its answer through its --ca fetch (a streamed request body over https)', async () => {
+    const { makeTestCa } = await import('../support/tls-certs.js');
+    const { fetchTrusting, readCaFile } = await import('../../agent/https.js');
+    const { startServer } = await import('../../server/start.js');
+    const { ProcessRuntime } = await import('../../agent/runtime-process.js');
+    const { killLeftoverWorkloads } = await import('./support.js');
+    const { JOIN } = await import('../handlers/harness.js');
+    const tmp = tempDir('logs-tls');
+    const ca = makeTestCa(tmp.dir, 'ca');
+    const cert = ca.issue('server');
+    const server = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test', tlsCert: cert.cert, tlsKey: cert.key });
+    const fetchTls = fetchTrusting(readCaFile(ca.cert));
+    const runtime = new ProcessRuntime({ root: join(tmp.dir, 'replicas'), fenceFile: '', fenceKillMs: 2_000 });
+    const agent = new Agent({
+      server: server.url, node: 't1', token: JOIN, state: new StateDir(tmp.dir), runtime, fetch: fetchTls,
+      record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: 1000, memoryBytes: 2 ** 30 } },
+      pollWaitMs: 1_000, reportEveryMs: 1_000, log: () => undefined,
+    });
+    try {
+      await agent.start();
+      await waitFor('registered', () => agent.status().registered, 15_000);
+      const api = (method: string, path: string, body?: string) => fetchTls(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) }).then((r) => r.json() as Promise<Json>);
+      await api('POST', '/v1/apply', 'service hello {\n  image = "ccattler/toolbox:1"\n  command = ["sh", "-c", "echo hello over tls; sleep 600"]\n  replicas = 1\n  cpu = 0.1\n  memory = 32Mi\n}\n');
+      const id = await waitFor('placed', async () => ((await api('GET', '/v1/replicas?service=hello')).replicas as { id: string; state: string }[]).find((r) => r.state === 'running')?.id, 20_000, 200);
+      const text = await waitFor('output', async () => {
+        const r = await fetchTls(`${server.url}/v1/replicas/${id}/logs`, { headers: { authorization: `Bearer ${ADMIN}` } });
+        const t = await r.text();
+        return t.includes('hello over tls') ? t : undefined;
+      }, 10_000, 200);
+      expect(text.split('\n')[0]).toContain('"serving"');
+      expect(text).toContain('{"stream":"stdout","text":"hello over tls\\n"}');
+    } finally {
+      await agent.close();
+      await runtime.close();
+      killLeftoverWorkloads(join(tmp.dir, 'replicas'));
+      await server.stop();
+      tmp.cleanup();
+    }
+  }, 60_000);
 });
