@@ -90,7 +90,9 @@ export class ContainerdRuntime implements Runtime {
     for (const r of replicas) {
       const file = join(this.opts.root, r, 'stdout.log');
       try {
-        this.logSizes.set(file, capAppendedLog(file, this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, now, this.logSizes.get(file)));
+        const size = capAppendedLog(file, this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, now, this.logSizes.get(file));
+        if (size < 0) this.logSizes.delete(file);
+        else this.logSizes.set(file, size);
       } catch {
         // The replica was removed meanwhile.
         this.logSizes.delete(file);

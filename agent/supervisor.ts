@@ -54,8 +54,20 @@ interface InitStep {
 
 writeAtomic('supervisor.pid', `${process.pid} ${startTime(process.pid)}\n`);
 // The workload writes into pipes, not the files: the supervisor rotates them at the cap.
-const out = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
-const err = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+/** A write that cannot fail the supervisor: with the disk full (or the directory gone) output is dropped, the workload keeps running. */
+const keeping = (log: RotatingLog) => ({
+  write(b: Buffer): void {
+    try {
+      log.write(b);
+    } catch {
+      // dropped: see above
+    }
+  },
+});
+const out = keeping(outLog);
+const err = keeping(errLog);
 let current: ChildProcess | undefined;
 let reason = 'exited';
 let stopping = false;
