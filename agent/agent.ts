@@ -10,6 +10,7 @@ import { checkAssignment, Refusal } from './confine.js';
 import { materialize } from './materialize.js';
 import type { NetnsManager } from './netns.js';
 import { PolicyFollower } from './network-policy.js';
+import { LogServer, type LogServerOptions } from './log-server.js';
 import { plan, type SlotView } from './plan.js';
 import { argvOf, type Runtime, type RuntimeEvent, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 import { startFailure } from './start-failure.js';
@@ -43,6 +44,8 @@ export interface AgentOptions {
   network?: NetnsManager;
   /** How requests to the server are made: the global fetch, or one trusting --ca (agent/https.ts). */
   fetch?: typeof fetch;
+  /** Tighter bounds on one log request (tests); LOG_LIMITS otherwise. */
+  logLimits?: LogServerOptions['limits'];
 }
 
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
@@ -78,6 +81,7 @@ export class Agent {
   private unsubscribe: (() => void) | undefined;
   private wake: (() => void) | undefined;
   private readonly policy: PolicyFollower | undefined;
+  private readonly logServer: LogServer;
   private readonly volumes: VolumeDir;
   private syncingVolumes = false;
   private lastVolumeSync = 0;
@@ -103,6 +107,17 @@ export class Agent {
         event: (kind, message, replica) => this.event(kind, message, replica),
       });
     }
+    this.logServer = new LogServer({
+      node: opts.node,
+      client: this.client,
+      runtime: opts.runtime,
+      holds: (replica) => this.slots.has(replica),
+      pollWaitMs: opts.pollWaitMs ?? 30_000,
+      isClosed: () => this.closed,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+      log: (l) => this.log(l),
+      ...(opts.logLimits ? { limits: opts.logLimits } : {}),
+    });
     this.leases = new LeaseKeeper({
       node: opts.node,
       token: opts.token,
@@ -126,7 +141,7 @@ export class Agent {
     this.unsubscribe = this.opts.runtime.subscribe((e) => this.onRuntimeEvent(e));
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
     this.timer = setInterval(() => this.tick(), FENCE.checkMs);
-    this.loops.push(this.leaseLoop(), this.pollLoop());
+    this.loops.push(this.leaseLoop(), this.pollLoop(), this.logLoop());
     if (this.policy) this.loops.push(this.policy.loop());
     this.kick();
   }
@@ -136,6 +151,7 @@ export class Agent {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     this.unsubscribe?.();
+    this.logServer.close();
     this.client.abort();
     this.wake?.();
     await Promise.allSettled(this.loops);
@@ -302,6 +318,17 @@ export class Agent {
     } else {
       this.log(`${what}: unexpected ${e instanceof Error ? e.message : String(e)}`);
     }
+  }
+
+  /** Log requests once enrolled (agent/log-server.ts). */
+  private async logLoop(): Promise<void> {
+    while (!this.closed && this.client.credential === '') await this.sleepQuietly(100);
+    if (!this.closed) await this.logServer.loop();
+  }
+
+  /** A pause that a kick does not end (this.sleep's wake belongs to the lease loop). */
+  private sleepQuietly(ms: number): Promise<void> {
+    return new Promise((r) => setTimeout(r, ms));
   }
 
   private async pollLoop(): Promise<void> {

@@ -103,6 +103,34 @@ export class AgentClient {
     return this.call('POST', this.path('observed-volumes'), { tenure, volumes });
   }
 
+  /** Log requests for this node's replicas, long-polled (agent/log-server.ts). */
+  logRequests(waitMs: number): Promise<{ requests: unknown[] }> {
+    return this.call('GET', `${this.path('log-requests')}?waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
+  }
+
+  /**
+   * Answer a log request with a stream of frames; resolves when the server is done with it
+   * (the output ended, or its client went away: then the server cuts the upload).
+   */
+  async logStream(id: string, body: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<void> {
+    const url = `${this.server.replace(/\/$/, '')}${this.path(`log-requests/${id}/stream`)}`;
+    let res: Response;
+    try {
+      res = await this.fetch(url, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${this.credential}`, 'content-type': 'application/x-ndjson', 'x-request-id': randomUUID() },
+        body,
+        // Node's fetch streams a request body only when told it may answer before the body ends.
+        duplex: 'half',
+        signal: AbortSignal.any([signal, this.aborter.signal]),
+      } as RequestInit);
+    } catch (e) {
+      throw new UnreachableError(url, (e as { cause?: { code?: string } }).cause?.code ?? (e instanceof Error ? e.message : String(e)));
+    }
+    const parsed = (await res.json().catch(() => undefined)) as { error?: Diagnostic } | undefined;
+    if (!res.ok) throw new ServerError(res.status, parsed?.error?.code ? parsed.error : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }));
+  }
+
   /** Abandon every request in flight (the agent is shutting down). */
   abort(): void {
     this.aborter.abort();

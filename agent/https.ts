@@ -120,9 +120,9 @@ function request(agent: https.Agent, url: URL, init: RequestInit): Promise<Respo
   const headers: Record<string, string> = {};
   new Headers(init.headers).forEach((value, name) => (headers[name] = value));
   const body = init.body;
-  if (body !== undefined && body !== null && typeof body !== 'string') {
-    // Both clients send JSON text; anything else would be a new caller to teach this module.
-    return Promise.reject(new TypeError('fetchTrusting sends string bodies only'));
+  if (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof ReadableStream)) {
+    // JSON text, or the agent's log stream; anything else would be a new caller to teach this module.
+    return Promise.reject(new TypeError('fetchTrusting sends string or stream bodies only'));
   }
   return new Promise<Response>((resolve, reject) => {
     if (signal?.aborted) {
@@ -155,6 +155,11 @@ function request(agent: https.Agent, url: URL, init: RequestInit): Promise<Respo
       const stream = Readable.toWeb(res) as ReadableStream<Uint8Array>;
       resolve(new Response(stream, { status, statusText: res.statusMessage ?? '', headers: h }));
     });
-    req.end(body ?? undefined);
+    if (body instanceof ReadableStream) {
+      // A log stream (agent/log-server.ts): written as it is read; a destroyed request ends it.
+      Readable.fromWeb(body as import('node:stream/web').ReadableStream<Uint8Array>).on('error', () => req.destroy()).pipe(req);
+    } else {
+      req.end(body ?? undefined);
+    }
   });
 }

@@ -31,6 +31,8 @@ export interface AgentFlags {
   network: 'host' | 'netns';
   networkCidr: string;
   networkPrefix: string;
+  /** Cap of each workload output file; one rotated copy is kept per stream (agent/logfile.ts). */
+  logMaxBytes: number;
   help: boolean;
 }
 
@@ -67,6 +69,9 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --network-cidr C         the node's replica network, a /24 (default 10.88.0.0/24; give each
                            agent on one machine its own)
   --network-prefix P       names of the bridge, veths and namespaces (default from the node name)
+  --log-max-bytes Q        cap of each replica output file, bytes or 512Ki / 10Mi; one rotated
+                           file is kept beside it, so a stream holds at most twice this
+                           (default 10Mi)
 `;
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
@@ -75,9 +80,9 @@ function bad(reason: string): never {
   throw new CcaError('CCA-E0508', { reason });
 }
 
-export function parseBytes(text: string): number {
+export function parseBytes(text: string, flag = '--memory'): number {
   const m = /^(\d+(?:\.\d+)?)(k|M|G|T|Ki|Mi|Gi|Ti)?$/.exec(text.trim());
-  if (!m) bad(`--memory ${JSON.stringify(text)} is not a size like 8Gi or 512Mi`);
+  if (!m) bad(`${flag} ${JSON.stringify(text)} is not a size like 8Gi or 512Mi`);
   return Math.round(Number(m[1]) * UNITS[m[2] ?? '']!);
 }
 
@@ -109,7 +114,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -153,6 +158,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     network,
     networkCidr: get('network-cidr', '10.88.0.0/24'),
     networkPrefix: get('network-prefix', ''),
+    logMaxBytes: logCap(get('log-max-bytes', '10Mi')),
     help,
   };
 }
@@ -163,6 +169,13 @@ function insecureRegistries(flags: string[], fromConfig: unknown): string[] {
   const all = [...flags, ...listed];
   for (const r of all) if (!/^[a-zA-Z0-9.-]+(:\d+)?$/.test(r)) bad(`--insecure-registry ${JSON.stringify(r)} must be a host or host:port`);
   return [...new Set(all)];
+}
+
+/** At least 4 KiB: a smaller cap would rotate on every line of a chatty workload. */
+function logCap(text: string): number {
+  const n = parseBytes(text, '--log-max-bytes');
+  if (n < 4096) bad(`--log-max-bytes ${text} is below 4Ki`);
+  return n;
 }
 
 /**

@@ -12,6 +12,7 @@ import { PullFailure, pullImage } from './containerd/pull.js';
 import type { NetnsManager } from './netns.js';
 import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
 import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
+import { capAppendedLog, DEFAULT_LOG_MAX_BYTES } from './logfile.js';
 import { argvOf, Listeners, type InitProgress, type PullProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
 export interface ContainerdRuntimeOptions {
@@ -36,6 +37,8 @@ export interface ContainerdRuntimeOptions {
   pullBackoffMs?: { first: number; max: number };
   /** Network isolation: each replica's containers join a namespace the agent made (`ctr run --with-ns`). Omitted: host networking. */
   network?: NetnsManager;
+  /** Cap of each replica's stdout.log (one rotated copy kept): agent/logfile.ts. */
+  logMaxBytes?: number;
 }
 
 const fencerPath = join(dirname(fileURLToPath(import.meta.url)), 'containerd', 'fencer.ts');
@@ -75,6 +78,41 @@ export class ContainerdRuntime implements Runtime {
     mkdirSync(opts.root, { recursive: true });
     this.watchEvents();
     this.ensureFencer();
+    this.logTimer = setInterval(() => this.capLogs(), 1_000);
+    this.logTimer.unref();
+  }
+
+  private readonly logTimer: NodeJS.Timeout;
+  private readonly logSizes = new Map<string, number>();
+
+  /**
+   * The shim appends the container's output to stdout.log itself (`--log-uri file://`), and
+   * outlives the agent, so the cap is applied from here, every second: see capAppendedLog.
+   * While no agent runs, nothing caps the file.
+   */
+  private capLogs(): void {
+    let replicas: string[];
+    try {
+      replicas = readdirSync(this.opts.root);
+    } catch {
+      return;
+    }
+    const now = Date.now();
+    for (const r of replicas) {
+      const file = join(this.opts.root, r, 'stdout.log');
+      try {
+        const size = capAppendedLog(file, this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, now, this.logSizes.get(file));
+        if (size < 0) this.logSizes.delete(file);
+        else this.logSizes.set(file, size);
+      } catch {
+        // The replica was removed meanwhile.
+        this.logSizes.delete(file);
+      }
+    }
+  }
+
+  logFiles(replica: string): string[] {
+    return [join(this.opts.root, replica, 'stdout.log')];
   }
 
   /** Start the node's fencer unless one (from an earlier agent) is still running. */
@@ -368,6 +406,7 @@ export class ContainerdRuntime implements Runtime {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.logTimer);
     for (const t of this.killTimers.values()) clearTimeout(t);
     this.events?.kill('SIGTERM');
   }

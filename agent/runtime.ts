@@ -116,6 +116,11 @@ export interface Runtime {
   exec(handle: WorkloadHandle, command: string[], timeoutMs: number): Promise<number>;
   subscribe(listener: (e: RuntimeEvent) => void): () => void;
   close(): Promise<void>;
+  /**
+   * The replica's output files on this node (current ones, `<file>.1` rotated beside them,
+   * agent/logfile.ts), in the order they are served; undefined for a runtime that keeps none.
+   */
+  logFiles?(replica: string): string[];
 }
 
 /** A tiny event fan-out every runtime shares. */

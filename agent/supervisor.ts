@@ -7,9 +7,11 @@
  * agent. Usage: node supervisor.ts <replica dir>
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
+// Self-contained too (node: imports only): the output files' rotation, shared with the containerd runtime's cap.
+import { DEFAULT_LOG_MAX_BYTES, RotatingLog } from './logfile.js';
 
 interface SupervisorConfig {
   argv: string[];
@@ -21,6 +23,8 @@ interface SupervisorConfig {
   fenceKillMs: number;
   /** One-shot steps run in order before the main process. */
   init: InitStep[];
+  /** Cap of each output file (stdout.log, stderr.log; one rotated copy each kept). */
+  logMaxBytes?: number;
 }
 
 const dir = process.argv[2] ?? '';
@@ -49,8 +53,21 @@ interface InitStep {
 }
 
 writeAtomic('supervisor.pid', `${process.pid} ${startTime(process.pid)}\n`);
-const out = openSync(join(dir, 'stdout.log'), 'a');
-const err = openSync(join(dir, 'stderr.log'), 'a');
+// The workload writes into pipes, not the files: the supervisor rotates them at the cap.
+const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+/** A write that cannot fail the supervisor: with the disk full (or the directory gone) output is dropped, the workload keeps running. */
+const keeping = (log: RotatingLog) => ({
+  write(b: Buffer): void {
+    try {
+      log.write(b);
+    } catch {
+      // dropped: see above
+    }
+  },
+});
+const out = keeping(outLog);
+const err = keeping(errLog);
 let current: ChildProcess | undefined;
 let reason = 'exited';
 let stopping = false;
@@ -90,7 +107,7 @@ function runStep(step: InitStep): Promise<{ exitCode: number; tail: string; time
     let timedOut = false;
     const keep = (b: Buffer) => {
       tail = (tail + b.toString('utf8')).slice(-2_000);
-      writeSync(err, b);
+      err.write(b);
     };
     const [file, ...args] = step.argv;
     const child = spawn(file ?? 'true', args, { cwd: config.cwd, env: { ...config.env, ...step.env }, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -126,8 +143,10 @@ async function runInit(): Promise<void> {
 
 function runMain(): void {
   const [file, ...args] = config.argv;
-  const child = spawn(file ?? 'sh', args, { cwd: config.cwd, env: config.env, detached: true, stdio: ['ignore', out, err] });
+  const child = spawn(file ?? 'sh', args, { cwd: config.cwd, env: config.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   current = child;
+  child.stdout?.on('data', (b: Buffer) => out.write(b));
+  child.stderr?.on('data', (b: Buffer) => err.write(b));
   child.on('spawn', () => {
     if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTime(child.pid)}\n`);
   });
@@ -135,7 +154,11 @@ function runMain(): void {
   child.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'EACCES' ? 126 : 127, 'spawn-failed', e.message, e.code ?? ''));
   child.on('exit', (code, signal) => {
     signalGroup('SIGKILL');
-    finish(codeOf(code, signal), reason);
+    // The pipes drained into the files before the exit is recorded; a process outside the
+    // group holding them open gets a second.
+    const done = () => finish(codeOf(code, signal), reason);
+    child.on('close', done);
+    setTimeout(done, 1_000).unref();
   });
 }
 

@@ -47,7 +47,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
     return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
   }
   if (flags.runtime === 'process') {
-    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags), ...(network ? { network } : {}) });
+    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags), logMaxBytes: flags.logMaxBytes, ...(network ? { network } : {}) });
   }
   return new ContainerdRuntime({
     address: await containerdAddress(flags),
@@ -58,6 +58,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
     node: flags.node,
     insecureRegistries: flags.insecureRegistries,
     fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
+    logMaxBytes: flags.logMaxBytes,
     ...(network ? { network } : {}),
   });
 }

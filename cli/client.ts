@@ -82,6 +82,20 @@ export class Client {
     throw this.failure('GET', path, res.status, parsed, text, requestId, record);
   }
 
+  /** A streamed answer's body (a replica's logs); a refusal is thrown as its coded diagnostics. */
+  async stream(path: string, signal: AbortSignal): Promise<{ body: ReadableStream<Uint8Array>; requestId: string }> {
+    const { res, requestId, record } = await this.send('GET', path, undefined, signal, false);
+    if (res.ok && res.body) return { body: res.body, requestId };
+    const text = await res.text();
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
+    }
+    throw this.failure('GET', path, res.status, parsed, text, requestId, record);
+  }
+
   /**
    * The store's watch as batches, from `from` (inclusive); ends when `signal` aborts. A
    * stream that ends or a server that stops answering (a pod restarting or shutting down,

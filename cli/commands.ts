@@ -5,6 +5,7 @@ export const commands: Record<string, { summary: string; load(): Promise<Command
   apply: { summary: 'apply .cca files: local checks, a dry-run diff, confirmation, then apply', load: () => import('./commands/apply.js') },
   get: { summary: 'list services, replicas, nodes, volumes or a service\'s endpoints (-w to follow)', load: () => import('./commands/get.js') },
   query: { summary: 'facts of one kind matching predicates, e.g. cca query replicas \'service=web,desired!=stop\' (-w to follow)', load: () => import('./commands/query.js') },
+  logs: { summary: 'a replica\'s output from its node: --tail N, --since 10m, --previous, -f to follow', load: () => import('./commands/logs.js') },
   delete: { summary: 'delete a service', load: () => import('./commands/delete.js') },
   fence: { summary: 'assert that a lost node\'s workloads are stopped (--confirm), so its stateful replicas move', load: () => import('./commands/fence.js') },
   secrets: { summary: 'secret values at rest: `rotate` re-seals them under the server\'s current key', load: () => import('./commands/secrets.js') },

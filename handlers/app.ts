@@ -7,6 +7,7 @@ import { errorResponse } from './errors.js';
 import { authenticate, type AuthEnv } from './auth.js';
 import { requestId } from './request-id.js';
 import { agentRoutes } from './routes/agent.js';
+import { LOG_STREAM_PATH, logRoutes } from './routes/logs.js';
 import { consoleRoutes } from './routes/console.js';
 import { fenceRoutes } from './routes/fence.js';
 import { secretRoutes } from './routes/secrets.js';
@@ -21,7 +22,7 @@ import { volumeRoutes } from './routes/volumes.js';
 import { watchRoutes } from './routes/watch.js';
 
 /** Streams and long polls would swamp the latency histogram with their waiting time. */
-const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments']);
+const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/replicas/:id/logs', '/v1/agent/nodes/:node/log-requests', '/v1/agent/nodes/:node/log-requests/:id/stream']);
 
 /**
  * The HTTP API as a plain `(Request) => Response` app: tests call `app.request()` with
@@ -37,14 +38,16 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
     deps.metrics.requests.inc({ route, method: c.req.method, status: String(c.res.status) });
     if (!UNTIMED.has(route)) deps.metrics.latency.observe({ route }, (performance.now() - started) / 1000);
   });
-  app.use(
-    bodyLimit({
-      maxSize: deps.limits.maxBodyBytes,
-      onError: () => {
-        throw new CcaError('CCA-E0602', { maxBytes: deps.limits.maxBodyBytes });
-      },
-    }),
-  );
+  const limitBody = bodyLimit({
+    maxSize: deps.limits.maxBodyBytes,
+    onError: () => {
+      throw new CcaError('CCA-E0602', { maxBytes: deps.limits.maxBodyBytes });
+    },
+  });
+  // An agent's log stream is no JSON body: the log route bounds it (LOG_LIMITS).
+  app.use(async function limitBodies(c, next) {
+    return LOG_STREAM_PATH.test(c.req.path) ? next() : limitBody(c, next);
+  });
   app.route('/', healthRoutes(deps));
   app.use('/v1/*', authenticate(deps.store, deps.auth));
   // Every route names the role it needs in its own definition (test/security/routes.test.ts
@@ -61,6 +64,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', nodeRoutes(deps));
   app.route('/', tokenRoutes(deps));
   app.route('/', agentRoutes(deps));
+  app.route('/', logRoutes(deps));
   app.route('/', consoleRoutes(deps));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
   app.onError((err, c) => errorResponse(err, c));

@@ -23,6 +23,12 @@ const byCode: Record<string, ContentfulStatusCode> = {
   'CCA-E0635': 404,
   'CCA-E0636': 403,
   'CCA-E0637': 404,
+  'CCA-E0560': 404,
+  'CCA-E0562': 429,
+  'CCA-E0563': 503,
+  'CCA-E0670': 504,
+  'CCA-E0671': 404,
+  'CCA-E0672': 404,
 };
 
 const byBlame: Record<Diagnostic['blame'], ContentfulStatusCode> = {

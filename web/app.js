@@ -3,6 +3,7 @@
 import { LiveSource } from './live.js';
 import { readViews, renderServices, renderReplicas, renderNodes, renderWhy } from './views.js';
 import { clock } from './dom.js';
+import { LogView } from './logs.js';
 
 const $ = (s) => document.querySelector(s);
 const params = new URLSearchParams(location.search);
@@ -10,6 +11,7 @@ const simMode = params.get('sim') === '1';
 const ui = { view: 'services', why: undefined, whyAnswer: undefined, whyError: undefined, selected: new Map(), views: undefined };
 
 let source;
+let logView;
 let dirty = false;
 let rendering = false;
 
@@ -104,9 +106,12 @@ function showViolation() {
 
 function route() {
   const [view, kind, name] = location.hash.replace(/^#/, '').split('/');
-  ui.view = ['services', 'replicas', 'nodes', 'why'].includes(view) ? view : 'services';
+  ui.view = ['services', 'replicas', 'nodes', 'why', 'logs'].includes(view) ? view : 'services';
   for (const sec of document.querySelectorAll('main .view')) sec.hidden = sec.dataset.view !== ui.view;
   for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.view === ui.view);
+  // Only the open logs view holds a stream: leaving it ends the follow.
+  if (ui.view === 'logs') logView?.show(kind ? decodeURIComponent(kind) : undefined);
+  else logView?.stop();
   if (ui.view === 'why' && kind && name) void loadWhy(kind, decodeURIComponent(name));
   else if (ui.view === 'why') renderWhy($('#view-why'), ui.why, ui.whyAnswer, ui.whyError);
 }
@@ -160,7 +165,7 @@ async function main() {
   $('#view-why').addEventListener('click', (e) => {
     if (e.target.closest('button[data-act=refresh-why]') && ui.why) void loadWhy(ui.why.kind, ui.why.name);
   });
-  route();
+  if (simMode) logView = new LogView($('#view-logs'), undefined);
   if (simMode) {
     const { SimSource } = await import('./sim.js');
     const seed = Number(params.get('seed') ?? Math.floor(Math.random() * 1e6));
@@ -171,10 +176,12 @@ async function main() {
     });
   } else {
     source = new LiveSource({ onChange: changed, onState: showState });
+    logView = new LogView($('#view-logs'), (extra) => source.headers(extra));
     wireAuth(source);
     source.start();
     setInterval(changed, 1_000); // ages and the lease column move with the clock
   }
+  route();
   window.ccaConsole = { source, ui, render };
   changed();
 }

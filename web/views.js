@@ -54,6 +54,7 @@ export function renderReplicas(el, { replicas }) {
       { title: 'health', cell: (r) => (r.health ? `live ${r.health.liveness} · ready ${r.health.readiness}` : '—') },
       { title: 'restarts', cls: 'num', cell: (r) => String(r.restarts) },
       { title: 'reason', cell: (r) => (r.diagnostic ? `${r.diagnostic.code} ${r.diagnostic.message}` : r.reason) },
+      { title: 'output', cell: (r) => (r.node ? h('a.logs', { href: `#logs/${encodeURIComponent(r.id)}`, title: `follow the output of ${r.id}` }, 'logs') : '') },
     ],
   });
 }

@@ -1,4 +1,5 @@
 import { parseFiles } from '../../core/lang/index.js';
+import { parseDuration } from '../../core/model/logs.js';
 import { applyAnswer, type ApplyAnswer } from '../api.js';
 import type { CommandArgs, Context } from '../context.js';
 import { confirm } from '../confirm.js';
@@ -18,12 +19,8 @@ export const options = {
 } as const;
 
 
-/** "90s", "5m", "1h", "1500ms" → ms. */
-export function parseDuration(s: string): number | undefined {
-  const m = /^(\d+)(ms|s|m|h)$/.exec(s.trim());
-  if (!m) return undefined;
-  return Number(m[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h'];
-}
+// One parser for every duration flag (core/model/logs.ts); re-exported for the commands that import it from here.
+export { parseDuration };
 
 /**
  * Parse locally (nothing is sent while a file has an error), show the server's dry-run

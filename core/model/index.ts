@@ -17,3 +17,4 @@ export * from './autoscale.js';
 export * from './diff.js';
 export * from './template.js';
 export * from './sealed.js';
+export * from './logs.js';

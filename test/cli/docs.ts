@@ -232,6 +232,29 @@ With \`-o json\` it prints the server's answer, checked against its shape and wi
 values redacted, fields in this order: \`kind, name, history, chain, complete, terminal?,
 truncated?, repeats\` (each link is \`{key, decision}\` with the decision record as stored).
 
+## \`cca logs REPLICA [-f] [--tail N] [--since 10m|TIME] [--previous]\`
+
+A replica's output, read on its node and relayed by the server (docs/agent.md, "Logs"; the
+route is \`GET /v1/replicas/{id}/logs\`, docs/api.md): its stdout to stdout and its stderr to
+stderr (the containerd runtime keeps both in one stream, printed to stdout). A reader token is
+enough.
+
+- \`-f\`: go on printing what it writes until Ctrl-C. A follow ends by itself after an hour or
+  32 MiB (\`CCA-E0561\`, exit 1): run it again with \`--since\`. A stream that breaks off (the
+  server restarted, a proxy's idle timeout) is \`CCA-E0750\` (exit 3).
+- \`--tail N\`: the last N lines of each stream. \`--since 10m\` (or \`90s\`, \`2h\`, or an RFC 3339
+  time): what it wrote since then, to the second.
+- \`--previous\`: the rotated file, the output before the current file began (each stream is
+  kept as at most two files of \`--log-max-bytes\`, 10 MiB by default, on the node). A replica
+  replaced after a failure has a new id: \`cca logs OLD-ID\` reads the old one while its node
+  still holds it.
+- \`-o json\`: the frames as the API sends them, one JSON object a line.
+
+Refusals are coded: \`CCA-E0672\` (no node holds the replica: unknown, pending, released),
+\`CCA-E0560\` (its node does not run it), \`CCA-E0670\` (its node's agent did not answer in
+10 s), \`CCA-E0562\` (the node already serves 8 streams), \`CCA-E0563\` (the node keeps no
+output: the fake runtime).
+
 ## \`cca explain CODE\` and \`cca explain --all\`
 
 Offline, from the registry; \`E0701\` and \`e0701\` work too.

@@ -233,4 +233,32 @@ export const agentCodes = [
     cause: 'service {service} pulls its image with secret `{secret}`, which the service does not declare',
     fix: 'declare it in the service: `secret {secret} { value = "user:password" }`, or correct the name in `pull { secret = "..." }`',
   },
+  {
+    code: 'CCA-E0560',
+    blame: 'user',
+    title: 'replica not run by this node',
+    cause: 'node {node} was asked for the output of replica {replica}, which it does not hold: an agent serves only the logs of the replicas it runs (or ran and still keeps)',
+    fix: 'find the replica\'s node with `cca get replicas -o wide`; a replica unassigned and forgotten by its node took its output with it',
+  },
+  {
+    code: 'CCA-E0561',
+    blame: 'user',
+    title: 'log stream reached its bound',
+    cause: 'the output of replica {replica} stopped being streamed after {what}: one request reads at most {limit}',
+    fix: 'ask again: narrow it with --tail N or --since, or run `cca logs -f` again to go on following',
+  },
+  {
+    code: 'CCA-E0562',
+    blame: 'environment',
+    title: 'too many log streams on the node',
+    cause: 'node {node} already streams {streams} logs, the most it serves at once',
+    fix: 'try again once a `cca logs -f` ends (each follow ends by itself after an hour), or stop one',
+  },
+  {
+    code: 'CCA-E0563',
+    blame: 'environment',
+    title: 'replica output unreadable',
+    cause: 'node {node} cannot read the output of replica {replica}: {reason}',
+    fix: 'the fake runtime keeps no output; on a real node check the state directory (`<state>/replicas/<replica>/`) is readable by the agent',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -135,4 +135,11 @@ export const cliCodes = [
     cause: '{option} {value}: {reason}',
     fix: 'give --limit a whole number from 1 to 10000, and --select field names joined by commas (e.g. --select id,service,desired)',
   },
+  {
+    code: 'CCA-E0750',
+    blame: 'external',
+    title: 'log stream broke off',
+    cause: 'the output of replica {replica} stopped arriving from {url}: {reason}',
+    fix: 'run the command again (with --since to skip what was shown); a server restart or a proxy\'s idle timeout ends a long follow',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -226,4 +226,32 @@ export const serverCodes = [
     cause: 'the query has {count} problem(s); the first: {first}',
     fix: 'fix every predicate and select entry listed in `diagnostics` (each says which one and which part)',
   },
+  {
+    code: 'CCA-E0670',
+    blame: 'external',
+    title: 'agent did not answer a log request',
+    cause: 'the agent of node {node} did not take the log request for replica {replica} within {seconds} s',
+    fix: 'check the node is ready (`cca get nodes`) and its agent runs and reaches this server; an agent older than this server does not serve logs',
+  },
+  {
+    code: 'CCA-E0671',
+    blame: 'user',
+    title: 'no such log request',
+    cause: 'log request {id} of node {node} is not waiting for an answer (it expired, was answered, or is another node\'s)',
+    fix: 'nothing to do for a lone occurrence (the client went away); an agent repeating it is out of step with the server: restart it',
+  },
+  {
+    code: 'CCA-E0672',
+    blame: 'user',
+    title: 'replica has no node to read output from',
+    cause: 'replica {replica}: {reason}',
+    fix: 'check the id with `cca get replicas`; a pending replica has produced no output yet, and a released one\'s output went with its node\'s copy',
+  },
+  {
+    code: 'CCA-E0673',
+    blame: 'external',
+    title: 'unreadable answer from the agent',
+    cause: 'the agent of node {node} answered the log request for replica {replica} with something that is not a log stream: {reason}',
+    fix: 'run the same version of ccattler on the agent and the server',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -1,0 +1,84 @@
+import { logFrameSchema, parseSince, type LogFrame } from '../../core/model/index.js';
+import type { CommandArgs, Context } from '../context.js';
+import { ExitError, fail } from '../exit.js';
+
+export const usage = 'cca logs REPLICA [-f] [--tail N] [--since 10m|TIME] [--previous]';
+export const options = {
+  follow: { type: 'boolean', short: 'f' },
+  tail: { type: 'string' },
+  since: { type: 'string' },
+  previous: { type: 'boolean' },
+} as const;
+
+/** The query the route takes (core/model/logs.ts), from the flags, checked here first so a typo costs no request. */
+function query(values: CommandArgs['values']): URLSearchParams {
+  const q = new URLSearchParams();
+  if (values.follow === true) q.set('follow', '1');
+  if (values.previous === true) q.set('previous', '1');
+  if (values.follow === true && values.previous === true) fail('CCA-E0703', { command: 'cca logs', reason: '--previous reads a finished file: it cannot be followed', usage });
+  const tail = values.tail as string | undefined;
+  if (tail !== undefined) {
+    if (!/^\d+$/.test(tail)) fail('CCA-E0703', { command: 'cca logs', reason: `--tail takes a number of lines, not "${tail}"`, usage });
+    q.set('tail', tail);
+  }
+  const since = values.since as string | undefined;
+  if (since !== undefined) {
+    if (parseSince(since, 0) === undefined) fail('CCA-E0703', { command: 'cca logs', reason: `--since takes a duration (10m, 90s, 2h) or an RFC 3339 time, not "${since}"`, usage });
+    q.set('since', since);
+  }
+  return q;
+}
+
+/**
+ * A replica's output from its node, relayed by the server (docs/agent.md, "Logs"): stdout to
+ * stdout and stderr to stderr, or the frames themselves with -o json; with -f until
+ * interrupted or the node's bound ends it.
+ */
+export async function run(ctx: Context, { positionals, values }: CommandArgs): Promise<void> {
+  const [replica, ...extra] = positionals;
+  if (!replica || extra.length > 0) fail('CCA-E0703', { command: 'cca logs', reason: 'name exactly one replica (`cca get replicas` lists them)', usage });
+  const q = query(values);
+  const path = `/v1/replicas/${encodeURIComponent(replica)}/logs${q.size > 0 ? `?${q}` : ''}`;
+  const signal = ctx.io.signal;
+  const client = ctx.client();
+  const { body, requestId } = await client.stream(path, signal);
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = '';
+  const show = (f: LogFrame) => {
+    if (ctx.globals.output === 'json') ctx.io.stdout.write(`${JSON.stringify(f)}\n`);
+    else if ('stream' in f) (f.stream === 'stderr' ? ctx.io.stderr : ctx.io.stdout).write(f.text);
+    if ('end' in f) throw new ExitError([{ ...f.end, requestId }]);
+  };
+  try {
+    for (;;) {
+      let chunk: ReadableStreamReadResult<Uint8Array>;
+      try {
+        chunk = await reader.read();
+      } catch (e) {
+        if (signal.aborted) return;
+        fail('CCA-E0750', { replica, url: client.server, reason: e instanceof Error ? e.message : String(e) }, requestId);
+      }
+      if (chunk.done) break;
+      buf += decoder.decode(chunk.value, { stream: true });
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        let raw: unknown;
+        try {
+          raw = JSON.parse(line);
+        } catch {
+          raw = undefined;
+        }
+        const f = logFrameSchema.safeParse(raw);
+        if (!f.success) fail('CCA-E0750', { replica, url: client.server, reason: `unreadable frame ${JSON.stringify(line.slice(0, 80))}` }, requestId);
+        show(f.data);
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  // A follow ends only at a bound (an `end` frame) or on Ctrl-C: anything else broke off.
+  if (values.follow === true && !signal.aborted) fail('CCA-E0750', { replica, url: client.server, reason: 'the stream ended without saying why' }, requestId);
+}
