@@ -16,6 +16,8 @@ export const REPLICA_CONTROLLER = 'replica';
 const RETRY_MS = 100;
 /** Replicas created per step; more are created by the next step, at once. */
 const MAX_CREATE = 50;
+/** A drained stateful replica waits for the proof of its stop (its node's report): look again this often. */
+const DRAIN_PROOF_POLL_MS = 1_000;
 
 export interface Txn {
   compares: Compare[];
@@ -32,7 +34,7 @@ export interface Txn {
  */
 export const replicaController: Controller = {
   name: REPLICA_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout')],
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
   subjectOf(key) {
     const p = parseKey(key);
     if (!p) return undefined;
@@ -243,6 +245,7 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
   if (!s.placement) why = 'it was never placed';
   else if (stopped) why = `${obs.value.node} reports it ${obs.value.state}`;
   else if (s.lost) why = `lost with node ${s.lost.value.node}`;
+  else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + DRAIN_PROOF_POLL_MS) };
   else if (now >= deadline) why = `the grace period of ${grace} ms ran out`;
   else return { at: deadline };
   const d = decide({

@@ -30,6 +30,8 @@ export interface Candidate {
   ready: boolean;
   /** An open audit finding blocks new placements (rule 4). */
   audited: boolean;
+  /** Cordoned or draining by an operator (`/nodeops/<node>`): no new placements. */
+  cordoned?: boolean;
   capacity: Resources;
   used: Resources;
 }
@@ -72,6 +74,7 @@ export function exclusion(d: Demand, n: Candidate): string | undefined {
 export function staticExclusion(d: Demand, n: Candidate, texts: Texts): string | undefined {
   if (!n.ready) return 'not ready';
   if (n.audited) return 'an open audit finding';
+  if (n.cordoned) return 'cordoned';
   if (!Object.hasOwn(n.images, d.image)) return texts.image;
   if (n.taints.length > 0) {
     const taints = untoleratedTaints(d.placement.accept, n.taints);

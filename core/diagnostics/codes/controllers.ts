@@ -86,4 +86,18 @@ export const controllerCodes = [
     cause: 'replica {replica} of service {service} starts after {dependency}, but no service {dependency} exists (it was deleted)',
     fix: 'apply {dependency} again, or remove it from the `after` list of {service}',
   },
+  {
+    code: 'CCA-E0440',
+    blame: 'user',
+    title: 'node is cordoned',
+    cause: 'node {node} takes no new placements: {why}',
+    fix: 'replicas go to other nodes; `cca node uncordon {node}` lets it take placements again (`cca why node {node}`)',
+  },
+  {
+    code: 'CCA-E0441',
+    blame: 'user',
+    title: 'drain waits for availability',
+    cause: 'replica {replica} of service {service} on draining node {node} waits: {reason}',
+    fix: 'the drain goes on as replacements become ready within the service\'s update limits (`update { max_surge, max_unavailable }`); add capacity elsewhere if no replacement can be placed (`cca why replica {replica}`)',
+  },
 ] as const satisfies readonly DiagnosticDef[];

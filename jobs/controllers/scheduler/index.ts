@@ -36,7 +36,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
   const concurrency = opts.txnConcurrency ?? 1;
   return {
     name: SCHEDULER,
-    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
+    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('nodeOp'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
       const [view, recordList, placementList, repairs, services, volumes, endpoints, autoscale] = await Promise.all([
