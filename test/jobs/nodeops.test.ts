@@ -84,7 +84,7 @@ describe('cordon', () => {
     await b.apply({ name: 'only1', image: 'web:1', replicas: 1, placement: { require: [{ attribute: 'node', op: '==', values: ['n1'] }] } });
     await converge(b);
     const pending = await why(b.store, 'replica', (await b.live('only1'))[0]!.id);
-    expect(pending.history[0]!.decision.reasons.join(' ')).toContain('cordoned');
+    expect(pending.history[0]!.decision.reasons.join(' ')).toContain('may not use 1 cordoned or draining node(s)');
     await nodeAction(b.store, 'n1', 'uncordon', 'alice', b.t);
     await converge(b);
     expect((await b.assignments('n1')).map((a) => a.service)).toContain('only1');

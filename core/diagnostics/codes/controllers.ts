@@ -89,15 +89,8 @@ export const controllerCodes = [
   {
     code: 'CCA-E0440',
     blame: 'user',
-    title: 'node is cordoned',
-    cause: 'node {node} takes no new placements: {why}',
-    fix: 'replicas go to other nodes; `cca node uncordon {node}` lets it take placements again (`cca why node {node}`)',
-  },
-  {
-    code: 'CCA-E0441',
-    blame: 'user',
-    title: 'drain waits for availability',
-    cause: 'replica {replica} of service {service} on draining node {node} waits: {reason}',
-    fix: 'the drain goes on as replacements become ready within the service\'s update limits (`update { max_surge, max_unavailable }`); add capacity elsewhere if no replacement can be placed (`cca why replica {replica}`)',
+    title: 'nodes are cordoned',
+    cause: 'replica {replica} of service {service} may not use {count} cordoned or draining node(s): an operator asked for no new placements there',
+    fix: 'add capacity on other nodes, or let a node take placements again with `cca node uncordon NAME` (`cca why node NAME` says who cordoned it)',
   },
 ] as const satisfies readonly DiagnosticDef[];

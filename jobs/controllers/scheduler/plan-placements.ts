@@ -231,6 +231,8 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
 export function pendingReasons(p: Pending, shortfall: string, excluded: Record<string, number>): string[] {
   const reasons = [shortfall, makeDiagnostic('CCA-E0401', { replica: p.record.value.id, service: p.record.value.service, shortfall }).message];
   const total = Object.values(excluded).reduce((a, b) => a + b, 0);
+  const cordoned = excluded.cordoned ?? 0;
+  if (cordoned > 0) reasons.push(makeDiagnostic('CCA-E0440', { replica: p.record.value.id, service: p.record.value.service, count: cordoned }).message);
   const image = Object.keys(excluded).find((k) => k.startsWith('image '));
   if (image && excluded[image] === total) {
     reasons.push(makeDiagnostic('CCA-E0316', { service: p.spec.value.name, image: p.spec.value.image, known: 'see the nodes\' catalogues (`cca get nodes`)' }).message);
