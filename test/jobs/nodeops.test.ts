@@ -187,8 +187,9 @@ describe('remove and repair', () => {
     expect(await b.assignments('n1')).toHaveLength(0);
     expect(await b.assignments('n2')).toHaveLength(2);
     expect(await b.store.get(buildKey('nodeStatus', 'n1'))).toBeNull();
+    expect(await b.store.get(buildKey('allocation', 'n1'))).toBeNull();
     const n1 = await why(b.store, 'node', 'n1');
-    expect(n1.history.map((l) => l.decision.action)).toEqual(expect.arrayContaining(['remove node n1', 'removed']));
+    expect(n1.history.map((l) => l.decision.action)).toEqual(expect.arrayContaining(['remove node n1', 'removed', 'forgot allocation']));
   });
 
   test('repair asks the scheduler to rebuild an audited allocation; none is refused with a code', async () => {
