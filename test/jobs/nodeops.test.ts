@@ -114,6 +114,30 @@ describe('cordon', () => {
   });
 });
 
+describe('what a placement compares', () => {
+  test('a node re-registered within its tenure with less capacity after the plan: the placement commits nothing', async () => {
+    const b = await cluster(['n1']);
+    await b.apply(web({ replicas: 1 }));
+    await b.step(replicaController, 'web');
+    const key = buildKey('node', 'n1');
+    const txn = b.store.txn.bind(b.store);
+    let raced = false;
+    b.store.txn = async (req) => {
+      if (!raced && req.success.some((op) => 'put' in op && op.put.key.startsWith('/assigned/'))) {
+        raced = true;
+        const kv = (await b.store.get(key))!;
+        const rec = decodeFact('node', key, kv.value);
+        await b.store.put(key, encodeFact('node', { ...rec, capacity: { ...rec.capacity, cpuMillis: 50 } }), { lease: kv.lease });
+      }
+      return txn(req);
+    };
+    await b.step(scheduler);
+    b.store.txn = txn;
+    expect(raced).toBe(true);
+    expect(await b.assignments('n1')).toHaveLength(0);
+  });
+});
+
 describe('drain', () => {
   test('moves every replica off the node with never fewer ready than the update limits allow', async () => {
     const b = await cluster(['n1', 'n2', 'n3', 'n4']);

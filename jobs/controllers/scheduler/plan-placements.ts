@@ -159,6 +159,9 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     const auditKey = buildKey('audit', name);
     g.compares.push(
       sameTenure(node.key, node.kv.createRevision),
+      // The record as read (its capacity): an agent restarted within its lease re-registers
+      // under the same tenure, possibly declaring less.
+      unchanged(node),
       unchanged(status),
       unchanged(alloc, buildKey('allocation', name)),
       unchanged(view.audits.get(name), auditKey),
