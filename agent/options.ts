@@ -1,6 +1,8 @@
 import { readFileSync, statSync } from 'node:fs';
 import { CcaError } from '../core/diagnostics/index.js';
+import { capacityOf, RESERVE, type Capacity, type MachineFacts } from './capacity.js';
 import { FENCE } from './fence.js';
+import { readMachine } from './machine.js';
 import { readCaFile } from './https.js';
 import type { RuntimeName } from './runtime.js';
 
@@ -52,8 +54,8 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --zone Z                 zone (default "default")
   --label K=V              node label, repeatable
   --taint T                node taint ("key" or "key=value"), repeatable
-  --cpu N                  declared CPU: cores ("4") or millicores ("3500m") (default 2)
-  --memory Q               declared memory: bytes or 512Mi / 8Gi (default 2Gi)
+  --cpu N                  declared CPU: cores ("4") or millicores ("3500m") (default: detected, see below)
+  --memory Q               declared memory: bytes or 512Mi / 8Gi (default: detected)
   --lease-ttl S            lease TTL in seconds (default 10, at least ${FENCE.minTtlSeconds})
   --config FILE            JSON file with any of these settings (flags win)
   --containerd-address P   containerd socket (default /run/containerd/containerd.sock)
@@ -72,6 +74,11 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --log-max-bytes Q        cap of each replica output file, bytes or 512Ki / 10Mi; one rotated
                            file is kept beside it, so a stream holds at most twice this
                            (default 10Mi)
+
+Capacity: without --cpu / --memory the agent declares what the machine offers it (the CPU
+count and physical memory, or less under the cgroup quota or memory limit it runs in,
+cgroup v1 or v2) minus a reserve for itself, the runtime and the system: the larger of
+${RESERVE.cpuMillis}m and ${RESERVE.cpuFraction * 100} % of the CPU, the larger of 256Mi and ${RESERVE.memoryFraction * 100} % of the memory.
 `;
 
 const UNITS: Record<string, number> = { '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
@@ -109,7 +116,11 @@ function scan(argv: string[]): Map<string, string[]> {
   return out;
 }
 
-export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process.env): AgentFlags {
+/**
+ * `--cpu` / `--memory` override the capacity detected from the machine and the agent's
+ * cgroup minus the reserve (agent/capacity.ts); `machine` is read only when one is missing.
+ */
+export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process.env, machine: () => MachineFacts = readMachine): AgentFlags {
   const flags = scan(argv);
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
@@ -135,6 +146,10 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     if (!k || v === undefined) bad(`--label ${JSON.stringify(l)} must be key=value`);
     labels[k] = v;
   }
+  const cpuText = get('cpu');
+  const memoryText = get('memory');
+  let capacity: Capacity | undefined;
+  const detected = (): Capacity => (capacity ??= capacityOf(machine()));
   return {
     server,
     ...(caFile !== '' && !help ? { ca: readCaFile(caFile) } : {}),
@@ -146,8 +161,8 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     zone: get('zone', 'default'),
     labels,
     taints: [...((config.taints as string[] | undefined) ?? []), ...(flags.get('taint') ?? [])],
-    cpuMillis: parseCpu(get('cpu', '2')),
-    memoryBytes: parseBytes(get('memory', '2Gi')),
+    cpuMillis: cpuText !== '' ? parseCpu(cpuText) : detected().cpuMillis,
+    memoryBytes: memoryText !== '' ? parseBytes(memoryText) : detected().memoryBytes,
     leaseTtlSeconds: ttl,
     containerdAddress: get('containerd-address', '/run/containerd/containerd.sock'),
     containerdStart: get('containerd-start') === 'true',

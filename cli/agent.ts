@@ -90,7 +90,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       ...(flags.ca ? { fetch: fetchTrusting(flags.ca) } : {}),
     });
     await agent.start();
-    process.stderr.write(`agent ${flags.node}: running (${flags.runtime} runtime, state ${state.dir})\n`);
+    process.stderr.write(`agent ${flags.node}: running (${flags.runtime} runtime, state ${state.dir}; declares ${flags.cpuMillis}m cpu, ${flags.memoryBytes} bytes of memory)\n`);
     const signal = await new Promise<NodeJS.Signals>((done) => {
       process.once('SIGTERM', () => done('SIGTERM'));
       process.once('SIGINT', () => done('SIGINT'));

@@ -55,6 +55,7 @@ export const layout = {
   repeat: { prefix: '/repeats/', params: ['controller', 'kind', 'subject'], schema: f.repeatSchema, writer: 'the controller named in the record', doc: 'how often a decision repeated; never a cause' },
   audit: { prefix: '/audit/', params: ['node'], schema: f.auditFindingSchema, writer: 'auditor', doc: "the auditor's rebuild of a node's allocation; an open finding blocks placements" },
   repair: { prefix: '/repair/', params: ['node'], schema: f.repairRequestSchema, writer: 'api', doc: 'an operator asks the scheduler to repair an audited node' },
+  nodeOp: { prefix: '/nodeops/', params: ['node'], schema: f.nodeOpSchema, writer: 'api', doc: "an operator's intent for a node: cordoned (no new placements), draining (its replicas replaced elsewhere within each service's rolling-update limits) or removed (a lost node forgotten); `cca node cordon|uncordon|drain|remove`" },
   fence: { prefix: '/fences/', params: ['node'], schema: f.fenceSchema, writer: 'api', doc: "an operator asserts a node's workloads are stopped (`cca fence node NAME --confirm`)" },
   endpoints: { prefix: '/endpoints/', params: ['service'], schema: f.endpointsSchema, writer: 'endpoint controller', doc: 'addresses of running and ready replicas on ready nodes' },
   autoscale: { prefix: '/autoscale/', params: ['service'], schema: f.autoscaleIntentSchema, writer: 'autoscaler', doc: 'desired replica count from CPU usage; the spec keeps the user\'s replicas' },

@@ -17,6 +17,7 @@ import { serviceRoutes } from './routes/services.js';
 import { stateRoutes } from './routes/state.js';
 import { queryRoutes } from './routes/query.js';
 import { nodeRoutes } from './routes/nodes.js';
+import { nodeOpRoutes } from './routes/nodeops.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { volumeRoutes } from './routes/volumes.js';
 import { watchRoutes } from './routes/watch.js';
@@ -62,6 +63,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', fenceRoutes(deps));
   app.route('/', secretRoutes(deps));
   app.route('/', nodeRoutes(deps));
+  app.route('/', nodeOpRoutes(deps));
   app.route('/', tokenRoutes(deps));
   app.route('/', agentRoutes(deps));
   app.route('/', logRoutes(deps));

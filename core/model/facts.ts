@@ -33,6 +33,8 @@ export const replicaRecordSchema = z.object({
   failure: z.string().optional(),
   /** The agent's coded diagnostic of that failure (e.g. CCA-E0530: the command cannot be started). */
   failureDiagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
+  /** Stopped by a node drain: a stateful one retires only on a proof of the stop (its node's report, or loss with a proof), never on the grace alone. */
+  drained: z.boolean().optional(),
 });
 
 /** `/assigned/<node>/<replica>`: the scheduler's placement, with everything the agent needs to run it. */
@@ -181,6 +183,22 @@ export const auditFindingSchema = z.object({
 /** `/repair/<node>`: an operator's request that the scheduler repair an audited node. */
 export const repairRequestSchema = z.object({ node: z.string(), requestedBy: z.string(), at: ms, finding: z.int().min(0) });
 
+/**
+ * `/nodeops/<node>`: an operator's intent for a node (`cca node cordon|drain|remove`). The
+ * scheduler places nothing on a cordoned or draining node; the replica controller replaces a
+ * draining node's replicas elsewhere within each service's rolling-update limits; the node
+ * controller forgets a removed node that is not registered (the tenure it covers).
+ */
+export const nodeOpSchema = z.object({
+  node: z.string(),
+  cordoned: z.boolean(),
+  drain: z.boolean().default(false),
+  /** Removal of a lost node: the last tenure it covers (0 = none). */
+  removeTenure: z.int().min(0).default(0),
+  requestedBy: z.string(),
+  at: ms,
+});
+
 /** `/fences/<node>`: an operator's assertion that a node's workloads are stopped (`cca fence --confirm`). */
 export const fenceSchema = z.object({ node: z.string(), tenure: z.int().min(0), assertedBy: z.string(), at: ms });
 
@@ -307,6 +325,7 @@ export type Repeat = z.output<typeof repeatSchema>;
 export type AuditFinding = z.output<typeof auditFindingSchema>;
 export type RepairRequest = z.output<typeof repairRequestSchema>;
 export type Fence = z.output<typeof fenceSchema>;
+export type NodeOp = z.output<typeof nodeOpSchema>;
 export type Endpoints = z.output<typeof endpointsSchema>;
 export type AutoscaleIntent = z.output<typeof autoscaleIntentSchema>;
 export type Rollout = z.output<typeof rolloutSchema>;

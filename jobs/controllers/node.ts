@@ -35,7 +35,7 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
   const grace = opts.lostGraceMs ?? 1_000;
   return {
     name: NODE_CONTROLLER,
-    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned'), prefixOf('fence')],
+    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned'), prefixOf('fence'), prefixOf('nodeOp')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
       const [view, lostList, fenceList] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost')), listFacts(store, 'fence', prefixOf('fence'))]);
@@ -109,7 +109,14 @@ function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Pr
   const orphans = allOrphans.filter((a) => !isStateful(a));
   const held = planStateful(stateful, proofs, name, node, status, now);
   if (held.txns.length > 0) return { txns: held.txns, at: now };
-  const r = planLiveNode(view, orphans, name, now, grace);
+  const removed = removal(view, name);
+  const r = planLiveNode(view, orphans, name, now, removed ? 0 : grace);
+  // The grace was skipped on the operator's word: that word is part of the read set.
+  if (removed) for (const t of r.txns ?? []) t.compares.push(unchanged(removed));
+  if (!r.txns && !r.at && !held.waiting) {
+    const forget = planForget(view, name, now);
+    if (forget) return { txns: [forget] };
+  }
   return held.waiting ? { ...r, at: Math.min(r.at ?? Infinity, now + PROOF_POLL_MS) } : r;
 }
 
@@ -161,4 +168,38 @@ function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: stri
     };
   }
   return {};
+}
+
+/** An operator's removal that applies: the node is not registered and was at most the tenure removed. */
+function removal(view: ClusterView, name: string): Fact<'nodeOp'> | undefined {
+  const op = view.nodeOps.get(name);
+  const status = view.statuses.get(name);
+  if (!op || op.value.removeTenure === 0 || view.nodes.has(name)) return undefined;
+  return !status || status.value.tenure <= op.value.removeTenure ? op : undefined;
+}
+
+/**
+ * `cca node remove`: a removed node whose replicas are all gone (declared lost at once, no
+ * grace: the operator said it is gone; stateful ones still wait for a fence) is forgotten:
+ * its status goes, with a decision citing the operator's request.
+ */
+function planForget(view: ClusterView, name: string, now: number): Txn | undefined {
+  const op = removal(view, name);
+  const status = view.statuses.get(name);
+  if (!op || !status || (view.byNode.get(name) ?? []).length > 0) return undefined;
+  const d = decide({
+    kind: 'node',
+    subject: name,
+    controller: NODE_CONTROLLER,
+    action: 'removed',
+    tag: 'node-removed',
+    at: now,
+    evidence: [evidenceOf(op), evidenceOf(status), absentEvidence(buildKey('node', name))],
+    cause: causedByFact(op),
+    reasons: [`${op.value.requestedBy} removed node ${name} (tenure ${op.value.removeTenure}); it is not registered and holds no assignments`],
+  });
+  return {
+    compares: [unchanged(op), unchanged(status), absent(buildKey('node', name)), ...d.compares],
+    ops: [deleteKey(status.key), ...d.ops],
+  };
 }

@@ -1,9 +1,9 @@
-import { buildKey } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { templateHash } from '../../core/model/template.js';
 import type { Compare, Op } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { absentEvidence, causedBy, causedByFact, decide, evidenceOf } from '../decisions/record.js';
-import { absent, getFact, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
+import { absent, getFact, listFacts, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
 import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Txn } from './replica.js';
 import type { ReplicaState } from './replica-state.js';
 import { planRoll, rollBounds } from './rollout-plan.js';
@@ -44,8 +44,17 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
   const { store, now } = ctx;
   const service = spec.value.name;
   const target = templateHash(spec.value);
-  const { fresh, old } = splitByTemplate(states, target);
+  const split = splitByTemplate(states, target);
+  // A draining node's replicas are replaced as a roll replaces old templates: new ones
+  // first (placed elsewhere: the scheduler skips the node), within the same limits.
+  const nodeOps = indexNodeOps(await listFacts(store, 'nodeOp', prefixOf('nodeOp')));
+  const drainingNode = (s: ReplicaState) => (s.placement && nodeOps.get(s.placement.value.node)?.value.drain ? s.placement.value.node : undefined);
+  const drained = split.fresh.filter((s) => drainingNode(s) !== undefined);
+  const fresh = split.fresh.filter((s) => drainingNode(s) === undefined);
+  const old = [...split.old, ...drained];
   if (old.length === 0) return { rolling: false };
+  const drains = [...new Set(drained.map((s) => drainingNode(s)!))].sort();
+  const why = split.old.length > 0 ? `rolling update of ${service} to template ${target}` : `drain of node ${drains.join(', ')}`;
   const rollout = await getFact(store, 'rollout', service);
   const paused = rollout?.value.state === 'stuck' && rollout.value.toTemplate === target;
   const freshReady = fresh.filter(isReadyReplica);
@@ -68,7 +77,7 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
     kind: 'service',
     subject: service,
     controller: REPLICA_CONTROLLER,
-    action: 'rolling update',
+    action: split.old.length > 0 ? 'rolling update' : `drain of node ${drains.join(', ')}`,
     // Several roll steps can fall in one millisecond (one virtual instant in the simulation);
     // the counts they start from differ, so they name distinct decisions.
     tag: `rc-roll-n${counts.newLive}r${counts.newReady}o${counts.oldLive}r${counts.oldReady}`,
@@ -79,11 +88,14 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
       did,
       `template ${target}: ${counts.newReady}/${desired} new ready (${counts.newLive} live), ${counts.oldLive} old live (${counts.oldReady} ready)`,
       `max surge ${plan.surge} (at most ${plan.maxLive} live), max unavailable ${plan.unavailable} (at least ${plan.minReady} ready after every stop)`,
+      ...(drains.length > 0 ? [`${drained.length} replica(s) on draining node ${drains.join(', ')} are replaced elsewhere`] : []),
     ],
   });
   // Read-set: the spec, the rollout (paused or not), every live record (the counts), and
   // every fact that made a replica count as ready (the availability bound).
   const compares: Compare[] = [unchanged(spec), unchanged(rollout, rolloutKey), ...sd.compares];
+  // Which replicas count as old depends on their nodes' drain intents: every one compared.
+  for (const s of [...fresh, ...old]) if (s.placement) compares.push(unchanged(nodeOps.get(s.placement.value.node), buildKey('nodeOp', s.placement.value.node)));
   for (const s of [...fresh, ...old]) compares.push(unchanged(s.record));
   if (plan.stopReady > 0) for (const s of [...freshReady, ...oldReady]) compares.push(...readinessCompares(s));
   // An old replica stopped as not ready must still be not ready at commit (else the stop
@@ -91,18 +103,24 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
   for (const s of unreadyOld) compares.push(...readinessCompares(s));
   const ops: Op[] = [...sd.ops];
   for (let i = 0; i < create; i++) {
-    const d = draftReplica(ctx, spec, causedBy(sd.key), `rolling update of ${service} to template ${target}`);
+    const d = draftReplica(ctx, spec, causedBy(sd.key), why);
     compares.push(...d.compares);
     ops.push(...d.ops);
   }
   const readyAfter = counts.newReady + counts.oldReady - readyOld.length;
   for (const s of victims) {
+    const node = drainingNode(s);
+    const by = drained.includes(s) ? `drain of node ${node}` : 'rolling update';
     const reason = readyOld.includes(s)
-      ? `replaced by the rolling update: ${readyAfter} replica(s) stay ready, at least ${plan.minReady} must`
-      : 'replaced by the rolling update: not ready, so stopping it costs no availability';
-    const d = stopDecision(s, now, 'stopping: rolling update', causedBy(sd.key), [reason]);
+      ? `replaced by the ${by}: ${readyAfter} replica(s) stay ready, at least ${plan.minReady} must`
+      : `replaced by the ${by}: not ready, so stopping it costs no availability`;
+    const d = stopDecision(s, now, `stopping: ${by}`, causedBy(sd.key), [reason]);
     compares.push(...d.compares);
-    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: 'rolling update' }), ...d.ops);
+    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: by, ...(drained.includes(s) ? { drained: true } : {}) }), ...d.ops);
   }
   return { rolling: true, step: { txn: { compares: uniqueCompares(compares), ops }, more: plan.create > create, stopping: victims.length > 0 } };
+}
+
+function indexNodeOps(ops: readonly Fact<'nodeOp'>[]): Map<string, Fact<'nodeOp'>> {
+  return new Map(ops.map((o) => [o.value.node, o]));
 }

@@ -16,6 +16,8 @@ export const REPLICA_CONTROLLER = 'replica';
 const RETRY_MS = 100;
 /** Replicas created per step; more are created by the next step, at once. */
 const MAX_CREATE = 50;
+/** A drained stateful replica waits for the proof of its stop (its node's report): look again this often. */
+const DRAIN_PROOF_POLL_MS = 1_000;
 
 export interface Txn {
   compares: Compare[];
@@ -32,7 +34,7 @@ export interface Txn {
  */
 export const replicaController: Controller = {
   name: REPLICA_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout')],
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
   subjectOf(key) {
     const p = parseKey(key);
     if (!p) return undefined;
@@ -93,7 +95,12 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const roll = spec ? await planRollStep(ctx, spec, remaining, desired - completed, drafted) : undefined;
   // The roll's size came from `desired` too, so it compares the autoscale intent it read.
   if (roll?.rolling && roll.step) roll.step.txn.compares.push(...intentRead);
-  const scale = roll?.rolling ? roll.step : planScale(ctx, service, spec, remaining, desired - live - completed, { desired, intent, compares: intentRead });
+  // A stateful replica stopped by a drain holds its replacement back until it retired (its
+  // node reported the stop): placed meanwhile, the replacement would start on other data.
+  const drainedStateful = spec && spec.value.volumes.length > 0 ? remaining.filter((s) => s.record.value.drained && s.record.value.desired === 'stop' && !s.record.value.retired) : [];
+  const short = desired - live - completed;
+  const diff = short > 0 ? Math.max(0, short - drainedStateful.length) : short;
+  const scale = roll?.rolling ? roll.step : planScale(ctx, service, spec, remaining, diff, { desired, intent, compares: [...intentRead, ...drainedStateful.map((s) => unchanged(s.record))] });
   if (scale) {
     txns.push(scale.txn);
     // Replicas stopped now retire when their grace runs out: wake then without waiting to be woken.
@@ -243,6 +250,7 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
   if (!s.placement) why = 'it was never placed';
   else if (stopped) why = `${obs.value.node} reports it ${obs.value.state}`;
   else if (s.lost) why = `lost with node ${s.lost.value.node}`;
+  else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + DRAIN_PROOF_POLL_MS) };
   else if (now >= deadline) why = `the grace period of ${grace} ms ran out`;
   else return { at: deadline };
   const d = decide({

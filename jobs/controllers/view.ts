@@ -12,6 +12,8 @@ export interface ClusterView {
   statuses: Map<string, Fact<'nodeStatus'>>;
   allocations: Map<string, Fact<'allocation'>>;
   audits: Map<string, Fact<'audit'>>;
+  /** Operators' intents (cordon, drain, remove), written by the API. */
+  nodeOps: Map<string, Fact<'nodeOp'>>;
   /** Keyed by replica id. */
   assignments: Map<string, Fact<'assigned'>>;
   /** Assignments per node. */
@@ -23,12 +25,13 @@ export function indexBy<T>(items: readonly T[], key: (t: T) => string): Map<stri
 }
 
 export async function readClusterView(store: Store): Promise<ClusterView> {
-  const [nodes, statuses, allocations, audits, assigned] = await Promise.all([
+  const [nodes, statuses, allocations, audits, assigned, nodeOps] = await Promise.all([
     listFacts(store, 'node', prefixOf('node')),
     listFacts(store, 'nodeStatus', prefixOf('nodeStatus')),
     listFacts(store, 'allocation', prefixOf('allocation')),
     listFacts(store, 'audit', prefixOf('audit')),
     listFacts(store, 'assigned', prefixOf('assigned')),
+    listFacts(store, 'nodeOp', prefixOf('nodeOp')),
   ]);
   const byNode = new Map<string, Fact<'assigned'>[]>();
   for (const a of assigned) {
@@ -41,6 +44,7 @@ export async function readClusterView(store: Store): Promise<ClusterView> {
     statuses: indexBy(statuses, (s) => s.value.node),
     allocations: indexBy(allocations, (a) => a.value.node),
     audits: indexBy(audits, (a) => a.value.node),
+    nodeOps: indexBy(nodeOps, (o) => o.value.node),
     assignments: indexBy(assigned, (a) => a.value.replica),
     byNode,
   };
@@ -65,4 +69,10 @@ export function digest(parts: readonly string[]): string {
     h = Math.imul(h, 0x01000193) >>> 0;
   }
   return h.toString(16).padStart(8, '0');
+}
+
+/** Cordoned or draining (an operator's intent): the node takes no new placements. */
+export function isCordoned(view: Pick<ClusterView, 'nodeOps'>, node: string): boolean {
+  const op = view.nodeOps.get(node)?.value;
+  return !!op && (op.cordoned || op.drain);
 }

@@ -32,6 +32,8 @@ export interface Candidate {
   ready: boolean;
   /** An open audit finding blocks new placements (rule 4). */
   audited: boolean;
+  /** Cordoned or draining by an operator (`/nodeops/<node>`): no new placements. */
+  cordoned?: boolean;
   capacity: Resources;
   used: Resources;
 }
@@ -74,6 +76,7 @@ export function exclusion(d: Demand, n: Candidate): string | undefined {
 export function staticExclusion(d: Demand, n: Candidate, texts: Texts): string | undefined {
   if (!n.ready) return 'not ready';
   if (n.audited) return 'an open audit finding';
+  if (n.cordoned) return 'cordoned';
   if (!n.pulls && !Object.hasOwn(n.images, d.image)) return texts.image;
   if (n.taints.length > 0) {
     const taints = untoleratedTaints(d.placement.accept, n.taints);

@@ -6,6 +6,7 @@ import { simEndpoints, simEndpointsRandom } from './story-endpoints.js';
 import type { SimOptions } from './world.js';
 import { simVolumes } from './story-volumes.js';
 import { simRollout } from './story-rollout.js';
+import { simDrain } from './story-drain.js';
 
 /**
  * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
@@ -18,6 +19,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-network': simNetwork,
   'sim-volumes': simVolumes,
   'sim-rollout': simRollout,
+  'sim-drain': simDrain,
   'sim-ordering': simOrdering,
   'sim-endpoints': simEndpoints,
   'sim-endpoints-random': simEndpointsRandom,

@@ -86,4 +86,11 @@ export const controllerCodes = [
     cause: 'replica {replica} of service {service} starts after {dependency}, but no service {dependency} exists (it was deleted)',
     fix: 'apply {dependency} again, or remove it from the `after` list of {service}',
   },
+  {
+    code: 'CCA-E0440',
+    blame: 'user',
+    title: 'nodes are cordoned',
+    cause: 'replica {replica} of service {service} may not use {count} cordoned or draining node(s): an operator asked for no new placements there',
+    fix: 'add capacity on other nodes, or let a node take placements again with `cca node uncordon NAME` (`cca why node NAME` says who cordoned it)',
+  },
 ] as const satisfies readonly DiagnosticDef[];

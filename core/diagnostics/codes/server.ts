@@ -254,4 +254,18 @@ export const serverCodes = [
     cause: 'the agent of node {node} answered the log request for replica {replica} with something that is not a log stream: {reason}',
     fix: 'run the same version of ccattler on the agent and the server',
   },
+  {
+    code: 'CCA-E0680',
+    blame: 'user',
+    title: 'node is registered',
+    cause: 'node {node} is registered under tenure {tenure}: only a lost node (not registered) can be removed',
+    fix: 'drain it first (`cca node drain {node}`) and stop its agent; once its registration lease expires, `cca node remove {node}` forgets it',
+  },
+  {
+    code: 'CCA-E0681',
+    blame: 'user',
+    title: 'nothing to repair',
+    cause: 'node {node} has no open audit finding',
+    fix: 'nothing to do: its allocation matches its assignments (`cca why node {node}`)',
+  },
 ] as const satisfies readonly DiagnosticDef[];

@@ -8,7 +8,7 @@ import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../dec
 import { indexBy, readClusterView } from '../view.js';
 import { commitAll, packTxns } from './batch.js';
 import { pendingReasons, planPlacements, SCHEDULER, type Pending, type VolumeNodes } from './plan-placements.js';
-import { planReleases, planRepairs } from './plan-releases.js';
+import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
 import { holdOf, type Hold } from './holds.js';
 
 export { SCHEDULER } from './plan-placements.js';
@@ -36,7 +36,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
   const concurrency = opts.txnConcurrency ?? 1;
   return {
     name: SCHEDULER,
-    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
+    watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('nodeOp'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
       const [view, recordList, placementList, repairs, services, volumes, endpoints, autoscale] = await Promise.all([
@@ -52,7 +52,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       const records = indexBy(recordList, (r) => r.value.id);
       const placements = indexBy(placementList, (p) => p.value.replica);
 
-      const housekeeping = new Map([...planReleases(view, records, placements, now), ...planRepairs(view, repairs, now)]);
+      const housekeeping = new Map([...planReleases(view, records, placements, now), ...planRepairs(view, repairs, now), ...planForgetAllocations(view, now)]);
       if (housekeeping.size > 0) {
         await commitAll(store, packTxns(housekeeping), concurrency);
         return { at: now }; // plan placements on the view these writes left

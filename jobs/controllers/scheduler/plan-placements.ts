@@ -8,7 +8,7 @@ import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../..
 import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
-import { digest, isReady, type ClusterView } from '../view.js';
+import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
 import type { Gate } from './holds.js';
 
 export const SCHEDULER = 'scheduler';
@@ -45,6 +45,7 @@ export function candidatesOf(view: ClusterView): Candidate[] {
     pulls: n.value.pulls,
     ready: isReady(view, n.value.name),
     audited: view.audits.get(n.value.name)?.value.open ?? false,
+    cordoned: isCordoned(view, n.value.name),
     capacity: n.value.capacity,
     used: view.allocations.get(n.value.name)?.value.used ?? noResources,
   }));
@@ -101,7 +102,7 @@ function placeStateful(d: Demand, spec: ServiceSpec, nodes: readonly Candidate[]
 function basisOf(view: ClusterView, spec: Fact<'service'>): string {
   const parts = [`spec ${spec.kv.modRevision}`];
   for (const [name, n] of view.nodes) {
-    parts.push(`${name} ${n.kv.createRevision} ${n.kv.modRevision} ${view.statuses.get(name)?.kv.modRevision ?? 0} ${view.allocations.get(name)?.kv.modRevision ?? 0} ${view.audits.get(name)?.kv.modRevision ?? 0}`);
+    parts.push(`${name} ${n.kv.createRevision} ${n.kv.modRevision} ${view.statuses.get(name)?.kv.modRevision ?? 0} ${view.allocations.get(name)?.kv.modRevision ?? 0} ${view.audits.get(name)?.kv.modRevision ?? 0} ${view.nodeOps.get(name)?.kv.modRevision ?? 0}`);
   }
   return digest(parts.sort());
 }
@@ -159,9 +160,14 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     const auditKey = buildKey('audit', name);
     g.compares.push(
       sameTenure(node.key, node.kv.createRevision),
+      // The record as read (its capacity): an agent restarted within its lease re-registers
+      // under the same tenure, possibly declaring less.
+      unchanged(node),
       unchanged(status),
       unchanged(alloc, buildKey('allocation', name)),
       unchanged(view.audits.get(name), auditKey),
+      // Cordon and drain are part of what a placement relied on: one written meanwhile wins.
+      unchanged(view.nodeOps.get(name), buildKey('nodeOp', name)),
     );
     g.ops.push(putFact('allocation', [name], allocation));
     plan.groups.set(name, { compares: g.compares, ops: g.ops });
@@ -198,6 +204,7 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
       evidenceOf(n),
       evidenceOf(view.statuses.get(node)!),
       alloc ? evidenceOf(alloc) : absentEvidence(buildKey('allocation', node)),
+      ...(view.nodeOps.has(node) ? [evidenceOf(view.nodeOps.get(node)!)] : []),
       ...(p.gate?.evidence ?? []),
     ],
     cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
@@ -228,6 +235,8 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
 export function pendingReasons(p: Pending, shortfall: string, excluded: Record<string, number>): string[] {
   const reasons = [shortfall, makeDiagnostic('CCA-E0401', { replica: p.record.value.id, service: p.record.value.service, shortfall }).message];
   const total = Object.values(excluded).reduce((a, b) => a + b, 0);
+  const cordoned = excluded.cordoned ?? 0;
+  if (cordoned > 0) reasons.push(makeDiagnostic('CCA-E0440', { replica: p.record.value.id, service: p.record.value.service, count: cordoned }).message);
   const image = Object.keys(excluded).find((k) => k.startsWith('image '));
   if (image && excluded[image] === total) {
     reasons.push(makeDiagnostic('CCA-E0316', { service: p.spec.value.name, image: p.spec.value.image, known: 'see the nodes\' catalogues (`cca get nodes`)' }).message);

@@ -1,7 +1,7 @@
 import { buildKey } from '../../../core/keys.js';
 import type { Allocation } from '../../../core/model/facts.js';
 import type { Compare, Op } from '../../../db/store.js';
-import { deleteKey, putFact, unchanged, type Fact } from '../../facts.js';
+import { absent, deleteKey, putFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../../decisions/record.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import type { ClusterView } from '../view.js';
@@ -113,6 +113,35 @@ export function planRepairs(view: ClusterView, repairs: Fact<'repair'>[], now: n
     groups.set(node, {
       compares: [unchanged(r), unchanged(audit), unchanged(alloc, buildKey('allocation', node)), ...assigned.map((a) => unchanged(a)), ...d.compares],
       ops: [putFact('allocation', [node], next), ...d.ops],
+    });
+  }
+  return groups;
+}
+
+/**
+ * `cca node remove`: the allocation of a removed node (not registered, every assignment
+ * released) is deleted with a decision, so nothing of the node is left in the scheduler's keys.
+ */
+export function planForgetAllocations(view: ClusterView, now: number) {
+  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  for (const [node, op] of view.nodeOps) {
+    const alloc = view.allocations.get(node);
+    if (op.value.removeTenure === 0 || !alloc || view.nodes.has(node) || (view.byNode.get(node) ?? []).length > 0) continue;
+    if (alloc.value.tenure > op.value.removeTenure) continue; // a later tenure than the one removed
+    const d = decide({
+      kind: 'node',
+      subject: node,
+      controller: SCHEDULER,
+      action: 'forgot allocation',
+      tag: 'sched-forget',
+      at: now,
+      evidence: [evidenceOf(op), evidenceOf(alloc)],
+      cause: causedByFact(op),
+      reasons: [`node ${node} was removed by ${op.value.requestedBy} and holds no assignment`],
+    });
+    groups.set(node, {
+      compares: [unchanged(op), unchanged(alloc), absent(buildKey('node', node)), ...d.compares],
+      ops: [deleteKey(alloc.key), ...d.ops],
     });
   }
   return groups;
