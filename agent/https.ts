@@ -12,26 +12,10 @@ import https from 'node:https';
 import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
+import { CERT_REFUSAL_CODES } from '../core/tls-codes.js';
 import { CcaError } from '../core/diagnostics/index.js';
 
-/**
- * OpenSSL's and Node's codes for "this certificate cannot be trusted here". Any of them
- * means the connection got as far as a certificate, and refusing it was our decision.
- */
-const UNTRUSTED = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_NOT_YET_VALID',
-  'CERT_HAS_EXPIRED',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'INVALID_CA',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-]);
+const UNTRUSTED = CERT_REFUSAL_CODES;
 
 /** The TLS reason a failed request carries (fetch wraps it in `cause`), when it is a trust failure. */
 export function untrustedReason(e: unknown): string | undefined {

@@ -48,12 +48,7 @@ export class Client {
   async json<S extends z.ZodType>(method: string, path: string, schema: S, body?: unknown): Promise<z.output<S>> {
     const { res, requestId, record } = await this.send(method, path, body);
     const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
+    const parsed = parseJson(text);
     if (!res.ok || parsed === undefined) throw this.failure(method, path, res.status, parsed, text, requestId, record);
     const r = schema.safeParse(parsed);
     if (r.success) return r.data;
@@ -73,13 +68,7 @@ export class Client {
     const { res, requestId, record } = await this.send('GET', path);
     const text = await res.text();
     if (res.ok) return text;
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    throw this.failure('GET', path, res.status, parsed, text, requestId, record);
+    throw this.failure('GET', path, res.status, parseJson(text), text, requestId, record);
   }
 
   /** A streamed answer's body (a replica's logs); a refusal is thrown as its coded diagnostics. */
@@ -87,13 +76,7 @@ export class Client {
     const { res, requestId, record } = await this.send('GET', path, undefined, signal, false);
     if (res.ok && res.body) return { body: res.body, requestId };
     const text = await res.text();
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = undefined;
-    }
-    throw this.failure('GET', path, res.status, parsed, text, requestId, record);
+    throw this.failure('GET', path, res.status, parseJson(text), text, requestId, record);
   }
 
   /**
@@ -139,13 +122,7 @@ export class Client {
     const { res, requestId, record } = await this.send('GET', path, undefined, signal, false);
     if (!res.ok || !res.body) {
       const text = await res.text();
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(text);
-      } catch {
-        parsed = undefined;
-      }
-      throw this.failure('GET', path, res.status, parsed, text, requestId, record);
+      throw this.failure('GET', path, res.status, parseJson(text), text, requestId, record);
     }
     connected();
     const reader = res.body.getReader();
@@ -231,6 +208,15 @@ export class Client {
     ds = ds.map((d) => ({ ...d, requestId: d.requestId ?? requestId }));
     record.diagnostics = ds;
     return new ExitError(ds);
+  }
+}
+
+/** An answer's body as JSON, or undefined when it is not JSON (a proxy's page, a cut body). */
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
   }
 }
 

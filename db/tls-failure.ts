@@ -1,27 +1,16 @@
+import { CERT_REFUSAL_CODES } from '../core/tls-codes.js';
+// A plain-text server asked for TLS answers garbage to the handshake: also ours to explain.
+const CODES = new Set([...CERT_REFUSAL_CODES, 'ERR_SSL_WRONG_VERSION_NUMBER']);
+
+const TEXT =
+  /unable to verify the first certificate|unable to get (local )?issuer certificate|self[- ]signed certificate|certificate has expired|certificate is not yet valid|Hostname\/IP does not match|alert (bad certificate|certificate required|unknown ca|handshake failure)|wrong version number|does not support SSL/i;
+
 /**
  * Whether a store connection failed in its TLS handshake (a CA that did not sign the server's
  * certificate, a name it does not carry, a client certificate refused or missing), and why,
  * in one line. etcd's gRPC client flattens the cause into text, and pg passes Node's TLS
  * errors through with their codes, so both the code and the text are looked at.
  */
-const CODES = new Set([
-  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
-  'SELF_SIGNED_CERT_IN_CHAIN',
-  'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'CERT_SIGNATURE_FAILURE',
-  'CERT_NOT_YET_VALID',
-  'CERT_HAS_EXPIRED',
-  'CERT_UNTRUSTED',
-  'CERT_REJECTED',
-  'ERR_TLS_CERT_ALTNAME_INVALID',
-  'ERR_SSL_WRONG_VERSION_NUMBER',
-]);
-
-const TEXT =
-  /unable to verify the first certificate|unable to get (local )?issuer certificate|self[- ]signed certificate|certificate has expired|certificate is not yet valid|Hostname\/IP does not match|alert (bad certificate|certificate required|unknown ca|handshake failure)|wrong version number|does not support SSL/i;
-
 export function tlsFailure(e: unknown): string | undefined {
   for (let c: unknown = e, depth = 0; c !== undefined && c !== null && depth < 4; c = (c as { cause?: unknown }).cause, depth++) {
     const code = (c as { code?: unknown }).code;
