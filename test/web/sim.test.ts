@@ -49,7 +49,12 @@ describe('console, simulation mode, in headless Chromium', () => {
     // loaded machine that is slow, so this bound is generous (it is a bound, not a measure).
     // (Seen once at 60 s while the fresh-clone test compiled better-sqlite3 on both cores; a
     // module that failed to load shows in the message.)
-    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000, message: `page errors: ${JSON.stringify(errors)}` }).toBe('sim');
+    await expect
+      .poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 })
+      .toBe('sim')
+      .catch((e: unknown) => {
+        throw new Error(`${String(e)}; page errors: ${JSON.stringify(errors)}`);
+      });
     expect(await page.locator('#conn').innerText()).toContain('seed 7');
 
     // Apply a fixture and let virtual time run until every replica runs.
