@@ -117,6 +117,8 @@ export function excludedGroups(env: NodeJS.ProcessEnv = process.env): Prerequisi
   const known = new Set<string>(allGroups());
   const unknown = raw.filter((r) => !known.has(r));
   if (unknown.length > 0) throw new Error(`CCA_TEST_WITHOUT names unknown groups: ${unknown.join(', ')} (known: ${allGroups().join(', ')})`);
+  // A green CI run must mean everything ran: leaving a group out is for a developer's machine.
+  if (raw.length > 0 && env.CI) throw new Error(`CCA_TEST_WITHOUT (${raw.join(', ')}) is refused under CI=true: CI installs every prerequisite and runs every test`);
   return raw as PrerequisiteGroup[];
 }
 
