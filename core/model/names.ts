@@ -39,7 +39,9 @@ export function imageProblem(ref: string): string | undefined {
   const hasHost = parts.length > 1 && /[.:]|^localhost$/.test(first);
   for (const [i, p] of parts.entries()) {
     if (i === 0 && hasHost) {
-      if (!/^[a-zA-Z0-9.-]+(:\d+)?$/.test(p)) return `the registry host ${JSON.stringify(p)} is not valid`;
+      // Starts and ends alphanumeric: the reference becomes an argument of `ctr images pull`,
+      // where a leading '-' would read as an option.
+      if (!/^[a-zA-Z0-9]([a-zA-Z0-9.-]*[a-zA-Z0-9])?(:\d+)?$/.test(p)) return `the registry host ${JSON.stringify(p)} is not valid`;
       continue;
     }
     if (!/^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*$/.test(p)) {

@@ -84,7 +84,7 @@ describe('service spec', () => {
     expect(dnsLabelProblem('a'.repeat(64))).toBeDefined();
     expect(dnsLabelProblem('a/b')).toBeDefined();
     for (const good of ['busybox', 'busybox:1.35', 'ghcr.io/a/b:1', 'localhost:5000/x', `x@sha256:${'a'.repeat(64)}`]) expect(imageProblem(good)).toBeUndefined();
-    for (const bad of ['', 'Busybox', 'a b', 'x:', `x@sha256:${'a'.repeat(3)}`]) expect(imageProblem(bad)).toBeDefined();
+    for (const bad of ['', 'Busybox', 'a b', 'x:', '--help.x/y', '-r.example:5000/x', 'reg.example-/x', `x@sha256:${'a'.repeat(3)}`]) expect(imageProblem(bad)).toBeDefined();
   });
 
   test('redactSpec replaces every secret value', () => {
