@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import { schemeMismatch, untrustedReason } from '../agent/https.js';
 import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { records } from './records.js';
 import { ExitError, fail } from './exit.js';
 
 export interface ClientOptions {
@@ -125,45 +126,24 @@ export class Client {
       throw this.failure('GET', path, res.status, parseJson(text), text, requestId, record);
     }
     connected();
-    const reader = res.body.getReader();
-    const decoder = new TextDecoder();
-    let buf = '';
-    try {
-      for (;;) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
-        try {
-          chunk = await reader.read();
-        } catch (e) {
-          if (signal.aborted) return;
-          fail('CCA-E0713', { url: this.server, reason: (e as Error).message }, requestId);
-        }
-        if (chunk.done) {
-          if (signal.aborted) return;
-          fail('CCA-E0713', { url: this.server, reason: 'the server closed it' }, requestId);
-        }
-        buf += decoder.decode(chunk.value, { stream: true }).replace(/\r\n/g, '\n');
-        let i: number;
-        while ((i = buf.indexOf('\n\n')) >= 0) {
-          const frame = buf.slice(0, i);
-          buf = buf.slice(i + 2);
-          let event = 'message';
-          let data = '';
-          for (const line of frame.split('\n')) {
-            if (line.startsWith('event:')) event = line.slice(6).trim();
-            else if (line.startsWith('data:')) data += line.slice(5).replace(/^ /, '');
-          }
-          if (event === 'batch') yield JSON.parse(data) as WatchBatch;
-          else if (event === 'error') {
-            const body = JSON.parse(data) as { error?: unknown };
-            const d = isDiagnostic(body.error) ? body.error : makeDiagnostic('CCA-E0713', { url: this.server, reason: data });
-            record.diagnostics = [d];
-            throw new ExitError([{ ...d, requestId }]);
-          }
-        }
+    const broke = (reason: string): never => fail('CCA-E0713', { url: this.server, reason }, requestId);
+    for await (const frame of records(res.body, '\n\n', signal, broke, true)) {
+      let event = 'message';
+      let data = '';
+      for (const line of frame.split('\n')) {
+        if (line.startsWith('event:')) event = line.slice(6).trim();
+        else if (line.startsWith('data:')) data += line.slice(5).replace(/^ /, '');
       }
-    } finally {
-      await reader.cancel().catch(() => undefined);
+      if (event === 'batch') yield JSON.parse(data) as WatchBatch;
+      else if (event === 'error') {
+        const body = JSON.parse(data) as { error?: unknown };
+        const d = isDiagnostic(body.error) ? body.error : makeDiagnostic('CCA-E0713', { url: this.server, reason: data });
+        record.diagnostics = [d];
+        throw new ExitError([{ ...d, requestId }]);
+      }
     }
+    if (signal.aborted) return;
+    broke('the server closed it');
   }
 
   private async send(method: string, path: string, body?: unknown, signal?: AbortSignal, timeout = true) {

@@ -1,5 +1,6 @@
 import { logFrameSchema, parseSince, type LogFrame } from '../../core/model/index.js';
 import type { CommandArgs, Context } from '../context.js';
+import { records } from '../records.js';
 import { ExitError, fail } from '../exit.js';
 
 export const usage = 'cca logs REPLICA [-f] [--tail N] [--since 10m|TIME] [--previous]';
@@ -42,43 +43,24 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   const signal = ctx.io.signal;
   const client = ctx.client();
   const { body, requestId } = await client.stream(path, signal);
-  const reader = body.getReader();
-  const decoder = new TextDecoder();
-  let buf = '';
   const show = (f: LogFrame) => {
     if (ctx.globals.output === 'json') ctx.io.stdout.write(`${JSON.stringify(f)}\n`);
     else if ('stream' in f) (f.stream === 'stderr' ? ctx.io.stderr : ctx.io.stdout).write(f.text);
     if ('end' in f) throw new ExitError([{ ...f.end, requestId }]);
   };
-  try {
-    for (;;) {
-      let chunk: ReadableStreamReadResult<Uint8Array>;
-      try {
-        chunk = await reader.read();
-      } catch (e) {
-        if (signal.aborted) return;
-        fail('CCA-E0750', { replica, url: client.server, reason: e instanceof Error ? e.message : String(e) }, requestId);
-      }
-      if (chunk.done) break;
-      buf += decoder.decode(chunk.value, { stream: true });
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        let raw: unknown;
-        try {
-          raw = JSON.parse(line);
-        } catch {
-          raw = undefined;
-        }
-        const f = logFrameSchema.safeParse(raw);
-        if (!f.success) fail('CCA-E0750', { replica, url: client.server, reason: `unreadable frame ${JSON.stringify(line.slice(0, 80))}` }, requestId);
-        show(f.data);
-      }
+  const broke = (reason: string): never => fail('CCA-E0750', { replica, url: client.server, reason }, requestId);
+  for await (const line of records(body, '\n', signal, broke)) {
+    let raw: unknown;
+    try {
+      raw = JSON.parse(line);
+    } catch {
+      raw = undefined;
     }
-  } finally {
-    await reader.cancel().catch(() => undefined);
+    const f = logFrameSchema.safeParse(raw);
+    if (!f.success) return broke(`unreadable frame ${JSON.stringify(line.slice(0, 80))}`);
+    show(f.data);
   }
+  if (signal.aborted) return;
   // A follow ends only at a bound (an `end` frame) or on Ctrl-C: anything else broke off.
   if (values.follow === true && !signal.aborted) fail('CCA-E0750', { replica, url: client.server, reason: 'the stream ended without saying why' }, requestId);
 }
