@@ -15,9 +15,10 @@ import type { EtcdKeys } from './keys.js';
  *   same transaction, so there is no read-then-write race.
  * - **compaction shift**: EtcdStore compacts etcd at R−1 when asked to compact at R (see
  *   store.ts), so a read at revision r must also prove that r−1 is not compacted. Each
- *   range at a past revision brings a count-only read at r−1 along; etcd checks every
- *   range of the taken branch before applying anything, so a compacted one fails the
- *   whole txn, as the other backends do.
+ *   range at a past revision becomes a nested txn "count-only read at r−1, then the read",
+ *   so etcd's checks (every range of the taken branch, in order, before anything is
+ *   applied) meet the compaction check just before the read it guards: the first range
+ *   that cannot be served decides the error (compacted or future), as on raw etcd.
  */
 
 const targets = {
@@ -77,32 +78,20 @@ function mapOp(keys: EtcdKeys, op: Op): IRequestOp {
   if ('delete' in op) {
     return { request_delete_range: { ...keys.range(deleteInterval(op.delete)), prev_kv: op.delete.prevKv ?? false } };
   }
+  if (readsPast(op.range)) {
+    const check: IRequestOp = { request_range: { key: keys.probeKey(), revision: op.range.revision! - 1, count_only: true } };
+    return { request_txn: { compare: [], success: [check, { request_range: mapRange(keys, op.range) }], failure: [] } };
+  }
   return { request_range: mapRange(keys, op.range) };
 }
 
-/** Revisions r ≥ 2 read in this branch; each needs r−1 to be uncompacted too. */
-export function pastRevisions(ops: Op[]): number[] {
-  const revs = new Set<number>();
-  for (const op of ops) if ('range' in op && (op.range.revision ?? 0) >= 2) revs.add(op.range.revision!);
-  return [...revs].sort((a, b) => a - b);
+/** A read at revision r ≥ 2 needs r−1 to be uncompacted too (a read at 1 has nothing below). */
+function readsPast(r: RangeRequest): boolean {
+  return (r.revision ?? 0) >= 2;
 }
 
-function checks(keys: EtcdKeys, revs: number[]): IRequestOp {
-  return {
-    request_txn: {
-      compare: [],
-      success: revs.map((r) => ({ request_range: { key: keys.probeKey(), revision: r - 1, count_only: true } })),
-      failure: [],
-    },
-  };
-}
-
-/** A branch's ops, wrapped with their compaction checks when it reads the past. */
 export function mapBranch(keys: EtcdKeys, ops: Op[]): IRequestOp[] {
-  const mapped = ops.map((op) => mapOp(keys, op));
-  const revs = pastRevisions(ops);
-  if (revs.length === 0) return mapped;
-  return [{ request_txn: { compare: [], success: mapped, failure: [] } }, checks(keys, revs)];
+  return ops.map((op) => mapOp(keys, op));
 }
 
 export function mapTxn(keys: EtcdKeys, req: TxnRequest): ITxnRequest {
@@ -135,10 +124,10 @@ function decodeOp(keys: EtcdKeys, op: Op, r: IResponseOp): OpResponse {
     const deleted = Number(d.deleted);
     return { delete: op.delete.prevKv ? { deleted, prevKvs: d.prev_kvs.map((kv) => keys.kv(kv)) } : { deleted } };
   }
-  return { range: decodeRange(keys, r.response_range) };
+  const range = readsPast(op.range) ? r.response_txn.responses[1]!.response_range : r.response_range;
+  return { range: decodeRange(keys, range) };
 }
 
 export function decodeBranch(keys: EtcdKeys, ops: Op[], responses: IResponseOp[]): OpResponse[] {
-  const inner = pastRevisions(ops).length > 0 ? responses[0]!.response_txn.responses : responses;
-  return ops.map((op, i) => decodeOp(keys, op, inner[i]!));
+  return ops.map((op, i) => decodeOp(keys, op, responses[i]!));
 }

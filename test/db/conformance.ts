@@ -315,6 +315,16 @@ export function defineConformance(backend: Backend): void {
       expect((await s.range({ prefix: '' })).kvs).toEqual([kv('a', '3', 2, 6, 3)]);
     });
 
+    test('a txn reading the past fails on its first unservable range: compacted before future, future before compacted', async () => {
+      for (let i = 0; i < 5; i++) await s.put('a', String(i)); // 2..6
+      await s.compact(4);
+      const read = (revision: number) => ({ range: { key: 'a', revision } });
+      const txn = (...revisions: number[]) => s.txn({ compare: [], success: revisions.map(read) });
+      expect(await codeOf(txn(3, 9))).toBe('CCA-E0101');
+      expect(await codeOf(txn(9, 3))).toBe('CCA-E0102');
+      expect((await s.txn({ compare: [], success: [read(4), read(6)] })).responses.map((r) => ('range' in r ? r.range.kvs[0]?.value : ''))).toEqual(['2', '4']);
+    });
+
     test('leases: grant, attach, time to live, keepalive, revoke deletes attached keys in one revision', async () => {
       const { id, ttl } = await s.grantLease(30);
       expect(ttl).toBe(30);
