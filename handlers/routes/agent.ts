@@ -251,6 +251,8 @@ export function agentRoutes(deps: ServerDeps) {
     if (observations.length === 0) return c.json({ revision: await store.revision() });
     // Observations are independent facts: a large report is written in parts, each admitted
     // against the assignments it relies on (one compare each, within the store's bound).
+    // The whole batch is judged first, so a refused replica leaves nothing of it written.
+    await admit(store, node, body.tenure, observations);
     let revision = 0;
     for (const part of chunks(observations, OPS_PER_TXN)) revision = await writeObservations(store, node, body.tenure, part);
     return c.json({ revision });

@@ -230,6 +230,10 @@ describe('agent API', () => {
       await store.put(buildKey('assigned', 'n1', replica), encodeFact('assigned', a));
     }
     const observations = replicas.map((replica) => ({ replica, service: 'web', node: 'n1', tenure: reg.tenure, state: 'running', at: 1 }));
+    // One replica not assigned here, in the second part: nothing of the batch is written.
+    const refused = await post('observations', { tenure: reg.tenure, observations: [...observations, { ...observations[0]!, replica: 'db-1' }] });
+    expect(await errorOf(refused)).toMatchObject({ code: 'CCA-E0634' });
+    expect((await store.range({ prefix: '/observed/n1/', countOnly: true })).count).toBe(0);
     expect((await post('observations', { tenure: reg.tenure, observations })).status).toBe(200);
     expect((await store.range({ prefix: '/observed/n1/', countOnly: true })).count).toBe(150);
   });
