@@ -221,3 +221,9 @@ export function requireNode(action: string, opts: { credentialOnly?: boolean } =
     await next();
   });
 }
+
+/** Who made a request, for the records and decisions it writes ("admin token 1a2b…"). */
+export function principalName(p: Principal): string {
+  if (p.kind === 'token') return `${p.role} token ${p.id}`;
+  return p.kind === 'node' ? `node ${p.node}` : 'an anonymous caller';
+}

@@ -147,6 +147,8 @@ const volumeSchemaFor = (rules: Rules) =>
     sizeBytes: z.int().min(1).max(LIMITS.memoryBytes),
     mountPath: specPath('volume', rules),
     readOnly: z.boolean().default(false),
+    /** Once released (service deleted, volume undeclared), the data stays this long; 0 deletes it at once. */
+    keepForMs: durationMs.default(DEFAULTS.volumeKeepForMs),
   });
 
 export const configFileSchema = configFileSchemaFor('apply');
