@@ -214,6 +214,8 @@ export function requireNode(action: string, opts: { credentialOnly?: boolean } =
     const p = c.get('principal');
     const target = c.req.param('node') ?? '';
     if (p.kind === 'refused') throw p.error;
+    // A name no node could have (NUL, '/', empty, too long) is simply not found, for an admin too.
+    if (segmentProblem(target) !== undefined) throw new CcaError('CCA-E0609', { kind: 'node', name: target.slice(0, 253) });
     if (p.kind === 'token' && p.role === 'admin' && !opts.credentialOnly) return next();
     if (p.kind === 'anonymous') throw new CcaError('CCA-E0605', { needs: `the credential of node ${target}`, got: 'no valid token' });
     if (p.kind !== 'node') throw new CcaError('CCA-E0636', { needs: `the credential of node ${target}`, got: describe(p) });
