@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
-import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
+import { CcaError, isCcaError, messageOf } from '../../core/diagnostics/index.js';
 import { checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
 import type {
   KeyValue,
@@ -107,7 +107,7 @@ export class SqliteStore implements Store {
       this.db.pragma('foreign_keys = OFF');
       this.db.transaction(() => this.db.exec(schemaSql)).immediate();
     } catch (e) {
-      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: (e as Error).message, target: path });
+      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: messageOf(e), target: path });
     }
     this.st = this.prepare();
     this.head = this.st.meta.get()!.revision;
@@ -302,7 +302,7 @@ export class SqliteStore implements Store {
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new CcaError('CCA-E0125', { file: this.path });
       }
-      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: (e as Error).message, target: lockPath });
+      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: messageOf(e), target: lockPath });
     }
     this.driverLock = lock;
     return { release: () => this.releaseDriver() };
@@ -500,7 +500,7 @@ export class SqliteStore implements Store {
     } catch (e) {
       if (isCcaError(e)) throw e;
       const code = (e as { code?: string }).code ?? '';
-      const reason = (e as Error).message;
+      const reason = messageOf(e);
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_FULL') {
         throw new CcaError('CCA-E0111', { backend: 'sqlite', reason, target: this.path });
       }
