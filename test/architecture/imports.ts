@@ -13,7 +13,7 @@ import ts from 'typescript';
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** The folders that ship: what a server pod, an agent, the CLI and the console run. */
-export const PRODUCTION_ROOTS = ['core', 'db', 'jobs', 'handlers', 'server', 'agent', 'cli', 'web'];
+export const PRODUCTION_ROOTS = ['core', 'db', 'jobs', 'handlers', 'server', 'agent', 'cli', 'bin', 'web'];
 
 export interface Import {
   /** The importing module, repo-relative (`db/memory.ts`). */
