@@ -73,6 +73,14 @@ describe('the production import graph keeps the layering of docs/architecture.md
     expect(bad).toEqual([]);
   });
 
+  test('an environment-free row (no node builtins, a package list) imports only rows without node builtins', () => {
+    // What runs in the browser and the simulation stays free of node: all the way down.
+    const bad = LAYERS.filter((l) => !l.builtins && l.packages !== undefined).flatMap((l) =>
+      l.imports.filter((n) => layerNamed(n)!.builtins).map((n) => `${l.name} imports ${n}, which may import node builtins`),
+    );
+    expect(bad).toEqual([]);
+  });
+
   test('each exception is still needed (remove it when its change lands)', () => {
     for (const x of EXCEPTIONS) {
       const e = graph.find((g) => g.from === x.from && g.to === x.to);
