@@ -64,7 +64,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
 }
 
 /**
- * `cca agent`: run the node agent until SIGTERM/SIGINT. Stopping the agent never stops the
+ * `cca agent` and agent/main.ts: run the node agent until SIGTERM/SIGINT. Stopping the agent never stops the
  * workloads (they keep running under their supervisors; a restarted agent re-adopts them).
  */
 export async function runAgent(argv: string[]): Promise<number> {
