@@ -7,7 +7,7 @@ import { dnsLabelProblem } from '../../core/model/index.js';
 import type { Store } from '../../db/store.js';
 import { requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
-import { listFacts } from '../facts.js';
+import { readFacts } from '../../jobs/facts.js';
 import { parseQuery } from '../query.js';
 
 const volumesQuery = z.strictObject({ service: z.string().min(1).max(63).optional() });
@@ -48,8 +48,8 @@ export interface VolumeView {
 export async function volumeViews(store: Store, service?: string): Promise<{ revision: number; volumes: VolumeView[] }> {
   const revision = await store.revision();
   const [desired, observed, spec] = await Promise.all([
-    listFacts(store, 'volume', [], revision),
-    listFacts(store, 'observedVolume', [], revision),
+    readFacts(store, 'volume', [], revision),
+    readFacts(store, 'observedVolume', [], revision),
     service ? store.get(buildKey('service', service), { revision }) : Promise.resolve(undefined),
   ]);
   const byKey = new Map<string, { node: string; service: string; volume: string; desired?: VolumeRecord; observed?: VolumeObservation }>();
