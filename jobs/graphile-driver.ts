@@ -59,9 +59,8 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   const hook = jobHook(opts.controllers);
   const now = opts.now ?? (() => Date.now());
   const random = opts.random ?? Math.random;
-  const report = reportOnce(opts.onDiagnostic);
-
-  const book = new StepBook((d) => opts.onDiagnostic?.(d));
+  const report = reportOnce(opts.onDiagnostic); // upkeep's failures
+  const book = new StepBook((d) => opts.onDiagnostic?.(d)); // the steps'
 
   const stepTask: Task = async (payload, helpers) => {
     const { controller: name, subject } = payload as { controller: string; subject?: string };
@@ -91,10 +90,11 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         await client.query('ROLLBACK').catch(() => undefined);
         return stepFailure(controller, pgFailure(e, 'the job database'));
       }
-    });
+    }).catch((e: unknown) => stepFailure(controller, pgFailure(e, 'the job database'))); // no connection at all
     opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ok: out.ok, ms: performance.now() - started });
+    // Booked and reported as in every driver; the retry time it answers is graphile-worker's
+    // to choose here (its own backoff, kept in the job's row, so any pod may take the retry).
     book.settle(key, out, now(), random);
-    // graphile-worker retries a failed job with its own backoff, kept in the job's row.
     if (!out.ok) throw new Error(out.diagnostic.message);
   };
 
