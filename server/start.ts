@@ -121,10 +121,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             store: s,
             controllers,
             onDiagnostic: report,
-            onStep: (st) => {
-              metrics.jobRuns.inc({ controller: st.controller, result: st.ok ? 'ok' : 'error' });
-              metrics.stepDuration.observe({ controller: st.controller }, st.ms / 1000);
-            },
+            metrics,
           });
           const compaction = setInterval(() => void compactOnce(s).catch(() => undefined), 60_000);
           compaction.unref();

@@ -9,7 +9,7 @@ import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
-import { listFacts } from '../facts.js';
+import { readFacts } from '../../jobs/facts.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 
@@ -64,7 +64,7 @@ const STOPPED = new Set(['exited', 'failed', 'lost']);
  * release racing the report makes it write nothing rather than leave a key nobody owns.
  */
 async function admit(store: Store, node: string, tenure: number, observations: Observation[]): Promise<Compare[]> {
-  const { facts } = await listFacts(store, 'assigned', [node]);
+  const { facts } = await readFacts(store, 'assigned', [node]);
   const byReplica = new Map(facts.map((f) => [f.value.replica, f]));
   const compares = new Map<string, Compare>();
   for (const o of observations) {
@@ -75,7 +75,7 @@ async function admit(store: Store, node: string, tenure: number, observations: O
       const reason = t > tenure ? `it is assigned under tenure ${t}, newer than the report's ${tenure}` : `it was assigned under the past tenure ${t}: only its stop can be reported now, not ${o.state}`;
       throw new CcaError('CCA-E0634', { node, replica: o.replica, reason });
     }
-    compares.set(a.key, { key: a.key, target: 'modRevision', op: '=', value: a.modRevision });
+    compares.set(a.key, { key: a.key, target: 'modRevision', op: '=', value: a.kv.modRevision });
   }
   return [...compares.values()];
 }
@@ -222,7 +222,7 @@ export function agentRoutes(deps: ServerDeps) {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
     const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
-    const { revision, facts } = await listFacts(store, 'assigned', [node]);
+    const { revision, facts } = await readFacts(store, 'assigned', [node]);
     // The one place a secret is opened: for the agent of the node that runs the replica.
     return c.json({ revision, changed, assignments: facts.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })) });
   });
@@ -260,7 +260,7 @@ export function agentRoutes(deps: ServerDeps) {
 
 
   app.get('/v1/agent/nodes/:node/volumes', requireNode('read volumes'), async (c) => {
-    const { revision, facts } = await listFacts(store, 'volume', [c.req.param('node')]);
+    const { revision, facts } = await readFacts(store, 'volume', [c.req.param('node')]);
     return c.json({ revision, volumes: facts.map((f) => f.value) });
   });
 

@@ -1,4 +1,3 @@
-import { makeDiagnostic } from '../../core/diagnostics/error.js';
 import type { Diagnostic } from '../../core/diagnostics/types.js';
 import { buildKey, decodeFact, encodeFact, parseKey } from '../../core/keys.js';
 import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
@@ -6,7 +5,7 @@ import { MemoryStore } from '../../db/memory.js';
 import type { WatchBatch } from '../../db/store.js';
 import type { Controller } from '../controller.js';
 import { controllers as allControllers } from '../controllers/index.js';
-import { backoffMs, FailureReporter, runStep } from '../step-runner.js';
+import { runStep, StepBook } from '../step-runner.js';
 import { WakeTable, type DueStep } from '../wake-table.js';
 import { SimAgent, type AgentEvent, type AgentTiming } from './agent.js';
 import { GatedStore } from './gated-store.js';
@@ -73,14 +72,12 @@ export class SimWorld {
   private readonly control: GatedStore;
   private readonly ctrlRng: Rng;
   private readonly agentRng: Rng;
-  private readonly reporter: FailureReporter;
-  private readonly failures = new Map<string, number>();
+  private readonly book: StepBook;
   private queue: Event[] = [];
   private seq = 0;
   private storeDownSince: number | undefined;
   private storeDownTotal = 0;
   private outageDepth = 0;
-  private storeWasDown = false;
   readonly partitions = new Set<string>();
   private readonly skews = new Map<string, number>();
   private readonly watch: AsyncIterator<WatchBatch>;
@@ -111,7 +108,7 @@ export class SimWorld {
     this.controllers = allControllers({ node: { lostGraceMs: opts.lostGraceMs ?? 1_000 }, retention: { everyMs: 60_000 } });
     this.table = new WakeTable(this.controllers);
     this.table.kickAll(0);
-    this.reporter = new FailureReporter((d) => {
+    this.book = new StepBook((d) => {
       this.diagnostics.push(d);
       this.log(`diagnostic ${d.code}: ${d.message}`);
     });
@@ -389,8 +386,7 @@ export class SimWorld {
         await this.drain();
       } else {
         // The driver's watch fails too: that alone is worth one report per outage.
-        this.storeWasDown = true;
-        this.reporter.report({ ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: 'the watch on the store failed: simulated outage' }) });
+        this.book.storeFailed('the watch on the store failed: simulated outage');
       }
       await this.fanOut();
       for (const step of this.rng.shuffle(this.table.take(this.t))) await this.runController(step);
@@ -426,21 +422,9 @@ export class SimWorld {
     const out = await runStep(c, this.control, this.t, () => this.ctrlRng.next(), subject);
     this.table.done(step);
     this.stats.steps++;
-    if (out.ok) {
-      this.failures.delete(step.key);
-      if (this.storeWasDown) {
-        this.storeWasDown = false;
-        this.reporter.recovered();
-      }
-      if (out.wake.at !== undefined) this.table.wake(c, subject, out.wake.at);
-    } else {
-      this.stats.failedSteps++;
-      if (out.storeDown) this.storeWasDown = true;
-      const n = (this.failures.get(step.key) ?? 0) + 1;
-      this.failures.set(step.key, n);
-      this.reporter.report(out);
-      this.table.wake(c, subject, this.t + backoffMs(n, () => this.ctrlRng.next()));
-    }
+    if (!out.ok) this.stats.failedSteps++;
+    const next = this.book.settle(step.key, out, this.t, () => this.ctrlRng.next());
+    if (next !== undefined) this.table.wake(c, subject, next);
     const after = this.storeDown ? before : await this.store.revision();
     if (after !== before || !out.ok) this.log(`${step.key}: ${out.ok ? `wrote revisions ${before + 1}..${after}` : `failed (${out.diagnostic.code})`}`);
     await this.afterStep(step.key);
