@@ -50,7 +50,7 @@ describe('the agent after its credential is refused', () => {
     expect(await reset()).toBe(200);
     await waitFor('enrolled again', () => logsA.filter((l) => l === 'enrolled').length === 2, 10_000);
     expect(new StateDir(a.dir).credential()).not.toBe(issued);
-    expect(logsA.some((l) => l.includes('CCA-E0509'))).toBe(true);
+    expect(logsA.some((l) => l.startsWith('CCA-E0590'))).toBe(true);
     await first.close();
 
     // A machine with the join token but not n1's credential: refused, logged once, retried.
@@ -60,7 +60,7 @@ describe('the agent after its credential is refused', () => {
     const second = agentFor(server.url, b.dir, logsB);
     await second.start();
     cleanups.push(() => second.close());
-    await waitFor('refused', () => logsB.some((l) => l.includes('CCA-E0630')), 10_000);
+    await waitFor('refused', () => logsB.some((l) => l.startsWith('CCA-E0591') && l.includes('CCA-E0630')), 10_000);
     await new Promise((r) => setTimeout(r, 2_500));
     expect(second.status().registered).toBe(false);
     expect(logsB.filter((l) => l.includes('CCA-E0630'))).toHaveLength(1);
