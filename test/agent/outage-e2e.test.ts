@@ -120,6 +120,31 @@ describe('the agent through outages (real server, agent and cca processes)', () 
     await recovered(2, pid, credential);
   }, 60_000);
 
+  it('(b2) a restore that lost the lease too: enrolled and registered on a new tenure, the replica replaced cleanly, never two copies', async () => {
+    const pid = workloadPid();
+    const node = await server.store.get(buildKey('node', 'p1'));
+    expect(node?.lease).toBeGreaterThan(0);
+    const tenure = node!.createRevision;
+    // The restored store has neither this credential nor the lease (nor the node record on it).
+    await server.store.revokeLease(node!.lease);
+    await server.store.txn({ compare: [], success: [{ delete: { key: buildKey('nodeCredential', 'p1') } }] });
+    await waitFor('enrolled again', () => count(/: enrolled\n/) === 4, 20_000);
+    const fresh = await waitFor('registered on a new tenure', async () => {
+      const kv = await server.store.get(buildKey('node', 'p1'));
+      return kv && kv.createRevision !== tenure ? kv.createRevision : undefined;
+    }, 20_000, 200);
+    await waitFor('the agent on the new tenure', () => logs.includes(`tenure ${fresh}`), 10_000);
+    // The old tenure's workload is stopped by the agent; the controllers place a replacement under the new one.
+    await waitFor('the old workload stopped', () => !alive(pid), 20_000);
+    const replaced = await waitFor('replaced and running', async () => {
+      const rs = (await api()('GET', '/v1/replicas?service=idle')).replicas as { id: string; state: string }[];
+      return rs.length === 1 && rs[0]!.id !== replica && rs[0]!.state === 'running' ? rs[0]!.id : undefined;
+    }, 60_000, 250);
+    replica = replaced;
+    expect(copies()).toEqual([workloadPid()]);
+    expect(most).toBe(1);
+  }, 90_000);
+
   it('(c) restarted with a corrupted desired.json while the server is down: the workload keeps its pid', async () => {
     const pid = workloadPid();
     await server.stop();
