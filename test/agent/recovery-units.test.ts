@@ -195,6 +195,21 @@ describe('Enrollment: which refusals of the credential start a re-enrollment', (
     return { client, logs, e, tick: (ms: number) => (now += ms) };
   };
 
+  it('the client marks each answer with the credential it was asked with', async () => {
+    const refusing = (async () => new Response(JSON.stringify({ error: makeDiagnostic('CCA-E0605', { needs: 'a node credential', got: 'no valid token' }) }), { status: 401 })) as typeof fetch;
+    const client = new AgentClient('http://127.0.0.1:9', 'n1', 1_000, refusing);
+    client.credential = 'cca_node_a';
+    const asked = client.generation;
+    const pending = client.keepalive(1);
+    client.credential = 'cca_node_b';
+    const e = await pending.catch((x: unknown) => x);
+    expect(e).toBeInstanceOf(ServerError);
+    expect((e as ServerError).generation).toBe(asked);
+    expect(client.generation).not.toBe(asked);
+    // The join token's own call (enroll) is no node credential's answer.
+    expect(((await client.enroll('join').catch((x: unknown) => x)) as ServerError).generation).toBeUndefined();
+  });
+
   it('a 401 on the credential in hand drops it, coded with the call and when the next enrollment goes', () => {
     const { client, logs, e } = setup();
     e.refused(refusal(client), 'lease');
