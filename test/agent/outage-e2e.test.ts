@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildKey } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, sleep, tempDir, waitFor } from './support.js';
@@ -100,6 +100,11 @@ describe('the agent through outages (real server, agent and cca processes)', () 
     expect(most).toBe(1);
     const replicas = (await api()('GET', '/v1/replicas?service=idle')).replicas as { id: string; state: string }[];
     expect(replicas.map((r) => [r.id, r.state])).toEqual([[replica, 'running']]);
+    // Reported to the server too, once registered again.
+    await waitFor('the refusal reported as an event', async () => {
+      const events = (await server.store.range({ prefix: prefixOf('event', 'p1') })).kvs.map((kv) => JSON.parse(kv.value) as { kind: string; message: string });
+      return events.filter((e) => e.kind === 'credential-refused' && e.message.startsWith('CCA-E0590')).length === refusals;
+    }, 10_000);
   };
 
   it('(a) `cca node reset`: the agent enrolls again with its join token and keeps its workload', async () => {
