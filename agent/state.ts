@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CcaError, makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import type { Assignment } from '../core/model/index.js';
-import { parseDesired, type DesiredRead } from './desired-file.js';
+import { DESIRED_FORMAT, parseDesired, type DesiredRead } from './desired-file.js';
 
 /**
  * The agent's state directory. Everything an agent restart needs is here: its credential,
@@ -112,7 +112,7 @@ export class StateDir {
   }
 
   saveDesired(revision: number, assignments: Assignment[]): boolean {
-    return this.write('desired.json', JSON.stringify({ format: 1, revision, assignments }), 0o600);
+    return this.write('desired.json', JSON.stringify({ format: DESIRED_FORMAT, revision, assignments }), 0o600);
   }
 
   fenceAt(): number | undefined {
