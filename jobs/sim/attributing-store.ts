@@ -5,7 +5,7 @@ import type { Op, Store, TxnRequest, RangeRequest, WatchRequest, WatchBatch } fr
 export type Component = { kind: 'api' } | { kind: 'controller'; name: string } | { kind: 'agent'; node: string };
 
 /** The writer core/keys.ts records for each controller, by the controller's name. */
-const CONTROLLER_WRITERS: Record<string, Writer> = {
+export const CONTROLLER_WRITERS: Record<string, Writer> = {
   replica: 'replica controller',
   scheduler: 'scheduler',
   node: 'node controller',
