@@ -10,6 +10,7 @@ import { getTableName, is } from 'drizzle-orm';
 import { PgTable } from 'drizzle-orm/pg-core';
 import { describe, expect, test } from 'vitest';
 import { deadlines, FENCE } from '../../agent/fence.js';
+import { allDiagnostics } from '../../core/diagnostics/index.js';
 import * as schema from '../../db/postgres/schema.js';
 import { repoRoot } from './support/golden.js';
 
@@ -67,4 +68,14 @@ test('every test/… file a comment or a doc names exists', () => {
   }
   expect(missing).toEqual([]);
   expect(named).toBeGreaterThan(50);
+});
+
+test("docs/agent.md's Diagnostics section lists every agent code (CCA-E05xx) with its title", () => {
+  const text = doc('docs/agent.md');
+  const section = text.slice(text.indexOf('## Diagnostics\n'), text.indexOf('## Tests and CI')).replace(/\s+/g, ' ');
+  const missing = allDiagnostics()
+    .filter((d) => /^CCA-E05/.test(d.code))
+    .filter((d) => !section.includes(`${d.code === 'CCA-E0501' ? d.code : d.code.slice(4)}\` ${d.title}`))
+    .map((d) => `${d.code} ${d.title}`);
+  expect(missing).toEqual([]);
 });
