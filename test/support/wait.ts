@@ -5,7 +5,7 @@
  *   await waitFor('3 running', () => running().then((r) => r.length === 3 ? r : undefined));
  *   await waitFor('3 running', running, (r) => r.length === 3, { timeoutMs: 30_000 });
  *
- * Without a predicate the probe's `undefined` or `false` means "not yet"; with one, the
+ * Without a predicate the probe's `undefined`, `null` or `false` means "not yet"; with one, the
  * probe's value is returned once the predicate holds. A probe that throws fails the wait at
  * once, unless `retryErrors` (a server that is still starting): then the error counts as
  * "not yet" and is named if the wait times out.
@@ -35,10 +35,10 @@ export class WaitTimeout extends Error {
 type Awaitable<T> = T | Promise<T>;
 
 export function waitFor<T>(what: string, probe: () => Awaitable<T>, until: (v: T) => boolean, opts?: number | WaitOptions): Promise<T>;
-export function waitFor<T>(what: string, probe: () => Awaitable<T | undefined | false>, opts?: number | WaitOptions): Promise<T>;
+export function waitFor<T>(what: string, probe: () => Awaitable<T | undefined | null | false>, opts?: number | WaitOptions): Promise<T>;
 export async function waitFor<T>(
   what: string,
-  probe: () => Awaitable<T | undefined | false>,
+  probe: () => Awaitable<T | undefined | null | false>,
   untilOrOpts?: ((v: T) => boolean) | number | WaitOptions,
   maybeOpts?: number | WaitOptions,
 ): Promise<T> {
@@ -54,7 +54,7 @@ export async function waitFor<T>(
       const v = await probe();
       last = v;
       lastError = undefined;
-      if (until ? until(v as T) : v !== undefined && v !== false) return v as T;
+      if (until ? until(v as T) : v !== undefined && v !== null && v !== false) return v as T;
     } catch (e) {
       if (!opts.retryErrors) throw e;
       lastError = e;
@@ -66,7 +66,7 @@ export async function waitFor<T>(
 
 function describe(last: unknown, lastError: unknown): string {
   if (lastError !== undefined) return `; the last probe failed: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
-  if (last === undefined || last === false) return '';
+  if (last === undefined || last === null || last === false) return '';
   let text: string;
   try {
     text = typeof last === 'string' ? last : JSON.stringify(last);
