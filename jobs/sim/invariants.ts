@@ -26,6 +26,7 @@ export const INVARIANTS = {
   eventuallyRunning: 'eventually-running',
   storeReportedOnce: 'store-failure-reported-once',
   statefulProven: 'stateful-replaced-only-with-proof',
+  singleWriter: 'single-writer',
 } as const;
 
 /** What the world mirrors from the watch: assignments and node capacities, decoded once per change. */

@@ -2,12 +2,13 @@ import type { Diagnostic } from '../../core/diagnostics/types.js';
 import { buildKey, decodeFact, encodeFact, parseKey } from '../../core/keys.js';
 import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
 import { MemoryStore } from '../../db/memory.js';
-import type { WatchBatch } from '../../db/store.js';
+import type { Store, WatchBatch } from '../../db/store.js';
 import type { Controller } from '../controller.js';
 import { controllers as allControllers } from '../controllers/index.js';
 import { runStep, StepBook } from '../step-runner.js';
 import { WakeTable, type DueStep } from '../wake-table.js';
 import { SimAgent, type AgentEvent, type AgentTiming } from './agent.js';
+import { AttributingStore, type Component } from './attributing-store.js';
 import { GatedStore } from './gated-store.js';
 import * as inv from './invariants.js';
 import { Rng } from './rng.js';
@@ -70,6 +71,10 @@ export class SimWorld {
   readonly timing: AgentTiming & { tickMs: number };
   private readonly table: WakeTable;
   private readonly control: GatedStore;
+  /** Each controller's view of the store, its writes attributed to it (checked against core/keys.ts). */
+  private readonly controlOf = new Map<string, AttributingStore>();
+  /** The API's writes (apply, scale, delete, operator requests), attributed to the API. */
+  readonly api: AttributingStore;
   private readonly ctrlRng: Rng;
   private readonly agentRng: Rng;
   private readonly book: StepBook;
@@ -106,6 +111,8 @@ export class SimWorld {
     this.store = new MemoryStore({ now: () => this.storeClock() });
     this.control = new GatedStore(this.store, () => (this.storeDown ? 'store-down' : 'up'));
     this.controllers = allControllers({ node: { lostGraceMs: opts.lostGraceMs ?? 1_000 }, retention: { everyMs: 60_000 } });
+    for (const c of this.controllers) this.controlOf.set(c.name, this.attributed(this.control, { kind: 'controller', name: c.name }));
+    this.api = this.attributed(this.store, { kind: 'api' });
     this.table = new WakeTable(this.controllers);
     this.table.kickAll(0);
     this.book = new StepBook((d) => {
@@ -121,6 +128,11 @@ export class SimWorld {
 
   private storeClock(): number {
     return this.t - this.storeDownTotal - (this.storeDownSince !== undefined ? this.t - this.storeDownSince : 0);
+  }
+
+  /** A component's store: a write outside the prefixes core/keys.ts gives it is a violation. */
+  private attributed(inner: Store, who: Component): AttributingStore {
+    return new AttributingStore(inner, who, (detail) => this.violate(inv.INVARIANTS.singleWriter, detail));
   }
 
   log(line: string): void {
@@ -155,7 +167,7 @@ export class SimWorld {
       images: spec.images ?? DEFAULT_IMAGES,
       runtime: 'fake',
     };
-    const agent = new SimAgent(record, gated, this.timing, (e) => this.onAgentEvent(name, e));
+    const agent = new SimAgent(record, this.attributed(gated, { kind: 'agent', node: name }), this.timing, (e) => this.onAgentEvent(name, e));
     agent.runtime.cpuUsage = (w) => this.cpuUsage(w);
     agent.runtime.subnet = spec.subnet;
     this.agents.set(name, agent);
@@ -190,7 +202,7 @@ export class SimWorld {
   /** Apply a service as the API would: validated, written to `/services/<name>`. */
   async apply(input: ServiceSpecInput): Promise<void> {
     const spec = serviceSpecSchema.parse(input);
-    await this.store.put(buildKey('service', spec.name), encodeFact('service', spec));
+    await this.api.put(buildKey('service', spec.name), encodeFact('service', spec));
     this.log(`apply ${spec.name} (${spec.replicas} replicas, image ${spec.image})`);
   }
 
@@ -217,12 +229,12 @@ export class SimWorld {
     const kv = await this.store.get(buildKey('service', service));
     if (!kv) return;
     const spec = decodeFact('service', kv.key, kv.value);
-    await this.store.put(kv.key, encodeFact('service', { ...spec, replicas }));
+    await this.api.put(kv.key, encodeFact('service', { ...spec, replicas }));
     this.log(`scale ${service} to ${replicas}`);
   }
 
   async deleteService(service: string): Promise<void> {
-    await this.store.delete(buildKey('service', service));
+    await this.api.delete(buildKey('service', service));
     this.log(`delete service ${service}`);
   }
 
@@ -328,7 +340,10 @@ export class SimWorld {
     this.log(`fault: the next ${n} kill(s) on ${node} fail`);
   }
 
-  /** A bug's footprint: the allocation record of a node no longer matches its assignments. */
+  /**
+   * A bug's footprint: the allocation record of a node no longer matches its assignments.
+   * Written past the single-writer check on purpose: it stands for a scheduler bug.
+   */
   async corruptAllocation(node: string): Promise<void> {
     const kv = await this.store.get(buildKey('allocation', node));
     if (!kv) return;
@@ -343,7 +358,7 @@ export class SimWorld {
     if (!kv) return false;
     const f = decodeFact('audit', kv.key, kv.value);
     if (!f.open) return false;
-    await this.store.put(buildKey('repair', node), encodeFact('repair', { node, requestedBy: 'operator', at: this.t, finding: f.revision }));
+    await this.api.put(buildKey('repair', node), encodeFact('repair', { node, requestedBy: 'operator', at: this.t, finding: f.revision }));
     this.log(`operator requests repair of ${node}`);
     return true;
   }
@@ -419,7 +434,7 @@ export class SimWorld {
       return;
     }
     const before = await this.store.revision();
-    const out = await runStep(c, this.control, this.t, () => this.ctrlRng.next(), subject);
+    const out = await runStep(c, this.controlOf.get(c.name)!, this.t, () => this.ctrlRng.next(), subject);
     this.table.done(step);
     this.stats.steps++;
     if (!out.ok) this.stats.failedSteps++;

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildKey, prefixOf } from '../../core/keys.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { adminApi, killLeftoverWorkloads, sleep, tempDir, waitFor } from './support.js';
+import { adminApi, killLeftoverWorkloads, sleep, tempDir } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * Outages the agent must survive, with real processes (issue 21): the server on a SQLite
@@ -72,7 +73,7 @@ describe('the agent through outages (real server, agent and cca processes)', () 
     port = Number(new URL(server.url).port);
     agent = spawnAgent();
     await api()('POST', '/v1/apply', `service idle {\n  image    = "busybox:1.35"\n  command  = ["sleep", "${marker}"]\n  replicas = 1\n  cpu      = 0.1\n  memory   = 32Mi\n  stop_grace = 1s\n}\n`);
-    await waitFor('running', async () => (await api()('GET', '/v1/services/idle')).service?.running === 1, 60_000, 250);
+    await waitFor('running', async () => (await api()('GET', '/v1/services/idle')).service?.running === 1, { timeoutMs: 60_000, everyMs: 250 });
     replica = ((await api()('GET', '/v1/replicas?service=idle')).replicas as { id: string }[])[0]!.id;
     // Never two copies of the workload, sampled through every scenario.
     sampling = setInterval(() => (most = Math.max(most, copies().length)), 100);
@@ -137,14 +138,14 @@ describe('the agent through outages (real server, agent and cca processes)', () 
     const fresh = await waitFor('registered on a new tenure', async () => {
       const kv = await server.store.get(buildKey('node', 'p1'));
       return kv && kv.createRevision !== tenure ? kv.createRevision : undefined;
-    }, 20_000, 200);
+    }, { timeoutMs: 20_000, everyMs: 200 });
     await waitFor('the agent on the new tenure', () => logs.includes(`tenure ${fresh}`), 10_000);
     // The old tenure's workload is stopped by the agent; the controllers place a replacement under the new one.
     await waitFor('the old workload stopped', () => !alive(pid), 20_000);
     const replaced = await waitFor('replaced and running', async () => {
       const rs = (await api()('GET', '/v1/replicas?service=idle')).replicas as { id: string; state: string }[];
       return rs.length === 1 && rs[0]!.id !== replica && rs[0]!.state === 'running' ? rs[0]!.id : undefined;
-    }, 60_000, 250);
+    }, { timeoutMs: 60_000, everyMs: 250 });
     replica = replaced;
     expect(copies()).toEqual([workloadPid()]);
     expect(most).toBe(1);
@@ -167,7 +168,7 @@ describe('the agent through outages (real server, agent and cca processes)', () 
     expect(readdirSync(stateDir).filter((f) => f.startsWith('desired.json.bad-'))).toHaveLength(1);
     server = await serve(port);
     await waitFor('the cache rewritten from the server', () => existsSync(file) && /"format":1/.test(readFileSync(file, 'utf8')), 30_000);
-    await waitFor('reported running again', async () => (await api()('GET', '/v1/services/idle')).service?.running === 1, 30_000, 250);
+    await waitFor('reported running again', async () => (await api()('GET', '/v1/services/idle')).service?.running === 1, { timeoutMs: 30_000, everyMs: 250 });
     await sleep(2_000);
     expect(workloadPid()).toBe(pid);
     expect(copies()).toEqual([pid]);

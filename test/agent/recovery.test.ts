@@ -4,7 +4,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir, type StateIo } from '../../agent/state.js';
 import { FakeAgentServer } from './fake-server.js';
-import { sleep, startAgent, tempDir, waitFor, type TestAgent } from './support.js';
+import { sleep, startAgent, tempDir, type TestAgent } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The real agent (fake runtime, fake server) through the outages of its own state

@@ -6,7 +6,7 @@ import type { Controller } from '../../jobs/controller.js';
 import { startGraphileDriver } from '../../jobs/graphile-driver.js';
 import { jobHook, jobsForChanges } from '../../jobs/job-hook.js';
 import type { StepInfo } from '../../jobs/step-runner.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { createTestDatabase } from '../support/databases.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -74,12 +74,12 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
 
   await store.put('/src/a', '1');
   for (let i = 0; i < 20; i++) await store.put('/src/b', String(i));
-  await eventually(() => store.get('/dst/a'), (kv) => kv?.value === '1');
-  const b = await eventually(() => store.get('/dst/b'), (kv) => kv?.value === '19');
+  await waitFor('/dst/a = 1', () => store.get('/dst/a'), (kv) => kv?.value === '1');
+  const b = await waitFor('/dst/b = 19', () => store.get('/dst/b'), (kv) => kv?.value === '19');
   expect(b?.value).toBe('19');
 
   await driver.kickAll();
-  const ticks = await eventually(() => store.get('/ticks'), (kv) => kv?.value === '3', 10_000);
+  const ticks = await waitFor('/ticks = 3', () => store.get('/ticks'), (kv) => kv?.value === '3', 10_000);
   expect(ticks?.value).toBe('3');
 
   await store.put('/trigger', '1');

@@ -6,7 +6,8 @@ import { parseAgentFlags } from '../../agent/options.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
-import { tempDir, waitFor } from '../agent/support.js';
+import { tempDir } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
 import { ADMIN, JOIN } from './support.js';
 
 /**
