@@ -1,6 +1,7 @@
 import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
 import { AUTOSCALE, recommend, recordRecommendation, stabilise, type CpuSample } from '../../core/model/autoscale.js';
 import type { AutoscaleIntent } from '../../core/model/facts.js';
+import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
@@ -74,7 +75,7 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
   const live: ReplicaState[] = [];
   // Replicas that ran to completion count toward the desired number (restart never / on-failure).
-  const completed = records.filter((r) => r.value.retired && r.value.reason.startsWith('completed')).length;
+  const completed = records.filter((r) => ranToCompletion(r.value)).length;
   for (const s of await readReplicaStates(store, records.filter((r) => r.value.desired === 'run' && !r.value.retired))) {
     if (isLive(s) && !s.lost) live.push(s);
   }

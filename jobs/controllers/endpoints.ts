@@ -1,5 +1,6 @@
 import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
+import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
@@ -188,7 +189,8 @@ function standingOf(s: ReplicaState): Omit<Standing, 'readSet'> {
   const evidence: Evidence[] = [evidenceOf(s.record)];
   if (rec.desired !== 'run' || rec.retired) {
     const at = rec.stopRequestedAt ?? rec.createdAt;
-    return { replica: id, why: `${id} left: the replica controller is stopping it${rec.reason ? ` (${rec.reason})` : ''}`, cause: causedBy(decisionKey('replica', id, at, 'rc-stop')), evidence };
+    const reason = replicaReason(rec);
+    return { replica: id, why: `${id} left: the replica controller is stopping it${reason ? ` (${reason})` : ''}`, cause: causedBy(decisionKey('replica', id, at, 'rc-stop')), evidence };
   }
   if (!s.placement) return { replica: id, why: `${id} is not placed`, cause: causedByFact(s.record), evidence };
   const node = s.placement.value.node;

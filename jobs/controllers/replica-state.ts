@@ -1,5 +1,6 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { KeyValue, Store } from '../../db/store.js';
+import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import { getFact, listFacts, type Fact } from '../facts.js';
 
 /** One replica of a service with every fact about it that the replica controller acts on. */
@@ -108,7 +109,7 @@ export function isLive(s: ReplicaState): boolean {
 
 /** Kept to count against the desired replicas: it ran to completion under a no-restart policy. */
 export function isCompleted(s: ReplicaState): boolean {
-  return s.record.value.retired && s.record.value.reason.startsWith('completed');
+  return ranToCompletion(s.record.value);
 }
 
 export function isRunning(s: ReplicaState): boolean {

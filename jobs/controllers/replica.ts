@@ -2,6 +2,7 @@ import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
 import { DEFAULTS } from '../../core/model/defaults.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
+import { endedText, exitText, originText, stopSeenText, type ReplicaEnded, type ReplicaExit, type ReplicaOrigin } from '../../core/model/replica-outcome.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
@@ -63,11 +64,11 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const txns: Txn[] = [];
   let timer: number | undefined;
   let drafted = 0;
-  const replaceIfShort = (cause: Cause, reason: string, backoff?: Backoff): ReplicaDraft | undefined => {
+  const replaceIfShort = (cause: Cause, why: Why, backoff?: Backoff): ReplicaDraft | undefined => {
     if (!spec || live + completed >= desired) return undefined;
     live++;
     drafted++;
-    const d = draftReplica(ctx, spec, cause, reason, backoff);
+    const d = draftReplica(ctx, spec, cause, why, backoff);
     d.compares.push(...intentRead);
     return d;
   };
@@ -120,6 +121,12 @@ export interface ReplicaDraft {
   ops: Op[];
 }
 
+/** Why a replica is created: its typed origin, and for a replacement the replica it replaces. */
+export interface Why {
+  origin: ReplicaOrigin;
+  replaces?: { replica: string; ended: ReplicaEnded };
+}
+
 /** What a replacement of a failed replica carries: see backoff.ts. */
 interface Backoff {
   attempt: number;
@@ -128,7 +135,7 @@ interface Backoff {
   diagnostic?: { code: string; message: string };
 }
 
-export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
+export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, why: Why = { origin: { by: 'scale' } }, backoff?: Backoff): ReplicaDraft {
   const service = spec.value.name;
   const id = newReplicaId(service, ctx.random);
   const record: ReplicaRecord = {
@@ -139,10 +146,13 @@ export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cau
     desired: 'run',
     createdAt: ctx.now,
     retired: false,
-    reason,
+    reason: '',
+    origin: why.origin,
+    ...(why.replaces ? { replaces: why.replaces } : {}),
     ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure, ...(backoff.diagnostic ? { failureDiagnostic: backoff.diagnostic } : {}) } : {}),
   };
   const key = buildKey('replica', service, id);
+  const reason = originText(record);
   const d = decide({
     kind: 'replica',
     subject: id,
@@ -175,19 +185,19 @@ function retireLiveIfDone(
   s: ReplicaState,
   spec: Fact<'service'> | undefined,
   dropLive: () => void,
-  replaceIfShort: (cause: Cause, reason: string, backoff?: Backoff) => ReplicaDraft | undefined,
+  replaceIfShort: (cause: Cause, why: Why, backoff?: Backoff) => ReplicaDraft | undefined,
 ): Txn | undefined {
   const { now } = ctx;
   const rec = s.record.value;
   const compares: Compare[] = [unchanged(s.record), unchanged(spec, buildKey('service', rec.service))];
-  let reason: string;
+  let ended: ReplicaEnded;
   let cause: Cause;
   let replace = true;
   let backoff: Backoff | undefined;
   const detail: string[] = [];
   const evidence = [evidenceOf(s.record)];
   if (s.lost && s.placement && s.lost.value.tenure === s.placement.value.tenure) {
-    reason = `lost with node ${s.lost.value.node}`;
+    ended = { outcome: 'lost', node: s.lost.value.node };
     cause = causedBy(decisionKey('replica', rec.id, s.lost.value.at, 'node-lost'));
     compares.push(unchanged(s.lost), unchanged(s.placement));
     evidence.push(evidenceOf(s.lost));
@@ -200,12 +210,16 @@ function retireLiveIfDone(
     const policy = spec?.value.restart ?? 'always';
     replace = policy === 'always' || (policy === 'on-failure' && failed);
     const init = obs.value.init?.state === 'failed' ? obs.value.init : undefined;
-    const failure = init
-      ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
-      : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
-    // The agent's diagnostic says why (e.g. "liveness failed: …"): the reason `cca why` shows.
-    const because = !init && obs.value.diagnostic ? `: ${obs.value.diagnostic.message}` : '';
-    reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})${because}`;
+    const exit: ReplicaExit = {
+      state: obs.value.state as ReplicaExit['state'],
+      ...(code !== undefined ? { code } : {}),
+      restart: policy,
+      ...(init ? { init: { step: init.step, ...(init.exitCode !== undefined ? { code: init.exitCode } : {}), ...(init.timedOut ? { timedOut: true } : {}) } } : {}),
+      // The agent's diagnostic says why (e.g. "liveness failed: …"): the reason `cca why` shows.
+      ...(!init && obs.value.diagnostic ? { message: obs.value.diagnostic.message } : {}),
+    };
+    ended = { outcome: replace ? 'restarted' : 'completed', node: obs.value.node, exit };
+    const failure = exitText(exit);
     // The step's last output lines, so `cca why` shows what failed without the evidence's full text.
     if (init) detail.push(...tailLines(init.tail).map((l) => `output: ${l}`));
     if (obs.value.diagnostic) detail.push(`${obs.value.diagnostic.code} ${obs.value.diagnostic.message}`);
@@ -221,9 +235,10 @@ function retireLiveIfDone(
     evidence.push(evidenceOf(obs), evidenceOf(s.assignment!), evidenceOf(s.status!));
   }
   dropLive();
+  const reason = endedText(ended);
   const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason, ...detail], evidence);
-  const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason };
-  const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`, backoff) : undefined;
+  const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason: '', ended };
+  const draft = replace ? replaceIfShort(causedBy(d.key), { origin: { by: 'replacement' }, replaces: { replica: rec.id, ended } }, backoff) : undefined;
   return {
     compares: [...compares, ...d.compares, ...(draft?.compares ?? [])],
     ops: [putFact('replica', [rec.service, rec.id], retired), ...d.ops, ...(draft?.ops ?? [])],
@@ -246,13 +261,14 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
   const deadline = (rec.stopRequestedAt ?? now) + grace;
   const obs = s.observation && s.placement && s.observation.value.tenure === s.placement.value.tenure ? s.observation : undefined;
   const stopped = obs && isStopped(obs.value.state);
-  let why: string;
-  if (!s.placement) why = 'it was never placed';
-  else if (stopped) why = `${obs.value.node} reports it ${obs.value.state}`;
-  else if (s.lost) why = `lost with node ${s.lost.value.node}`;
+  let ended: ReplicaEnded;
+  if (!s.placement) ended = { outcome: 'stopped', seen: 'never-placed' };
+  else if (stopped) ended = { outcome: 'stopped', node: obs.value.node, seen: 'reported', reported: obs.value.state as NonNullable<ReplicaEnded['reported']> };
+  else if (s.lost) ended = { outcome: 'stopped', node: s.lost.value.node, seen: 'lost-with-node' };
   else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + DRAIN_PROOF_POLL_MS) };
-  else if (now >= deadline) why = `the grace period of ${grace} ms ran out`;
+  else if (now >= deadline) ended = { outcome: 'stopped', node: s.placement.value.node, seen: 'grace-expired', graceMs: grace };
   else return { at: deadline };
+  const why = stopSeenText(ended);
   const d = decide({
     kind: 'replica',
     subject: rec.id,
@@ -267,7 +283,7 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
   return {
     txn: {
       compares: [unchanged(s.record), ...(obs ? [unchanged(obs)] : []), ...d.compares],
-      ops: [putFact('replica', [rec.service, rec.id], { ...rec, retired: true, reason: rec.reason || why }), ...d.ops],
+      ops: [putFact('replica', [rec.service, rec.id], { ...rec, retired: true, reason: '', ended }), ...d.ops],
     },
   };
 }
@@ -314,7 +330,7 @@ function planScale(
   for (const s of victims) {
     const d = stopDecision(s, now, spec ? 'stopping: scaled down' : 'stopping: service deleted', causedBy(sd.key), [spec ? 'scale-down picks unplaced, then not running, then newest replicas' : 'the service was deleted']);
     compares.push(unchanged(s.record), ...d.compares);
-    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now }), ...d.ops);
+    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: '', stopBy: { by: spec ? 'scale-down' : 'deletion' } }), ...d.ops);
   }
   return { txn: { compares, ops }, more: -diff > victims.length, stopping: victims.length > 0 };
 }

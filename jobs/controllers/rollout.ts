@@ -4,6 +4,7 @@ import type { Rollout } from '../../core/model/facts.js';
 import { formatDuration } from '../../core/model/quantity.js';
 import { desiredReplicas, rolloutChanges } from '../../core/model/resolve.js';
 import { templateHash } from '../../core/model/template.js';
+import { endedBadly, endedText } from '../../core/model/replica-outcome.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
@@ -186,7 +187,8 @@ async function stuckReason(store: Store, unready: readonly ReplicaState[], all: 
   for (const s of unready) parts.push(await describeNotReady(store, s));
   for (const s of all) {
     const rec = s.record.value;
-    if (rec.retired && rec.desired === 'stop' && rec.template === target && rec.reason && !rec.reason.startsWith('completed') && rec.reason !== 'rolling update') parts.push(`a replica ${rec.reason}`);
+    // New replicas that ended by themselves or with their node (not ones stopped on purpose).
+    if (rec.template === target && rec.ended && endedBadly(rec)) parts.push(`a replica ${endedText(rec.ended)}`);
   }
   if (c.newLive < c.desired) parts.push(`${c.desired - c.newLive} not created yet (the roll waits for the others)`);
   const grouped = new Map<string, number>();

@@ -1,5 +1,6 @@
 import { buildKey } from '../../../core/keys.js';
 import type { Allocation } from '../../../core/model/facts.js';
+import { replicaReason } from '../../../core/model/replica-outcome.js';
 import type { Compare, Op } from '../../../db/store.js';
 import { absent, deleteKey, putFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../../decisions/record.js';
@@ -43,7 +44,7 @@ export function planReleases(view: ClusterView, records: Map<string, Fact<'repli
         evidence: [evidenceOf(a), ...(rec ? [evidenceOf(rec)] : [])],
         cause: stopCause(rec, replicaKey),
         reasons: gone
-          ? [rec ? `the replica is retired (${rec.value.reason || 'stopped'})` : 'the replica record is gone', `frees ${a.value.resources.cpuMillis}m cpu on ${node}`]
+          ? [rec ? `the replica is retired (${replicaReason(rec.value) || 'stopped'})` : 'the replica record is gone', `frees ${a.value.resources.cpuMillis}m cpu on ${node}`]
           : [`the replica is to stop within ${a.value.spec.stopGraceMs} ms`],
       });
       compares.push(unchanged(a), unchanged(rec, replicaKey), ...d.compares);
