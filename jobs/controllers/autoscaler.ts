@@ -8,9 +8,9 @@ import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { admissibleObservation, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
+import { retrySoon } from '../retry.js';
 
 export const AUTOSCALER = 'autoscaler';
-const RETRY_MS = 100;
 /** Samples embedded as evidence in one decision (the rest are counted in its reasons). */
 const MAX_EVIDENCE = 32;
 
@@ -50,7 +50,7 @@ export function autoscaler(opts: AutoscalerOptions = {}): Controller {
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       if (ctx.subject === undefined) return {};
       const r = await step(ctx, ctx.subject, opts);
-      if (r === 'retry') return { at: ctx.now + RETRY_MS };
+      if (r === 'retry') return retrySoon(ctx.now);
       return r === 'idle' ? {} : { at: ctx.now + syncMs };
     },
   };

@@ -8,9 +8,9 @@ import { serviceOfReplica } from '../ids.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
+import { retrySoon } from '../retry.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
-const RETRY_MS = 100;
 /** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
 const MAX_CHANGES = 16;
 /** Txns per step; a larger change continues in the next step, at once. */
@@ -111,12 +111,12 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
   // comparing the set the previous one wrote.
   changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
-  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : { at: now + RETRY_MS };
+  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : retrySoon(now);
   let published = current;
   for (let i = 0; i < changes.length; i += MAX_CHANGES) {
     if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
     const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_);
-    if (!r.ok) return { at: now + RETRY_MS };
+    if (!r.ok) return retrySoon(now);
     published = r.written;
   }
   return {};

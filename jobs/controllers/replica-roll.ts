@@ -5,7 +5,8 @@ import type { Compare, Op } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { absentEvidence, causedBy, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { absent, getFact, listFacts, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
-import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Txn, type Why } from './replica.js';
+import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Why } from './replica.js';
+import type { Write } from '../write.js';
 import type { ReplicaState } from './replica-state.js';
 import { planRoll, rollBounds } from './rollout-plan.js';
 import { isReadyReplica, splitByTemplate } from './rollout-state.js';
@@ -13,7 +14,7 @@ import { isReadyReplica, splitByTemplate } from './rollout-state.js';
 /** Replicas created per step during a roll (as for scaling); the rest next step, at once. */
 const MAX_CREATE = 50;
 
-export type RollStep = { rolling: false } | { rolling: true; step?: { txn: Txn; more: boolean; stopping: boolean } };
+export type RollStep = { rolling: false } | { rolling: true; step?: { txn: Write; more: boolean; stopping: boolean } };
 
 /**
  * Every fact that decides whether a replica is ready (present ones unchanged, absent ones

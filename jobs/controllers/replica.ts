@@ -11,19 +11,13 @@ import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } f
 import { backoffDelay, nextAttempt } from './backoff.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
+import { commitEach, type Write } from '../write.js';
+import { RETRY, retrySoon } from '../retry.js';
 import { templateHash } from '../../core/model/template.js';
 
 export const REPLICA_CONTROLLER = 'replica';
-const RETRY_MS = 100;
 /** Replicas created per step; more are created by the next step, at once. */
 const MAX_CREATE = 50;
-/** A drained stateful replica waits for the proof of its stop (its node's report): look again this often. */
-const DRAIN_PROOF_POLL_MS = 1_000;
-
-export interface Txn {
-  compares: Compare[];
-  ops: Op[];
-}
 
 /**
  * The replica controller, one step per service: desired replicas → replica records with
@@ -61,7 +55,7 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const desired = spec ? desiredReplicas(spec.value, intent?.value.desired) : 0;
   let live = states.filter(isLive).length;
   const completed = spec ? states.filter(isCompleted).length : 0;
-  const txns: Txn[] = [];
+  const txns: Write[] = [];
   let timer: number | undefined;
   let drafted = 0;
   const replaceIfShort = (cause: Cause, why: Why, backoff?: Backoff): ReplicaDraft | undefined => {
@@ -108,17 +102,15 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
     if (scale.stopping) timer = Math.min(timer ?? Infinity, now + (spec?.value.stopGraceMs ?? DEFAULTS.stopGraceMs));
   }
 
-  let failed = 0;
-  for (const t of txns) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
-  if (failed > 0 || scale?.more) return { at: scale?.more && failed === 0 ? now : now + RETRY_MS };
+  const failed = await commitEach(store, txns);
+  if (failed > 0) return retrySoon(now);
+  if (scale?.more) return { at: now };
   return timer !== undefined ? { at: timer } : {};
 }
 
-export interface ReplicaDraft {
+export interface ReplicaDraft extends Write {
   record: ReplicaRecord;
   key: string;
-  compares: Compare[];
-  ops: Op[];
 }
 
 /** Why a replica is created: its typed origin, and for a replacement the replica it replaces. */
@@ -186,7 +178,7 @@ function retireLiveIfDone(
   spec: Fact<'service'> | undefined,
   dropLive: () => void,
   replaceIfShort: (cause: Cause, why: Why, backoff?: Backoff) => ReplicaDraft | undefined,
-): Txn | undefined {
+): Write | undefined {
   const { now } = ctx;
   const rec = s.record.value;
   const compares: Compare[] = [unchanged(s.record), unchanged(spec, buildKey('service', rec.service))];
@@ -255,7 +247,7 @@ function isStopped(state: string): boolean {
 }
 
 /** A stopping replica retires once it is observed stopped, was never placed, or its grace ran out. */
-function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: number): { txn: Txn } | { at: number } {
+function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: number): { txn: Write } | { at: number } {
   const rec = s.record.value;
   const grace = spec?.value.stopGraceMs ?? s.assignment?.value.spec.stopGraceMs ?? DEFAULTS.stopGraceMs;
   const deadline = (rec.stopRequestedAt ?? now) + grace;
@@ -265,7 +257,7 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
   if (!s.placement) ended = { outcome: 'stopped', seen: 'never-placed' };
   else if (stopped) ended = { outcome: 'stopped', node: obs.value.node, seen: 'reported', reported: obs.value.state as NonNullable<ReplicaEnded['reported']> };
   else if (s.lost) ended = { outcome: 'stopped', node: s.lost.value.node, seen: 'lost-with-node' };
-  else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + DRAIN_PROOF_POLL_MS) };
+  else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + RETRY.proofPollMs) };
   else if (now >= deadline) ended = { outcome: 'stopped', node: s.placement.value.node, seen: 'grace-expired', graceMs: grace };
   else return { at: deadline };
   const why = stopSeenText(ended);
@@ -296,7 +288,7 @@ function planScale(
   states: ReplicaState[],
   diff: number,
   target: { desired: number; intent: Fact<'autoscale'> | undefined; compares: Compare[] },
-): { txn: Txn; more: boolean; stopping?: boolean } | undefined {
+): { txn: Write; more: boolean; stopping?: boolean } | undefined {
   const { now } = ctx;
   const liveStates = states.filter(isLive).filter((s) => !s.lost);
   if (diff === 0 || (diff < 0 && liveStates.length === 0)) return undefined;

@@ -5,16 +5,17 @@ import { formatDuration } from '../../core/model/quantity.js';
 import { desiredReplicas, rolloutChanges } from '../../core/model/resolve.js';
 import { templateHash } from '../../core/model/template.js';
 import { endedBadly, endedText } from '../../core/model/replica-outcome.js';
-import type { Compare, Op, Store } from '../../db/store.js';
+import type { Compare, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, uniqueCompares, servicesUnder } from '../facts.js';
 import { serviceOfReplica } from '../ids.js';
 import { admissibleObservation, isCompleted, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { isReadyReplica, splitByTemplate, templateOfReplica } from './rollout-state.js';
+import { commit as commitWrite, type Write } from '../write.js';
+import { retrySoon } from '../retry.js';
 
 export const ROLLOUT_CONTROLLER = 'rollout';
-const RETRY_MS = 100;
 
 /**
  * The rollout controller: the single writer of `/rollouts/<service>`, one step per service.
@@ -41,11 +42,6 @@ export const rolloutController: Controller = {
     return reconcileRollout(ctx, ctx.subject);
   },
 };
-
-interface Write {
-  compares: Compare[];
-  ops: Op[];
-}
 
 async function reconcileRollout(ctx: StepContext, service: string): Promise<Wakeup> {
   const { store, now } = ctx;
@@ -167,8 +163,7 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
 }
 
 async function commit(store: Store, w: Write, now: number): Promise<Wakeup> {
-  const res = await store.txn({ compare: uniqueCompares(w.compares), success: w.ops });
-  return res.succeeded ? {} : { at: now + RETRY_MS };
+  return (await commitWrite(store, { compares: uniqueCompares(w.compares), ops: w.ops })) ? {} : retrySoon(now);
 }
 
 function mostCommon(items: readonly string[]): string {

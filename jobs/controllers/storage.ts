@@ -1,20 +1,15 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { VolumeRecord } from '../../core/model/facts.js';
-import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, listFacts, putFact, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
 import { indexBy } from './view.js';
+import { commitEach, type Write } from '../write.js';
+import { retrySoon } from '../retry.js';
 
 export const STORAGE_CONTROLLER = 'storage';
-const RETRY_MS = 100;
 /** Volume writes per step; the rest in the next step, at once. */
 const MAX_WRITES = 64;
-
-interface Txn {
-  compares: Compare[];
-  ops: Op[];
-}
 
 /** A volume some assignment needs on its node: the first assignment (by replica id) that needs it. */
 interface Want {
@@ -52,7 +47,7 @@ export const storageController: Controller = {
     const allocs = indexBy(allocations, (a) => a.value.node);
     const records = indexBy(volumes, (v) => v.key);
     const wants = wanted(assigned, specs);
-    const txns: Txn[] = [];
+    const txns: Write[] = [];
     for (const w of wants.values()) {
       const key = buildKey('volume', w.node, w.service, w.volume);
       const existing = records.get(key);
@@ -79,9 +74,7 @@ export const storageController: Controller = {
       if (await store.get(key)) continue;
       txns.push(readyTxn(v, obs));
     }
-    let failed = 0;
-    for (const t of txns.slice(0, MAX_WRITES)) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
-    if (failed > 0) return { at: now + RETRY_MS };
+    if ((await commitEach(store, txns.slice(0, MAX_WRITES))) > 0) return retrySoon(now);
     return txns.length > MAX_WRITES ? { at: now } : {};
   },
 };
@@ -109,7 +102,7 @@ export function wanted(assigned: readonly Fact<'assigned'>[], specs: Map<string,
   return out;
 }
 
-function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Txn {
+function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Write {
   const serviceKey = buildKey('service', w.service);
   const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now, usedAt: Math.max(existing?.value.usedAt ?? 0, w.latest.value.placedAt), usedBy: w.latest.value.replica };
   const d = decide({
@@ -132,7 +125,7 @@ function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spe
 }
 
 /** A new replica placed with the volume on its node: the record names the volume's last user. */
-function usedTxn(w: Want, existing: Fact<'volume'>, now: number): Txn {
+function usedTxn(w: Want, existing: Fact<'volume'>, now: number): Write {
   const a = w.latest.value;
   const d = decide({
     kind: 'service',
@@ -156,7 +149,7 @@ function readyKey(v: Fact<'volume'>): string {
   return decisionKey('service', v.value.service, v.value.at, `storage-ready-${v.value.node}-${v.value.volume}-${v.value.sizeBytes}`);
 }
 
-function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
+function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Write {
   const { node, service, volume } = v.value;
   const d = decide({
     kind: 'service',
@@ -173,7 +166,7 @@ function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
 }
 
 /** A retained volume (no replica on its node now) follows the spec's size too. */
-function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, now: number): Txn {
+function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, now: number): Write {
   const { node, service, volume } = v.value;
   const d = decide({
     kind: 'service',
@@ -194,7 +187,7 @@ function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, 
  * allocation record changes with every placement and release there, so comparing it
  * rules out an assignment placed on the node since the read.
  */
-function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, now: number): Txn {
+function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, now: number): Write {
   const { node, service, volume } = v.value;
   const serviceKey = buildKey('service', service);
   const allocKey = buildKey('allocation', node);

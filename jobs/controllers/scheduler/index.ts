@@ -10,11 +10,11 @@ import { commitAll, packTxns } from './batch.js';
 import { pendingReasons, planPlacements, SCHEDULER, type Pending, type VolumeNodes } from './plan-placements.js';
 import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
 import { holdOf, type Hold } from './holds.js';
+import { retrySoon } from '../../retry.js';
 
 export { SCHEDULER } from './plan-placements.js';
 
 /** After a lost race (a failed compare), plan again this soon. */
-const RETRY_MS = 100;
 
 export interface SchedulerOptions {
   /**
@@ -82,7 +82,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       }
       const wake = holds.reduce<number | undefined>((at, h) => (h.until === undefined ? at : Math.min(at ?? Infinity, h.until)), undefined);
       const until = (w: Wakeup): Wakeup => (wake === undefined ? w : { at: Math.min(w.at ?? Infinity, wake) });
-      if (pending.length === 0) return until(holds.length > 0 ? ((await recordPending(store, holds, now)) > 0 ? { at: now + RETRY_MS } : {}) : {});
+      if (pending.length === 0) return until(holds.length > 0 ? ((await recordPending(store, holds, now)) > 0 ? retrySoon(now) : {}) : {});
       const live = (id: string) => {
         const r = records.get(id);
         return !!r && r.value.desired === 'run' && !r.value.retired;
@@ -98,10 +98,10 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       // Pending decisions are recorded on a view without this step's own placements in
       // flight, so their basis is the one the next step will see (else a converged system
       // would keep bumping repetition counts).
-      if (plan.more || (plan.placed > 0 && (plan.unplaced.length > 0 || holds.length > 0))) return { at: failed > 0 ? now + RETRY_MS : now };
+      if (plan.more || (plan.placed > 0 && (plan.unplaced.length > 0 || holds.length > 0))) return failed > 0 ? retrySoon(now) : { at: now };
       const unplaced: Hold[] = plan.unplaced.map((u) => ({ pending: u.pending, reasons: pendingReasons(u.pending, u.shortfall, u.excluded), basis: u.basis, evidence: [] }));
       const pendingFailed = await recordPending(store, [...unplaced, ...holds], now);
-      return until(failed + pendingFailed > 0 ? { at: now + RETRY_MS } : {});
+      return until(failed + pendingFailed > 0 ? retrySoon(now) : {});
     },
   };
 }

@@ -7,6 +7,7 @@ import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } f
 import { addResources, noResources } from '../../placement/quantities.js';
 import type { ClusterView } from '../view.js';
 import { SCHEDULER } from './plan-placements.js';
+import type { Write } from '../../write.js';
 
 /** The replica controller's stop decision, which every release and stop order cites. */
 export function stopCause(record: Fact<'replica'> | undefined, replicaKey: string): Cause {
@@ -20,7 +21,7 @@ export function stopCause(record: Fact<'replica'> | undefined, replicaKey: strin
  * asked to stop gets `desired: stop` on its assignment so the agent stops it.
  */
 export function planReleases(view: ClusterView, records: Map<string, Fact<'replica'>>, placements: Map<string, Fact<'placement'>>, now: number) {
-  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  const groups = new Map<string, Write>();
   for (const [node, assigned] of view.byNode) {
     const compares: Compare[] = [];
     const ops: Op[] = [];
@@ -86,7 +87,7 @@ export function planReleases(view: ClusterView, records: Map<string, Fact<'repli
  * allocation from the assignments it just read (the repair is a decision of its own).
  */
 export function planRepairs(view: ClusterView, repairs: Fact<'repair'>[], now: number) {
-  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  const groups = new Map<string, Write>();
   for (const r of repairs) {
     const node = r.value.node;
     const audit = view.audits.get(node);
@@ -124,7 +125,7 @@ export function planRepairs(view: ClusterView, repairs: Fact<'repair'>[], now: n
  * released) is deleted with a decision, so nothing of the node is left in the scheduler's keys.
  */
 export function planForgetAllocations(view: ClusterView, now: number) {
-  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  const groups = new Map<string, Write>();
   for (const [node, op] of view.nodeOps) {
     const alloc = view.allocations.get(node);
     if (op.value.removeTenure === 0 || !alloc || view.nodes.has(node) || (view.byNode.get(node) ?? []).length > 0) continue;
