@@ -1,4 +1,4 @@
-import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { AUTOSCALE, recommend, recordRecommendation, stabilise, type CpuSample } from '../../core/model/autoscale.js';
 import type { AutoscaleIntent } from '../../core/model/facts.js';
 import { ranToCompletion } from '../../core/model/replica-outcome.js';
@@ -9,6 +9,7 @@ import { deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesU
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { admissibleObservation, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { retrySoon } from '../retry.js';
+import { serviceOfKey } from '../ids.js';
 
 export const AUTOSCALER = 'autoscaler';
 /** Samples embedded as evidence in one decision (the rest are counted in its reasons). */
@@ -42,10 +43,7 @@ export function autoscaler(opts: AutoscalerOptions = {}): Controller {
     // Not its own prefix: a step woken by its own write would re-plan before the replica
     // controller acted, and scale up twice on the same samples. Usage is polled (syncMs).
     watches: [prefixOf('service')],
-    subjectOf(key) {
-      const p = parseKey(key);
-      return p && (p.kind === 'service' || p.kind === 'autoscale') ? p.params.service : undefined;
-    },
+    subjectOf: serviceOfKey,
     subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('autoscale')]),
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       if (ctx.subject === undefined) return {};

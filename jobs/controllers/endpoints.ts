@@ -1,10 +1,10 @@
-import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
 import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
-import { serviceOfReplica } from '../ids.js';
+import { serviceOfKey } from '../ids.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
@@ -58,14 +58,8 @@ interface Standing {
 export const endpointController: Controller = {
   name: ENDPOINT_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
-  subjectOf(key) {
-    const p = parseKey(key);
-    if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'endpoints') return p.params.service;
-    if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'assigned') return serviceOfReplica(p.params.replica!);
-    // A node's registration or status concerns every service with a replica there.
-    return undefined;
-  },
+  // A node's registration or status concerns every service with a replica there.
+  subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('endpoints')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};

@@ -4,9 +4,9 @@ import type { NetworkRule, NetworkRules, ReplicaPolicy } from '../../core/model/
 import type { ServiceSpec } from '../../core/model/service.js';
 import type { KeyValue } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { deleteKey, listFacts, putFact, sameTenure, uniqueCompares, unchanged, type Fact } from '../facts.js';
+import { deleteKey, putFact, sameTenure, uniqueCompares, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
-import { indexBy } from './view.js';
+import { groupBy, indexBy, listEvery } from './view.js';
 import { commitEach, type Write } from '../write.js';
 import { afterCommits } from '../retry.js';
 
@@ -40,21 +40,8 @@ export interface NetworkView {
 
 export async function readNetworkView(ctx: Pick<StepContext, 'store'>): Promise<NetworkView> {
   const { store } = ctx;
-  const [services, assignments, placements, observations, nodes, statuses, records] = await Promise.all([
-    listFacts(store, 'service', prefixOf('service')),
-    listFacts(store, 'assigned', prefixOf('assigned')),
-    listFacts(store, 'placement', prefixOf('placement')),
-    listFacts(store, 'observed', prefixOf('observed')),
-    listFacts(store, 'node', prefixOf('node')),
-    listFacts(store, 'nodeStatus', prefixOf('nodeStatus')),
-    listFacts(store, 'network', prefixOf('network')),
-  ]);
-  const byNode = new Map<string, Fact<'assigned'>[]>();
-  for (const a of [...assignments].sort((x, y) => (x.value.replica < y.value.replica ? -1 : 1))) {
-    const list = byNode.get(a.value.node) ?? [];
-    list.push(a);
-    byNode.set(a.value.node, list);
-  }
+  const [services, assignments, placements, observations, nodes, statuses, records] = await listEvery(store, 'service', 'assigned', 'placement', 'observed', 'node', 'nodeStatus', 'network');
+  const byNode = groupBy([...assignments].sort((x, y) => (x.value.replica < y.value.replica ? -1 : 1)), (a) => a.value.node);
   return {
     services: indexBy(services, (s) => s.value.name),
     assignments,

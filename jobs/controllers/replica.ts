@@ -1,4 +1,4 @@
-import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { DEFAULTS } from '../../core/model/defaults.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
@@ -6,7 +6,7 @@ import { endedText, exitText, originText, stopSeenText, type ReplicaEnded, type 
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
-import { newReplicaId, serviceOfReplica } from '../ids.js';
+import { newReplicaId, serviceOfKey } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { backoffDelay, nextAttempt } from './backoff.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
@@ -30,13 +30,7 @@ const MAX_CREATE = 50;
 export const replicaController: Controller = {
   name: REPLICA_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
-  subjectOf(key) {
-    const p = parseKey(key);
-    if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'autoscale' || p.kind === 'rollout') return p.params.service;
-    if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'lost') return serviceOfReplica(p.params.replica!);
-    return undefined;
-  },
+  subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('replica')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};

@@ -1,4 +1,4 @@
-import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import { makeDiagnostic } from '../../core/diagnostics/error.js';
 import type { Rollout } from '../../core/model/facts.js';
 import { formatDuration } from '../../core/model/quantity.js';
@@ -9,7 +9,7 @@ import type { Compare, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, uniqueCompares, servicesUnder } from '../facts.js';
-import { serviceOfReplica } from '../ids.js';
+import { serviceOfKey } from '../ids.js';
 import { admissibleObservation, isCompleted, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { isReadyReplica, splitByTemplate, templateOfReplica } from './rollout-state.js';
 import { commit as commitWrite, type Write } from '../write.js';
@@ -29,13 +29,8 @@ export const ROLLOUT_CONTROLLER = 'rollout';
 export const rolloutController: Controller = {
   name: ROLLOUT_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('rollout'), prefixOf('nodeStatus'), prefixOf('autoscale')],
-  subjectOf(key) {
-    const p = parseKey(key);
-    if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'rollout' || p.kind === 'autoscale') return p.params.service;
-    if (p.kind === 'placement' || p.kind === 'observed') return serviceOfReplica(p.params.replica!);
-    return undefined; // a node's readiness changes: every service's counts may change
-  },
+  // A node's readiness change concerns every service (its counts may change).
+  subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('rollout')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};

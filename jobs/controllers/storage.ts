@@ -1,9 +1,9 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { VolumeRecord } from '../../core/model/facts.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { absent, deleteKey, putFact, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
-import { indexBy } from './view.js';
+import { indexBy, listEvery } from './view.js';
 import { commitEach, type Write } from '../write.js';
 import { retrySoon } from '../retry.js';
 
@@ -36,13 +36,7 @@ export const storageController: Controller = {
   watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume'), prefixOf('observedVolume')],
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     const { store, now } = ctx;
-    const [services, assigned, volumes, allocations, observed] = await Promise.all([
-      listFacts(store, 'service', prefixOf('service')),
-      listFacts(store, 'assigned', prefixOf('assigned')),
-      listFacts(store, 'volume', prefixOf('volume')),
-      listFacts(store, 'allocation', prefixOf('allocation')),
-      listFacts(store, 'observedVolume', prefixOf('observedVolume')),
-    ]);
+    const [services, assigned, volumes, allocations, observed] = await listEvery(store, 'service', 'assigned', 'volume', 'allocation', 'observedVolume');
     const specs = indexBy(services, (s) => s.value.name);
     const allocs = indexBy(allocations, (a) => a.value.node);
     const records = indexBy(volumes, (v) => v.key);

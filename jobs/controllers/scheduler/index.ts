@@ -3,9 +3,9 @@ import { templateHash } from '../../../core/model/template.js';
 import type { Store } from '../../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../../controller.js';
 import { decodeFact } from '../../../core/keys.js';
-import { getFact, listFacts, unchanged, type Fact } from '../../facts.js';
+import { getFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
-import { indexBy, readClusterView } from '../view.js';
+import { indexBy, listEvery, readClusterView } from '../view.js';
 import { commitAll, packTxns } from './batch.js';
 import { pendingReasons, planPlacements, SCHEDULER, type Pending, type VolumeNodes } from './plan-placements.js';
 import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
@@ -39,15 +39,9 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
     watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('nodeOp'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
-      const [view, recordList, placementList, repairs, services, volumes, endpoints, autoscale] = await Promise.all([
+      const [view, [recordList, placementList, repairs, services, volumes, endpoints, autoscale]] = await Promise.all([
         readClusterView(store),
-        listFacts(store, 'replica', prefixOf('replica')),
-        listFacts(store, 'placement', prefixOf('placement')),
-        listFacts(store, 'repair', prefixOf('repair')),
-        listFacts(store, 'service', prefixOf('service')),
-        listFacts(store, 'volume', prefixOf('volume')),
-        listFacts(store, 'endpoints', prefixOf('endpoints')),
-        listFacts(store, 'autoscale', prefixOf('autoscale')),
+        listEvery(store, 'replica', 'placement', 'repair', 'service', 'volume', 'endpoints', 'autoscale'),
       ]);
       const records = indexBy(recordList, (r) => r.value.id);
       const placements = indexBy(placementList, (p) => p.value.replica);
