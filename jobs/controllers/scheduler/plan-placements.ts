@@ -237,8 +237,9 @@ export function pendingReasons(p: Pending, shortfall: string, excluded: Record<s
   const total = Object.values(excluded).reduce((a, b) => a + b, 0);
   const cordoned = excluded.cordoned ?? 0;
   if (cordoned > 0) reasons.push(makeDiagnostic('CCA-E0440', { replica: p.record.value.id, service: p.record.value.service, count: cordoned }).message);
-  const image = Object.keys(excluded).find((k) => k.startsWith('image '));
-  if (image && excluded[image] === total) {
+  // Every node lacks the image: counted under the exclusion's own key (place.ts's textsOf), not found by its wording.
+  const image = textsOf(demandOf(p.record.value, p.spec.value)).image;
+  if (total > 0 && excluded[image] === total) {
     reasons.push(makeDiagnostic('CCA-E0316', { service: p.spec.value.name, image: p.spec.value.image, known: 'see the nodes\' catalogues (`cca get nodes`)' }).message);
   }
   return reasons;
