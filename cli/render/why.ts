@@ -1,3 +1,5 @@
+import { decodeFact, encodeFact, parseKey } from '../../core/keys.js';
+import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { WhyAnswer } from '../api.js';
 import { paint } from './color.js';
 
@@ -24,6 +26,20 @@ export function evidenceText(value: string, full: boolean): string {
     // Not JSON: shown as it is.
   }
   return full ? text : clip(text, EVIDENCE_WIDTH);
+}
+
+/**
+ * A replica record as one-line evidence: its outcome is typed (objects the summary skips), so
+ * its `reason` shows the sentence rendered from those fields. Other values are unchanged.
+ */
+export function shownValue(key: string, value: string): string {
+  if (value === '' || parseKey(key)?.kind !== 'replica') return value;
+  try {
+    const r = decodeFact('replica', key, value);
+    return encodeFact('replica', { ...r, reason: replicaReason(r) });
+  } catch {
+    return value;
+  }
 }
 
 function clip(s: string, width: number): string {
@@ -59,7 +75,7 @@ function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean
   }
   if (d.evidence.length > 0) {
     lines.push(`${inner}evidence:`);
-    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', evidenceText(e.value, full))}`);
+    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', evidenceText(full ? e.value : shownValue(e.key, e.value), full))}`);
   }
   return lines;
 }
