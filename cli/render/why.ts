@@ -1,4 +1,4 @@
-import { decodeFact, encodeFact, parseKey } from '../../core/keys.js';
+import { decodeFact, parseKey } from '../../core/keys.js';
 import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { WhyAnswer } from '../api.js';
 import { paint } from './color.js';
@@ -29,14 +29,17 @@ export function evidenceText(value: string, full: boolean): string {
 }
 
 /**
- * A replica record as one-line evidence: its outcome is typed (objects the summary skips), so
- * its `reason` shows the sentence rendered from those fields. Other values are unchanged.
+ * A replica record as one-line evidence: its outcome is typed (objects the summary skips),
+ * so the sentence rendered from those fields leads the line as `reason=`. Other values,
+ * and records with nothing to say, are unchanged.
  */
 export function shownValue(key: string, value: string): string {
   if (value === '' || parseKey(key)?.kind !== 'replica') return value;
   try {
-    const r = decodeFact('replica', key, value);
-    return encodeFact('replica', { ...r, reason: replicaReason(r) });
+    const reason = replicaReason(decodeFact('replica', key, value));
+    if (reason === '') return value;
+    const { reason: _stored, ...rest } = JSON.parse(value) as Record<string, unknown>;
+    return JSON.stringify({ reason, ...rest });
   } catch {
     return value;
   }
