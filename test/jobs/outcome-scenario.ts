@@ -1,21 +1,10 @@
 import { buildKey, decodeFact } from '../../core/keys.js';
-import type { ServiceSpecInput } from '../../core/model/service.js';
 import { auditor, nodeController, replicaController, rolloutController, scheduler } from '../../jobs/controllers/index.js';
 import { Bench } from './harness.js';
-import { advance, converger, type Readiness } from './play.js';
+import { advance, converger, readyUnlessBad, webSpec as web } from './play.js';
 
 const all = [replicaController, scheduler, nodeController({ lostGraceMs: 1_000 }), auditor, rolloutController];
 const converge = converger(all);
-
-const web = (version: string): ServiceSpecInput => ({
-  name: 'web',
-  image: 'web:1',
-  replicas: 3,
-  env: { VERSION: version },
-  health: { readiness: { probe: { type: 'exec', command: ['true'] } } },
-  update: { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 60_000 },
-});
-const readyUnlessBad: Readiness = (a) => (a.spec.env.VERSION === 'bad' ? 'failing' : 'passing');
 
 /** What the controllers decided, without a word of prose: the digest both wording tests compare. */
 export interface OutcomeDigest {

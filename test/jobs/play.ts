@@ -1,5 +1,6 @@
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import type { Observation, Assignment } from '../../core/model/facts.js';
+import type { ServiceSpecInput } from '../../core/model/service.js';
 import type { Controller } from '../../jobs/controller.js';
 import type { Bench } from './harness.js';
 
@@ -61,3 +62,17 @@ export async function advance(b: Bench, ms: number): Promise<void> {
   }
 }
 
+
+/** A web service of three replicas with a readiness check, rolled one at a time; VERSION says which. */
+export const webSpec = (version: string, extra: Partial<ServiceSpecInput> = {}): ServiceSpecInput => ({
+  name: 'web',
+  image: 'web:1',
+  replicas: 3,
+  env: { VERSION: version },
+  health: { readiness: { probe: { type: 'exec', command: ['true'] } } },
+  update: { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 60_000 },
+  ...extra,
+});
+
+/** Readiness fails for replicas whose spec says VERSION=bad. */
+export const readyUnlessBad: Readiness = (a) => (a.spec.env.VERSION === 'bad' ? 'failing' : 'passing');

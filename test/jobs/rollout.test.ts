@@ -1,13 +1,13 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import type { Assignment, Observation, Rollout } from '../../core/model/facts.js';
+import type { Rollout } from '../../core/model/facts.js';
 import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
 import { templateHash } from '../../core/model/template.js';
 import { auditor, nodeController, replicaController, rolloutController, scheduler } from '../../jobs/controllers/index.js';
 import { why } from '../../jobs/decisions/why.js';
 import { listFacts } from '../../jobs/facts.js';
 import { Bench } from './harness.js';
-import { advance, agents, converger, type Readiness } from './play.js';
+import { advance, agents, converger, readyUnlessBad, webSpec, type Readiness } from './play.js';
 
 const node = nodeController({ lostGraceMs: 1_000 });
 const all = [replicaController, scheduler, node, auditor, rolloutController];
@@ -25,18 +25,8 @@ async function readyCount(b: Bench, service = 'web'): Promise<number> {
   return obs.filter((o) => live.has(o.value.replica) && o.value.state === 'running' && o.value.health.readiness === 'passing').length;
 }
 
-const v = (version: string, extra: Partial<ServiceSpecInput> = {}): ServiceSpecInput => ({
-  name: 'web',
-  image: 'web:1',
-  replicas: 3,
-  env: { VERSION: version },
-  health: { readiness: { probe: { type: 'exec', command: ['true'] } } },
-  update: { maxSurge: 1, maxUnavailable: 0, progressDeadlineMs: 60_000 },
-  ...extra,
-});
+const v = webSpec;
 const tmpl = (version: string, extra: Partial<ServiceSpecInput> = {}) => templateHash(serviceSpecSchema.parse(v(version, extra)));
-/** Readiness fails for replicas whose spec says VERSION=bad. */
-const readyUnlessBad: Readiness = (a) => (a.spec.env.VERSION === 'bad' ? 'failing' : 'passing');
 
 async function cluster(): Promise<Bench> {
   const b = new Bench();
