@@ -89,6 +89,8 @@ export class SimWorld {
   private consumed = 1;
   readonly evicted = new Set<string>();
   private readonly replaces = new Map<string, string>();
+  /** Every proof a `/lost/` record of each replica carried (the record is deleted once released). */
+  private readonly lostProofs = new Map<string, Set<string>>();
   private stepsThisInstant = 0;
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
@@ -484,12 +486,15 @@ export class SimWorld {
         if (p?.kind === 'node' && e.type === 'put') this.mirror.capacity.set(p.params.node!, decodeFact('node', e.kv.key, e.kv.value).capacity);
         if (e.type === 'put' && e.kv.version === 1 && p?.kind === 'replica') {
           const rec = decodeFact('replica', e.kv.key, e.kv.value);
-          const m = /^replaces (\S+) \(lost/.exec(rec.reason);
-          if (m) this.replaces.set(rec.id, m[1]!);
+          if (rec.replaces?.ended.outcome === 'lost') this.replaces.set(rec.id, rec.replaces.replica);
+        }
+        if (e.type === 'put' && p?.kind === 'lost') {
+          const l = decodeFact('lost', e.kv.key, e.kv.value);
+          this.lostProofs.set(l.replica, (this.lostProofs.get(l.replica) ?? new Set()).add(l.proof));
         }
       }
       for (const d of await inv.checkNewAssignments(this.store, batch)) this.violate(inv.INVARIANTS.placedOnReady, d);
-      for (const d of await inv.checkStatefulPlacements(this.store, batch, this.replaces, this.agents.values())) this.violate(inv.INVARIANTS.statefulProven, d);
+      for (const d of inv.checkStatefulPlacements(batch, this.replaces, this.lostProofs, this.agents.values())) this.violate(inv.INVARIANTS.statefulProven, d);
     }
   }
 

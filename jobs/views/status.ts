@@ -1,4 +1,4 @@
-import { desiredReplicas, meanUtilisation, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
+import { desiredReplicas, meanUtilisation, replicaReason, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaOutcome, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
 import type { ServiceCounts } from '../../core/model/status.js';
 import type { Store } from '../../db/store.js';
 import { readFacts } from '../facts.js';
@@ -19,7 +19,10 @@ export interface ReplicaView {
   restarts: number;
   exitCode?: number;
   createdAt: number;
+  /** Rendered from the record's typed fields (core/model/replica-outcome.ts). */
   reason: string;
+  /** How it ended, once retired. */
+  outcome?: ReplicaOutcome;
   diagnostic?: Observation['diagnostic'];
   /** The last reported CPU use against the replica's request (running replicas with a sample). */
   cpu?: { usedMillis: number; requestedMillis: number };
@@ -80,7 +83,8 @@ export async function replicaViews(
         state: admissible?.state ?? (a ? 'pending' : 'unplaced'),
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
-        reason: r.reason,
+        reason: replicaReason(r),
+        ...(r.ended ? { outcome: r.ended.outcome } : {}),
         attempt: r.attempt ?? 0,
         ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
       };
