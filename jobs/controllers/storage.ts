@@ -72,9 +72,9 @@ export const storageController: Controller = {
         if (!v.value.kept) txns.push(keepTxn(v, hold, now));
       } else if (!v.value.releasing || v.value.kept) {
         // Released now: the data waits out keep_for (0 = at once), so a mistaken delete can be undone.
-        txns.push(v.value.keepForMs === 0 ? releaseTxn(v, spec, alloc, holdKey, now) : releasingTxn(v, spec, alloc, holdKey, now));
+        txns.push(releaseWrite(v.value.keepForMs === 0 ? 'deleting' : 'releasing', v, spec, alloc, holdKey, now));
       } else if (now >= v.value.releasing.deleteAt) {
-        txns.push(releaseTxn(v, spec, alloc, holdKey, now));
+        txns.push(releaseWrite('deleting', v, spec, alloc, holdKey, now));
       } else {
         next = Math.min(next ?? Infinity, v.value.releasing.deleteAt);
       }
@@ -215,68 +215,46 @@ function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, declared: { sizeByt
 }
 
 /**
- * Release a volume no assignment uses whose service no longer declares it. The node's
- * allocation record changes with every placement and release there, so comparing it
- * rules out an assignment placed on the node since the read.
+ * Release a volume no assignment uses whose service no longer declares it: `releasing` marks
+ * it and keeps the data for keep_for; `deleting` removes the record (the agent then deletes
+ * the data). The node's allocation record changes with every placement and release there,
+ * so comparing it rules out an assignment placed on the node since the read; the hold's
+ * absence rules out an operator keeping it since.
  */
-function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Write {
-  const { node, service, volume } = v.value;
+function releaseWrite(step: 'releasing' | 'deleting', v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Write {
+  const { node, service, volume, keepForMs } = v.value;
   const serviceKey = buildKey('service', service);
   const allocKey = buildKey('allocation', node);
+  const keepFor = formatDuration(keepForMs);
   const d = decide({
     kind: 'service',
     subject: service,
     controller: STORAGE_CONTROLLER,
-    action: `volume ${volume} deleted on ${node}`,
-    tag: `storage-release-${node}-${volume}`,
+    action: step === 'releasing' ? `volume ${volume} on ${node} released: its data is deleted in ${keepFor}` : `volume ${volume} deleted on ${node}`,
+    tag: `storage-${step === 'releasing' ? 'releasing' : 'release'}-${node}-${volume}`,
     at: now,
     evidence: [evidenceOf(v), spec ? evidenceOf(spec) : absentEvidence(serviceKey)],
     cause: causedByFact(spec ?? { key: serviceKey, modRevision: 0 }),
     reasons: [
       spec ? `${service} no longer declares volume ${volume}` : `service ${service} was deleted`,
-      v.value.keepForMs === 0 ? 'keep_for = 0: deleted at once' : `released ${formatDuration(v.value.keepForMs)} ago (keep_for) and nobody kept it`,
-      `no replica on ${node} uses it; the agent deletes its data`,
+      step === 'releasing'
+        ? `kept for ${keepFor} (keep_for): \`cca volume keep ${service} ${volume}\` or applying ${service} with the volume again cancels the deletion`
+        : keepForMs === 0
+          ? 'keep_for = 0: deleted at once'
+          : `released ${keepFor} ago (keep_for) and nobody kept it`,
+      ...(step === 'deleting' ? [`no replica on ${node} uses it; the agent deletes its data`] : []),
     ],
   });
+  const releasing = { since: now, deleteAt: now + keepForMs, why: spec ? ('undeclared' as const) : ('service-deleted' as const) };
   return {
     compares: [unchanged(v), unchanged(spec, serviceKey), alloc ? unchanged(alloc) : absent(allocKey), absent(holdKey), ...d.compares],
-    ops: [deleteKey(v.key), ...d.ops],
+    ops: [step === 'releasing' ? putFact('volume', [node, service, volume], { ...v.value, releasing, kept: false }) : deleteKey(v.key), ...d.ops],
   };
 }
 
 function declaredIn(f: Fact<'service'> | Fact<'assigned'> | undefined, volume: string): { keepForMs: number } | undefined {
   const spec = f === undefined ? undefined : 'volumes' in f.value ? f.value : f.value.spec;
   return spec?.volumes.find((d) => d.name === volume);
-}
-
-/**
- * Released, not deleted: the record stays (and the agent keeps the data) until `deleteAt`,
- * so `cca volume keep` or applying the service again can still save it.
- */
-function releasingTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Write {
-  const { node, service, volume, keepForMs } = v.value;
-  const serviceKey = buildKey('service', service);
-  const allocKey = buildKey('allocation', node);
-  const deleteAt = now + keepForMs;
-  const why = spec ? 'undeclared' : 'service-deleted';
-  const d = decide({
-    kind: 'service',
-    subject: service,
-    controller: STORAGE_CONTROLLER,
-    action: `volume ${volume} on ${node} released: its data is deleted in ${formatDuration(keepForMs)}`,
-    tag: `storage-releasing-${node}-${volume}`,
-    at: now,
-    evidence: [evidenceOf(v), spec ? evidenceOf(spec) : absentEvidence(serviceKey)],
-    cause: causedByFact(spec ?? { key: serviceKey, modRevision: 0 }),
-    reasons: [
-      spec ? `${service} no longer declares volume ${volume}` : `service ${service} was deleted`,
-      `kept for ${formatDuration(keepForMs)} (keep_for): \`cca volume keep ${service} ${volume}\` or applying ${service} with the volume again cancels the deletion`,
-    ],
-  });
-  return {
-    compares: [unchanged(v), unchanged(spec, serviceKey), alloc ? unchanged(alloc) : absent(allocKey), absent(holdKey), ...d.compares],
-    ops: [putFact('volume', [node, service, volume], { ...v.value, releasing: { since: now, deleteAt, why }, kept: false }), ...d.ops],
-  };
 }
 
 /** An operator's hold: the pending deletion is cancelled while the hold stays. */
