@@ -25,8 +25,12 @@ export const QUORUM = {
   historyMarginMs: 10_000,
   /** L: after the node controller expires a node, its replicas are declared lost no sooner than this (≥ F + check + kill budget; see docs/fencing.md). */
   lostGraceMs: 5_000,
-  /** The store lease under an API-registered node record: a backstop only; the node controller expires nodes (rule below). */
-  backstopSeconds: 3_600,
+  /**
+   * The store lease under an API-registered node record (s): a backstop only — the node
+   * controller expires nodes by the quorum rule. A control plane away longer than this finds
+   * every such lease expired when it returns.
+   */
+  backstopSeconds: 86_400,
   /** The peer endpoint's bounds. */
   maxBodyBytes: 2_048,
   maxConcurrentQuestions: 32,
