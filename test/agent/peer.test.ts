@@ -1,0 +1,94 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { askMembers, askPeer } from '../../agent/peer/client.js';
+import { PeerKeys, verifySignature } from '../../agent/peer/keys.js';
+import { PEER_PATH } from '../../agent/peer/protocol.js';
+import { PeerServer } from '../../agent/peer/server.js';
+import { QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import { tempDir } from './support.js';
+
+/** Three agents' peer endpoints on loopback, each answering from the same membership copy. */
+async function trio(reaches: Record<string, boolean>, opts: { maxConcurrent?: number } = {}) {
+  const keys = Object.fromEntries(['a', 'b', 'c'].map((n) => [n, PeerKeys.generate()]));
+  const copy: MembershipVersion = { version: 7, since: 0, members: [] };
+  const servers: PeerServer[] = [];
+  for (const n of ['a', 'b', 'c']) {
+    const s = new PeerServer({ node: n, keys: keys[n]!, listen: '127.0.0.1:0', membership: () => copy, reaches: () => reaches[n]!, ...opts });
+    const address = await s.start();
+    servers.push(s);
+    copy.members.push({ node: n, ttlSeconds: 30, peer: { address, publicKey: keys[n]!.publicKey } });
+  }
+  return { keys, copy, servers, close: () => Promise.all(servers.map((s) => s.close())) };
+}
+
+const closers: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const c of closers.splice(0)) await c();
+});
+
+describe('peer endpoint (loopback)', () => {
+  it('members answer signed, each with whether it reaches the control plane', async () => {
+    const t = await trio({ a: false, b: false, c: true });
+    closers.push(t.close);
+    const answers = await askMembers(t.copy, { self: 'a', keys: t.keys.a!, now: () => 1_000 });
+    expect(answers.sort((x, y) => x.node.localeCompare(y.node))).toEqual([
+      { node: 'b', askedAt: 1_000, reachesControlPlane: false },
+      { node: 'c', askedAt: 1_000, reachesControlPlane: true },
+    ]);
+  });
+
+  it('a question from outside the membership, or signed with another key, gets no answer', async () => {
+    const t = await trio({ a: false, b: false, c: false });
+    closers.push(t.close);
+    const b = t.copy.members[1]!;
+    expect(await askPeer(b, { self: 'z', keys: PeerKeys.generate(), now: () => 0 })).toBeUndefined();
+    expect(await askPeer(b, { self: 'a', keys: PeerKeys.generate(), now: () => 0 })).toBeUndefined();
+    expect(await askPeer(b, { self: 'a', keys: t.keys.a!, now: () => 0 })).toBeDefined();
+  });
+
+  it('an answer signed by a key other than the one in the copy counts as no answer', async () => {
+    const t = await trio({ a: false, b: false, c: false });
+    closers.push(t.close);
+    const b = t.copy.members[1]!;
+    const forged = { ...b, peer: { ...b.peer!, publicKey: PeerKeys.generate().publicKey } };
+    expect(await askPeer(forged, { self: 'a', keys: t.keys.a!, now: () => 0 })).toBeUndefined();
+  });
+
+  it('refuses oversized bodies and unknown paths, and questions beyond its concurrency', async () => {
+    const t = await trio({ a: false, b: false, c: false });
+    closers.push(t.close);
+    const url = `http://${t.copy.members[1]!.peer!.address}`;
+    expect((await fetch(url + PEER_PATH, { method: 'POST', body: 'x'.repeat(QUORUM.maxBodyBytes + 1) })).status).toBe(413);
+    expect((await fetch(url + '/elsewhere', { method: 'POST', body: '{}' })).status).toBe(404);
+    expect((await fetch(url + PEER_PATH, { method: 'POST', body: '{"from":"a"}' })).status).toBe(400);
+    const busy = await trio({ a: false, b: false, c: false }, { maxConcurrent: 0 });
+    closers.push(busy.close);
+    expect(await askPeer(busy.copy.members[1]!, { self: 'a', keys: busy.keys.a!, now: () => 0 })).toBeUndefined();
+  });
+
+  it('a peer that accepts and never answers is no answer once the question times out', async () => {
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', () => r()));
+    closers.push(() => new Promise((r) => { silent.close(() => r(undefined)); for (const s of open) s.destroy(); }));
+    const open: import('node:net').Socket[] = [];
+    silent.on('connection', (s) => open.push(s));
+    const address = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const keys = PeerKeys.generate();
+    expect(await askPeer({ node: 'b', ttlSeconds: 30, peer: { address, publicKey: keys.publicKey } }, { self: 'a', keys, now: () => 0 })).toBeUndefined();
+  });
+
+  it('keeps its key pair in the state directory (0600) and signs verifiably', () => {
+    const tmp = tempDir('peer-keys');
+    try {
+      const k1 = PeerKeys.inDir(tmp.dir);
+      const k2 = PeerKeys.inDir(tmp.dir);
+      expect(k2.publicKey).toBe(k1.publicKey);
+      expect(verifySignature(k1.publicKey, 'm', k1.sign('m'))).toBe(true);
+      expect(verifySignature(k1.publicKey, 'n', k1.sign('m'))).toBe(false);
+      expect(verifySignature('junk', 'm', k1.sign('m'))).toBe(false);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
