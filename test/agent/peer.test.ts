@@ -5,6 +5,9 @@ import { askMembers, askPeer } from '../../agent/peer/client.js';
 import { PeerKeys, verifySignature } from '../../agent/peer/keys.js';
 import { PEER_PATH } from '../../agent/peer/protocol.js';
 import { PeerServer } from '../../agent/peer/server.js';
+import { PeerQuorum } from '../../agent/peer/outage.js';
+import { FENCE } from '../../agent/fence.js';
+import { cannotReachAfterMs } from '../../core/model/quorum.js';
 import { QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
 import { tempDir } from './support.js';
 
@@ -90,5 +93,61 @@ describe('peer endpoint (loopback)', () => {
     } finally {
       tmp.cleanup();
     }
+  });
+});
+
+describe('peer quorum rounds (loopback, injected clock)', () => {
+  /** Three agents whose endpoints answer from their own PeerQuorum; lastOk per node is set by the test. */
+  async function cluster(names: string[]) {
+    let now = 100_000;
+    const T = QUORUM.defaultTtlSeconds * 1000;
+    const lastOk: Record<string, number> = Object.fromEntries(names.map((n) => [n, now]));
+    const keys = Object.fromEntries(names.map((n) => [n, PeerKeys.generate()]));
+    const copy: MembershipVersion = { version: 1, since: 0, members: [] };
+    const quorums: Record<string, PeerQuorum> = {};
+    for (const n of names) {
+      quorums[n] = new PeerQuorum({
+        self: n, keys: keys[n]!, now: () => now, ttlMs: () => T, keepaliveInFlight: () => false,
+        fenceAt: () => lastOk[n]! + T - FENCE.marginMs, lastOkSentAt: () => lastOk[n], membership: () => ({ copy, fetchedAt: lastOk[n]! }), log: () => undefined,
+      });
+      const server = new PeerServer({ node: n, keys: keys[n]!, listen: '127.0.0.1:0', membership: () => copy, reaches: () => quorums[n]!.reaches() });
+      copy.members.push({ node: n, ttlSeconds: 30, peer: { address: await server.start(), publicKey: keys[n]!.publicKey } });
+      closers.push(() => server.close());
+    }
+    return { quorums, lastOk, advance: (ms: number) => (now += ms), now: () => now, T };
+  }
+
+  it('a control-plane outage: everyone cut off, a majority confirms before the fence point and keeps confirming', async () => {
+    const c = await cluster(['a', 'b', 'c']);
+    c.advance(cannotReachAfterMs(c.T));
+    const v = await c.quorums.a!.round();
+    expect(v).toMatchObject({ confirmed: true, votes: 3, members: 3 });
+    expect(c.now()).toBeLessThan(c.lastOk.a! + c.T - FENCE.marginMs);
+    // Rounds every P chain the confirmations past the fence point, for as long as the outage lasts.
+    for (let i = 0; i < 60; i++) {
+      c.advance(QUORUM.pollMs);
+      await c.quorums.a!.round();
+      expect(c.quorums.a!.confirmsOutage(c.now())).toBe(true);
+    }
+    expect(c.now()).toBeGreaterThan(c.lastOk.a! + c.T);
+    // A gap longer than F breaks the chain for good.
+    c.advance(QUORUM.freshMs + 1);
+    await c.quorums.a!.round();
+    expect(c.quorums.a!.confirmsOutage(c.now())).toBe(false);
+  });
+
+  it('cut off alone: its peers reach the control plane, so it does not confirm and fences', async () => {
+    const c = await cluster(['a', 'b', 'c']);
+    c.advance(cannotReachAfterMs(c.T));
+    c.lastOk.b = c.now();
+    c.lastOk.c = c.now();
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, why: expect.stringContaining('reaches the control plane') });
+    c.advance(c.T);
+    expect(c.quorums.a!.confirmsOutage(c.now())).toBe(false);
+  });
+
+  it('a node that reaches the control plane does not ask', async () => {
+    const c = await cluster(['a', 'b', 'c']);
+    expect(await c.quorums.a!.round()).toBeUndefined();
   });
 });
