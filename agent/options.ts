@@ -61,7 +61,7 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --taint T                node taint ("key" or "key=value"), repeatable
   --cpu N                  declared CPU: cores ("4") or millicores ("3500m") (default: detected, see below)
   --memory Q               declared memory: bytes or 512Mi / 8Gi (default: detected)
-  --lease-ttl S            lease TTL in seconds (default ${QUORUM.defaultTtlSeconds}, at least ${FENCE.minTtlSeconds}; below 25
+  --lease-ttl S            lease TTL in seconds (default ${QUORUM.defaultTtlSeconds}, at least ${FENCE.minTtlSeconds}; below 28
                            peers cannot confirm a control-plane outage in time: docs/fencing.md)
   --peer-listen HOST:PORT  where peers ask whether this node reaches the control plane
                            (default 127.0.0.1:0: loopback, any free port)

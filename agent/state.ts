@@ -11,7 +11,9 @@ import { assignmentSchema, type Assignment } from '../core/model/index.js';
  *   credential       node credential from enrollment (0600)
  *   lease.json       { lease, tenure, ttl }
  *   desired.json     { revision, assignments } (0600: specs carry secrets)
- *   fence-at         epoch ms at which workloads must start stopping
+ *   fence-at         epoch ms at which workloads must start stopping (the supervisors' deadline:
+ *                    the lease's fence point, or later while peers confirm an outage)
+ *   lease-fence-at   the lease's own fence point, for a restart (docs/fencing.md)
  *   replicas/<id>/   supervisor state, logs, materialized files
  *   volumes/<service>/<volume>/   local volumes (agent/volumes.ts), which outlive replicas
  */
@@ -78,12 +80,24 @@ export class StateDir {
     this.write('desired.json', JSON.stringify({ revision, assignments }), 0o600);
   }
 
+  /** The lease's own fence point (a restart resumes its fence clock from it). */
   fenceAt(): number | undefined {
-    const n = Number(this.read('fence-at'));
-    return this.read('fence-at') !== undefined && Number.isFinite(n) ? n : undefined;
+    for (const name of ['lease-fence-at', 'fence-at']) {
+      const text = this.read(name);
+      const n = Number(text);
+      if (text !== undefined && Number.isFinite(n)) return n;
+    }
+    return undefined;
   }
 
+  /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
   saveFenceAt(at: number): void {
+    this.write('lease-fence-at', String(Math.floor(at)), 0o644);
+    this.write('fence-at', String(Math.floor(at)), 0o644);
+  }
+
+  /** Peers confirm an outage: the supervisors' deadline alone moves (to the confirmations' end, or back). */
+  saveRunUntil(at: number): void {
     this.write('fence-at', String(Math.floor(at)), 0o644);
   }
 

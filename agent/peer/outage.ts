@@ -10,7 +10,8 @@ export interface PeerQuorumDeps {
   /** The fence clock: its fence point, and when the last successful keepalive was sent (undefined: never). */
   fenceAt: () => number | undefined;
   lastOkSentAt: () => number | undefined;
-  keepaliveInFlight: () => boolean;
+  /** The keepalive in flight, if any: settles (either way) within D. */
+  keepaliveSettled: () => Promise<unknown> | undefined;
   ttlMs: () => number;
   /** The membership copy and when the request that fetched it was sent. */
   membership: () => { copy: MembershipVersion; fetchedAt: number } | undefined;
@@ -36,20 +37,26 @@ export class PeerQuorum implements OutageOracle {
     return this.latch.confirmsOutage(now);
   }
 
-  /** What this agent's peer endpoint answers. */
-  reaches(): boolean {
+  /**
+   * What this agent's peer endpoint answers: with a keepalive in flight it waits for it to
+   * settle (≤ D) and answers from the outcome — in flight it might be renewing the lease.
+   */
+  async reaches(): Promise<boolean> {
+    const pending = this.d.keepaliveSettled();
+    if (pending) await pending.then(() => undefined, () => undefined);
     const last = this.d.lastOkSentAt();
-    return last === undefined ? false : !cannotReach(last, this.d.keepaliveInFlight(), this.d.now(), cannotReachAfterMs(this.d.ttlMs()));
+    return last === undefined ? false : !cannotReach(last, this.d.keepaliveSettled() !== undefined, this.d.now(), cannotReachAfterMs(this.d.ttlMs()));
   }
 
   /** One round: ask if cut off, judge, extend the latch. Returns the verdict (undefined: not cut off). */
   async round(): Promise<QuorumVerdict | undefined> {
     const last = this.d.lastOkSentAt();
-    if (last === undefined || this.reaches()) return undefined;
+    if (last === undefined || (await this.reaches())) return undefined;
     const m = this.d.membership();
     const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
+    const selfCannotReach = !(await this.reaches());
     const now = this.d.now();
-    const v = quorumVerdict({ self: this.d.self, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: last, selfCannotReach: !this.reaches(), answers, now });
+    const v = quorumVerdict({ self: this.d.self, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: this.d.lastOkSentAt() ?? last, selfCannotReach, answers, now });
     if (v.confirmed) this.latch.confirmed(now, v.validUntil);
     const why = v.confirmed ? `outage confirmed by ${v.votes} of ${v.members} members` : v.why;
     if (why !== this.lastWhy) this.d.log(`control plane unreachable: ${why}`);

@@ -13,7 +13,7 @@ export interface PeerServerOptions {
   /** The agent's membership copy: only its members are answered. */
   membership: () => MembershipVersion | undefined;
   /** Whether this agent reaches the control plane (agent/core/quorum.ts cannotReach, negated). */
-  reaches: () => boolean;
+  reaches: () => boolean | Promise<boolean>;
   maxConcurrent?: number;
 }
 
@@ -75,7 +75,7 @@ export class PeerServer {
       const copy = this.o.membership();
       const asker = copy?.members.find((m) => m.node === q.data.from);
       if (!asker?.peer || !verifySignature(asker.peer.publicKey, questionText(q.data), q.data.signature)) return refuse(403);
-      const unsigned: Omit<Answer, 'signature'> = { node: this.o.node, to: q.data.from, nonce: q.data.nonce, reachesControlPlane: this.o.reaches(), membershipVersion: copy?.version ?? 0 };
+      const unsigned: Omit<Answer, 'signature'> = { node: this.o.node, to: q.data.from, nonce: q.data.nonce, reachesControlPlane: await this.o.reaches(), membershipVersion: copy?.version ?? 0 };
       const answer: Answer = { ...unsigned, signature: this.o.keys.sign(answerText(unsigned)) };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
     } finally {

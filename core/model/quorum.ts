@@ -13,18 +13,18 @@ export const QUORUM = {
   keepaliveTimeoutMs: 1_000,
   /** g: leaseTimeToLive answers in whole seconds; every silence the controller reads is widened by this much on the unsafe side. */
   granularityMs: 1_000,
-  /** A: a question to a peer gets this long for its answer. */
-  askTimeoutMs: 500,
+  /** A: a question to a peer gets this long for its answer (≥ D: a peer with a keepalive in flight answers once it settles). */
+  askTimeoutMs: 1_500,
   /** P: an agent whose keepalives fail asks its peers this often. */
   pollMs: 1_000,
   /** F: an answer counts for this long after its question was sent (F > P + A, so confirmations can chain without a gap). */
-  freshMs: 2_500,
+  freshMs: 3_000,
   /** S: an agent confirms an outage only with a membership copy fetched by a request sent at most this long before its last successful keepalive. */
   copyStaleMs: 65_000,
   /** Added to the membership history window for clock differences between pods and agents. */
   historyMarginMs: 10_000,
   /** L: after the node controller expires a node, its replicas are declared lost no sooner than this (≥ F + check + kill budget; see docs/fencing.md). */
-  lostGraceMs: 5_000,
+  lostGraceMs: 6_000,
   /**
    * The store lease under an API-registered node record (s): a backstop only — the node
    * controller expires nodes by the quorum rule. A control plane away longer than this finds

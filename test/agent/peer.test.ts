@@ -105,16 +105,17 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     const keys = Object.fromEntries(names.map((n) => [n, PeerKeys.generate()]));
     const copy: MembershipVersion = { version: 1, since: 0, members: [] };
     const quorums: Record<string, PeerQuorum> = {};
+    const inFlight: Record<string, Promise<unknown> | undefined> = {};
     for (const n of names) {
       quorums[n] = new PeerQuorum({
-        self: n, keys: keys[n]!, now: () => now, ttlMs: () => T, keepaliveInFlight: () => false,
+        self: n, keys: keys[n]!, now: () => now, ttlMs: () => T, keepaliveSettled: () => inFlight[n],
         fenceAt: () => lastOk[n]! + T - FENCE.marginMs, lastOkSentAt: () => lastOk[n], membership: () => ({ copy, fetchedAt: lastOk[n]! }), log: () => undefined,
       });
       const server = new PeerServer({ node: n, keys: keys[n]!, listen: '127.0.0.1:0', membership: () => copy, reaches: () => quorums[n]!.reaches() });
       copy.members.push({ node: n, ttlSeconds: 30, peer: { address: await server.start(), publicKey: keys[n]!.publicKey } });
       closers.push(() => server.close());
     }
-    return { quorums, lastOk, advance: (ms: number) => (now += ms), now: () => now, T };
+    return { quorums, lastOk, inFlight, advance: (ms: number) => (now += ms), now: () => now, T };
   }
 
   it('a control-plane outage: everyone cut off, a majority confirms before the fence point and keeps confirming', async () => {
@@ -144,6 +145,17 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, why: expect.stringContaining('reaches the control plane') });
     c.advance(c.T);
     expect(c.quorums.a!.confirmsOutage(c.now())).toBe(false);
+  });
+
+  it('a peer with a keepalive in flight answers once it settled, from its outcome', async () => {
+    const c = await cluster(['a', 'b', 'c']);
+    c.advance(cannotReachAfterMs(c.T));
+    // b's keepalive fails: it then answers "cannot reach", and the outage is confirmed.
+    c.inFlight.b = new Promise((_, reject) => setTimeout(() => { c.inFlight.b = undefined; reject(new Error('refused')); }, 100));
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: true });
+    // c's keepalive succeeds while a asks: it answers "reaches".
+    c.inFlight.c = new Promise((resolve) => setTimeout(() => { c.lastOk.c = c.now(); c.inFlight.c = undefined; resolve(undefined); }, 100));
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, why: 'node c reaches the control plane' });
   });
 
   it('a node that reaches the control plane does not ask', async () => {

@@ -29,9 +29,11 @@ describe('quorum constants (docs/fencing.md states the code)', () => {
   it('the inequalities the argument needs hold', () => {
     // The default TTL fits; 25 s is the smallest that does (the doc says so).
     expect(quorumFits(QUORUM.defaultTtlSeconds * 1000, FENCE.marginMs)).toBe(true);
-    expect(quorumFits(25_000, FENCE.marginMs)).toBe(true);
-    expect(quorumFits(24_000, FENCE.marginMs)).toBe(false);
-    expect(doc).toContain('the rule fits from 25 s');
+    expect(quorumFits(28_000, FENCE.marginMs)).toBe(true);
+    expect(quorumFits(27_000, FENCE.marginMs)).toBe(false);
+    expect(doc).toContain('the rule fits from 28 s');
+    // A peer with a keepalive in flight waits for it (≤ D) before answering: the question outlasts that.
+    expect(QUORUM.askTimeoutMs).toBeGreaterThan(QUORUM.keepaliveTimeoutMs);
     // Confirmations chain without a gap: a poll and its answer come before the last one lapses.
     expect(QUORUM.freshMs).toBeGreaterThan(QUORUM.pollMs + QUORUM.askTimeoutMs);
     // An expired node's copies die before its replicas are declared lost.
@@ -40,7 +42,7 @@ describe('quorum constants (docs/fencing.md states the code)', () => {
     expect(doc).toContain(`L ≥ F + check + kill = ${n(window)} ms`);
     expect(doc).toContain(`\`te + ${window / 1000} s\``);
     // Q > R + D + F: a renewing member cannot vote "cannot reach" before the chain lapses.
-    for (const T of [25_000, 30_000, 60_000]) expect(cannotReachAfterMs(T)).toBeGreaterThan(renewingWithinMs(T) + QUORUM.keepaliveTimeoutMs + QUORUM.freshMs);
+    for (const T of [28_000, 30_000, 60_000]) expect(cannotReachAfterMs(T)).toBeGreaterThan(renewingWithinMs(T) + QUORUM.keepaliveTimeoutMs + QUORUM.freshMs);
     // R covers a healthy agent: one keepalive interval, its timeout, both roundings.
     expect(renewingWithinMs(30_000)).toBeGreaterThanOrEqual(keepaliveEveryMs(30_000) + QUORUM.keepaliveTimeoutMs + 2 * QUORUM.granularityMs);
   });
