@@ -1,4 +1,4 @@
-import { makeDiagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic, messageOf } from '../core/diagnostics/index.js';
 import type { Assignment, NodeEvent, NodeRecordInput, Observation } from '../core/model/index.js';
 
 export { AGENT_VERSION } from './lease.js';
@@ -339,7 +339,7 @@ export class Agent {
         this.lastServerError = line;
       }
     } else {
-      this.log(`${what}: unexpected ${e instanceof Error ? e.message : String(e)}`);
+      this.log(`${what}: unexpected ${messageOf(e)}`);
     }
   }
 
@@ -458,7 +458,7 @@ export class Agent {
         if (slot?.handle?.id === s.handle.id && !TERMINAL.has(slot.state)) this.applyStatus(slot, s);
       }
     } catch (e) {
-      this.log(`runtime list failed: ${e instanceof Error ? e.message : String(e)}`);
+      this.log(`runtime list failed: ${messageOf(e)}`);
     }
   }
 
@@ -498,7 +498,7 @@ export class Agent {
     try {
       await this.opts.runtime.stop(handle, a.spec.stopGraceMs);
     } catch (e) {
-      this.log(`stopping ${slot.replica} after its liveness failure failed: ${e instanceof Error ? e.message : String(e)}`);
+      this.log(`stopping ${slot.replica} after its liveness failure failed: ${messageOf(e)}`);
     }
     this.kick();
   }
@@ -595,7 +595,7 @@ export class Agent {
       try {
         await this.reconcile();
       } catch (e) {
-        this.log(`reconcile failed: ${e instanceof Error ? e.message : String(e)}`);
+        this.log(`reconcile failed: ${messageOf(e)}`);
       }
     });
   }
@@ -719,7 +719,7 @@ export class Agent {
       }
     } catch (e) {
       if (e instanceof Refusal) return this.refuse(slot, a, e);
-      const reason = e instanceof Error ? e.message : String(e);
+      const reason = messageOf(e);
       // containerd refuses at task start when the command is missing or not executable (runc's exec error).
       const noCommand = startFailure({ runtime: this.opts.runtime.name, node: this.opts.node, replica: a.replica, service: a.service, image: a.spec.image, argv: argvOf(a.spec), exitCode: undefined, detail: /executable file not found|no such file or directory|permission denied/i.test(reason) ? { spawnError: { message: reason } } : undefined });
       const d = noCommand ?? makeDiagnostic('CCA-E0504', { runtime: this.opts.runtime.name, replica: a.replica, reason });

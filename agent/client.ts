@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
 import { schemeMismatch, untrustedReason } from './https.js';
 import { QUORUM } from '../core/model/quorum.js';
 import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeObservation, VolumeRecord } from '../core/model/index.js';
@@ -129,7 +129,7 @@ export class AgentClient {
         signal: AbortSignal.any([signal, this.aborter.signal]),
       } as RequestInit);
     } catch (e) {
-      throw new UnreachableError(url, (e as { cause?: { code?: string } }).cause?.code ?? (e instanceof Error ? e.message : String(e)));
+      throw new UnreachableError(url, (e as { cause?: { code?: string } }).cause?.code ?? messageOf(e));
     }
     const parsed = (await res.json().catch(() => undefined)) as { error?: Diagnostic } | undefined;
     if (!res.ok) throw new ServerError(res.status, parsed?.error?.code ? parsed.error : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }));
@@ -158,13 +158,13 @@ export class AgentClient {
       const untrusted = untrustedReason(e);
       if (untrusted) throw new UnreachableError(this.server, untrusted, 'CCA-E0540');
       const cause = (e as { cause?: { code?: string } }).cause?.code;
-      throw new UnreachableError(url, schemeMismatch(e, url) ?? cause ?? (e instanceof Error ? e.message : String(e)));
+      throw new UnreachableError(url, schemeMismatch(e, url) ?? cause ?? messageOf(e));
     }
     let parsed: unknown;
     try {
       parsed = await res.json();
     } catch (e) {
-      if (res.ok) throw new UnreachableError(url, `unreadable answer: ${e instanceof Error ? e.message : String(e)}`);
+      if (res.ok) throw new UnreachableError(url, `unreadable answer: ${messageOf(e)}`);
     }
     if (res.ok) return parsed as T;
     const d = (parsed as { error?: Diagnostic } | undefined)?.error;

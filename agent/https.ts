@@ -13,7 +13,7 @@ import type { IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { rootCertificates } from 'node:tls';
 import { CERT_REFUSAL_CODES } from '../core/tls-codes.js';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 
 const UNTRUSTED = CERT_REFUSAL_CODES;
 
@@ -60,7 +60,7 @@ export function readCaFile(file: string, what = '--ca'): string {
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new CcaError('CCA-E0004', { what, file, reason: (e as Error).message, expected: 'the CA certificate that signed the server certificate' });
+    throw new CcaError('CCA-E0004', { what, file, reason: messageOf(e), expected: 'the CA certificate that signed the server certificate' });
   }
   const blocks = text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
   if (blocks.length === 0) {
@@ -70,7 +70,7 @@ export function readCaFile(file: string, what = '--ca'): string {
     try {
       new X509Certificate(block);
     } catch (e) {
-      throw new CcaError('CCA-E0004', { what, file, reason: `a certificate in it is damaged: ${(e as Error).message}`, expected: 'the CA certificate that signed the server certificate' });
+      throw new CcaError('CCA-E0004', { what, file, reason: `a certificate in it is damaged: ${messageOf(e)}`, expected: 'the CA certificate that signed the server certificate' });
     }
   }
   return text;

@@ -1,4 +1,4 @@
-import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
 import { segmentProblem } from '../core/keys.js';
 import { LOG_LIMITS, logRequestSchema, type LogFrame, type LogRequest } from '../core/model/index.js';
 import type { AgentClient } from './client.js';
@@ -95,7 +95,7 @@ export class LogServer {
       await this.opts.client.logStream(req.id, body, ac.signal);
     } catch (e) {
       // The client went away or the server restarted: nothing is waiting for the rest.
-      if (!this.opts.isClosed()) this.opts.log(`log stream of ${req.replica} ended: ${e instanceof Error ? e.message : String(e)}`);
+      if (!this.opts.isClosed()) this.opts.log(`log stream of ${req.replica} ended: ${messageOf(e)}`);
     } finally {
       ac.abort();
       await source?.return(undefined);

@@ -4,6 +4,7 @@ import { networkRulesSchema, type NetworkRules, type ServiceSpec } from '../core
 import type { AgentClient } from './client.js';
 import type { NetnsManager } from './netns.js';
 import { fallbackPolicy, renderPolicy, type Enforced } from './nft.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 export interface PolicyFollowerOptions {
   client: AgentClient;
@@ -99,7 +100,7 @@ export class PolicyFollower {
         this.opts.event('network-policy', 'network policy applied', replica);
       } catch (e) {
         // A CcaError's message carries its code (CCA-E0527); the previous rules stay in force.
-        const message = e instanceof Error ? e.message : String(e);
+        const message = messageOf(e);
         this.opts.log(message);
         this.opts.event('network-policy-failed', message, replica);
       }

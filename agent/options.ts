@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from 'node:fs';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { capacityOf, RESERVE, type Capacity, type MachineFacts } from './capacity.js';
 import { FENCE } from './fence.js';
 import { QUORUM } from '../core/model/quorum.js';
@@ -223,7 +223,7 @@ function joinToken(given: string, file: string): string {
     mode = statSync(file).mode;
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    bad(`--token-file ${file} cannot be read: ${e instanceof Error ? e.message : String(e)}`);
+    bad(`--token-file ${file} cannot be read: ${messageOf(e)}`);
   }
   if ((mode & 0o077) !== 0) bad(`--token-file ${file} may be read by others (mode ${(mode & 0o777).toString(8)}): chmod 600 it`);
   const token = text.trim();

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
-import { makeDiagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic, messageOf } from '../core/diagnostics/index.js';
 
 import { Refusal } from './confine.js';
 import { Ctr, parseEventLine } from './containerd/ctr.js';
@@ -224,7 +224,7 @@ export class ContainerdRuntime implements Runtime {
         }
         break;
       } catch (e) {
-        const d = e instanceof PullFailure ? e.diagnostic : makeDiagnostic('CCA-E0554', { node: this.opts.node ?? this.opts.namespace, image: req.spec.image, replica: req.replica, reason: e instanceof Error ? e.message : String(e) });
+        const d = e instanceof PullFailure ? e.diagnostic : makeDiagnostic('CCA-E0554', { node: this.opts.node ?? this.opts.namespace, image: req.spec.image, replica: req.replica, reason: messageOf(e) });
         main = undefined;
         write({ attempt: progress.attempt, diagnostic: { code: d.code, message: d.message } });
         await this.pause(handle.id, wait);
@@ -244,7 +244,7 @@ export class ContainerdRuntime implements Runtime {
       await this.runContainer(req, main.name, handle.id, argvOf(req.spec), { detach: true });
     } catch (e) {
       // start() has returned: the failure reaches the agent as an exit with the reason in init.json.
-      const reason = e instanceof Error ? e.message : String(e);
+      const reason = messageOf(e);
       writeFileSync(join(dir, 'init.json'), JSON.stringify({ step: 'start', state: 'failed', exitCode: 127, tail: reason } satisfies InitProgress));
       this.finishInit(handle, 127, true);
     }
@@ -293,7 +293,7 @@ export class ContainerdRuntime implements Runtime {
       }
       await this.runContainer(req, mainImage, handle.id, argvOf(req.spec), { detach: true });
     } catch (e) {
-      writeInit({ step: 'init', state: 'failed', exitCode: 127, tail: e instanceof Error ? e.message : String(e) });
+      writeInit({ step: 'init', state: 'failed', exitCode: 127, tail: messageOf(e) });
       this.finishInit(handle, 127, true);
     }
   }

@@ -8,8 +8,7 @@ import type { NetnsManager } from './netns.js';
 import { confinedPath, ensureDirs } from './confine.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
 import { DEFAULT_LOG_MAX_BYTES } from './logfile.js';
-import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
-import type { ExitDetail, Lookup } from './start-failure.js';
+import { argvOf, Listeners, type ExitDetail, type InitProgress, type Lookup, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
 import { volumeEnvName } from './volumes.js';
 
 export interface ProcessRuntimeOptions {

@@ -1,5 +1,19 @@
 import type { ServiceSpec } from '../core/model/index.js';
-import type { ExitDetail } from './start-failure.js';
+
+/** What the runtime saw when the workload ended before or right after it started. */
+export interface ExitDetail {
+  /** The error of the exec itself (supervisor spawn, runc), when there was one. */
+  spawnError?: { errno?: string; message: string };
+  /** The last lines the workload (or its shell) wrote to stderr. */
+  stderrTail?: string;
+  /** The program looked up on the host (process runtime). */
+  lookup?: Lookup;
+}
+
+/** What a lookup of the program found on the host (process runtime only). */
+export type Lookup =
+  | { found: false; path: string }
+  | { found: true; file: string; executable: boolean; interpreter?: { path: string; exists: boolean } };
 
 /**
  * The one small interface every runtime implements (fake, process, containerd). Nothing in

@@ -1,6 +1,6 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { assignmentSchema, type Assignment } from '../core/model/index.js';
 
 /**
@@ -33,7 +33,7 @@ export class StateDir {
       this.replicas = join(dir, 'replicas');
       mkdirSync(this.replicas, { recursive: true, mode: 0o700 });
     } catch (e) {
-      throw new CcaError('CCA-E0512', { dir, reason: e instanceof Error ? e.message : String(e) });
+      throw new CcaError('CCA-E0512', { dir, reason: messageOf(e) });
     }
     this.fenceFile = join(dir, 'fence-at');
   }

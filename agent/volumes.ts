@@ -1,6 +1,6 @@
 import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { makeDiagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic, messageOf } from '../core/diagnostics/index.js';
 import type { ServiceSpec } from '../core/model/index.js';
 import { checkVolumeNames, volumeNamesOk } from './confine.js';
 import type { WorkloadVolume } from './runtime.js';
@@ -57,7 +57,7 @@ export class VolumeDir {
         renameSync(`${meta}.tmp`, meta);
       }
     } catch (e) {
-      const d = makeDiagnostic('CCA-E0520', { volume, service, path: data, reason: e instanceof Error ? e.message : String(e) });
+      const d = makeDiagnostic('CCA-E0520', { volume, service, path: data, reason: messageOf(e) });
       throw new Error(`${d.code} ${d.message}`);
     }
     return data;

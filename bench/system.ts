@@ -23,6 +23,7 @@ import pg_ from 'pg';
 import { Proc } from '../demo/procs.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 type Json = Record<string, any>;
 
@@ -172,7 +173,7 @@ try {
     nodeLoss: { leaseTtlSeconds: 10, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);
 } catch (e) {
-  log(`bench:system failed: ${e instanceof Error ? e.message : String(e)}`);
+  log(`bench:system failed: ${messageOf(e)}`);
   if (pod) log(`--- server output (CCA-E0123 lines: ${(pod.output.match(/CCA-E0123/g) ?? []).length}) ---\n${pod.output.replace(/.*CCA-E0123.*\n.*\n/g, '').slice(-3000)}`);
   process.exitCode = 1;
 } finally {

@@ -82,6 +82,9 @@ export const apiVolume = z.looseObject({
   usedBytes: count.optional(),
   path: z.string().optional(),
   usedBy: z.string().optional(),
+  deleteAt: count.optional(),
+  deletesInMs: count.optional(),
+  keepForMs: count.optional(),
   diagnostic: z.looseObject({ code: z.string(), message: z.string() }).optional(),
 });
 export const volumesAnswer = z.looseObject({ revision: count, volumes: z.array(apiVolume) });

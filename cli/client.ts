@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { schemeMismatch, untrustedReason } from '../agent/https.js';
-import { makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
 import { records } from './records.js';
 import { ExitError, fail } from './exit.js';
 
@@ -215,5 +215,5 @@ function networkReason(e: unknown): string {
   const cause = (e as { cause?: { code?: string; message?: string } }).cause;
   if (cause?.code) return `${cause.code}${cause.message && !cause.message.includes(cause.code) ? ` (${cause.message})` : ''}`;
   if (cause?.message) return cause.message;
-  return e instanceof Error ? e.message : String(e);
+  return messageOf(e);
 }

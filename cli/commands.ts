@@ -7,6 +7,7 @@ export const commands: Record<string, { summary: string; load(): Promise<Command
   query: { summary: 'facts of one kind matching predicates, e.g. cca query replicas \'service=web,desired!=stop\' (-w to follow)', load: () => import('./commands/query.js') },
   logs: { summary: 'a replica\'s output from its node: --tail N, --since 10m, --previous, -f to follow', load: () => import('./commands/logs.js') },
   delete: { summary: 'delete a service', load: () => import('./commands/delete.js') },
+  volume: { summary: 'keep a released volume\'s data past its keep_for, or release that hold', load: () => import('./commands/volume.js') },
   fence: { summary: 'assert that a lost node\'s workloads are stopped (--confirm), so its stateful replicas move', load: () => import('./commands/fence.js') },
   secrets: { summary: 'secret values at rest: `rotate` re-seals them under the server\'s current key', load: () => import('./commands/secrets.js') },
   token: { summary: 'create (shown once), list or revoke API tokens: join, reader, deployer, admin', load: () => import('./commands/token.js') },

@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fail } from './exit.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 export interface FileConfig {
   server?: string;
@@ -31,14 +32,14 @@ export async function readConfig(path: string): Promise<FileConfig> {
     mode = (await stat(path)).mode & 0o777;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return {};
-    fail('CCA-E0705', { file: path, reason: (e as Error).message });
+    fail('CCA-E0705', { file: path, reason: messageOf(e) });
   }
   if ((mode & 0o077) !== 0) fail('CCA-E0706', { file: path, mode: `0${mode.toString(8)}` });
   let raw: unknown;
   try {
     raw = JSON.parse(await readFile(path, 'utf8'));
   } catch (e) {
-    fail('CCA-E0707', { file: path, reason: (e as Error).message });
+    fail('CCA-E0707', { file: path, reason: messageOf(e) });
   }
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) fail('CCA-E0707', { file: path, reason: 'it is not a JSON object' });
   const out: FileConfig = {};

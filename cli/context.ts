@@ -22,6 +22,8 @@ export interface Context {
   client(): Client;
   /** Colour escapes only on a terminal, and never with NO_COLOR. */
   color: boolean;
+  /** The command table's names and summaries, for `cca help` (which the table itself loads). */
+  commands: Readonly<Record<string, { summary: string }>>;
 }
 
 export type Values = Record<string, string | boolean | string[] | undefined>;

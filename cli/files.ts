@@ -1,6 +1,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fail } from './exit.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 export interface SourceFile {
   /** As the user wrote it (joined with the entry for a directory), so diagnostics name it the same way. */
@@ -38,5 +39,5 @@ export function reason(e: unknown): string {
   if (err.code === 'ENOENT') return 'no such file or directory';
   if (err.code === 'EACCES') return 'permission denied';
   if (err.code === 'EISDIR') return 'it is a directory';
-  return err.code ?? (e instanceof Error ? e.message : String(e));
+  return err.code ?? messageOf(e);
 }

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fetchTrusting, readCaFile } from '../agent/https.js';
-import { CcaError, makeDiagnostic, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { CcaError, makeDiagnostic, toDiagnostic, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
 import { closest } from '../core/model/suggest.js';
 import { Client } from './client.js';
 import { commands } from './commands.js';
@@ -79,6 +79,7 @@ export async function main(argv: readonly string[], io: Io = processIo()): Promi
       io,
       globals,
       color: io.stdout.isTTY && !io.env.NO_COLOR,
+      commands,
       client: () =>
         (client ??= new Client({
           server: globals.server,
@@ -129,7 +130,7 @@ function parse(name: string, mod: CommandModule, args: string[]): { values: Valu
     const r = parseArgs({ args, options: { ...globalOptions, ...output, ...(mod.options ?? {}) }, allowPositionals: true, strict: true });
     return { values: r.values as Values, positionals: r.positionals };
   } catch (e) {
-    const reason = (e instanceof Error ? e.message : String(e)).replace(/\. To specify a positional argument.*$/s, '');
+    const reason = messageOf(e).replace(/\. To specify a positional argument.*$/s, '');
     throw new ExitError([makeDiagnostic('CCA-E0703', { command: `cca ${name}`, reason, usage: mod.usage })]);
   }
 }

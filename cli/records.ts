@@ -1,3 +1,5 @@
+import { messageOf } from '../core/diagnostics/index.js';
+
 /**
  * A streamed body cut into records at `separator` (SSE frames, NDJSON lines): one reader
  * loop for every stream the CLI follows. It ends when the body ends or `signal` aborts (the
@@ -15,7 +17,7 @@ export async function* records(body: ReadableStream<Uint8Array>, separator: stri
         chunk = await reader.read();
       } catch (e) {
         if (signal.aborted) return;
-        broke(e instanceof Error ? e.message : String(e));
+        broke(messageOf(e));
       }
       if (chunk.done) return;
       const text = decoder.decode(chunk.value, { stream: true });

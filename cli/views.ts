@@ -1,4 +1,4 @@
-import { formatBytes, formatCpu } from '../core/model/quantity.js';
+import { formatBytes, formatCpu, formatDuration } from '../core/model/quantity.js';
 import { endpointsAnswer, nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, volumesAnswer, type ApiNode, type ApiReplica, type ApiService, type ApiVolume } from './api.js';
 import type { Client } from './client.js';
 import { fail } from './exit.js';
@@ -79,8 +79,14 @@ export interface VolumeItem {
   node: string;
   service: string;
   volume: string;
-  /** ready, creating, failed (the agent's report), releasing (reported, no longer wanted) or not reported. */
+  /**
+   * ready, creating, failed (the agent's report); releasing (released, its data kept until
+   * `deleteAt`); kept (an operator's hold); deleting (no longer wanted, the agent deletes
+   * it); not reported.
+   */
   state: string;
+  deleteAt: number | null;
+  deletesInMs: number | null;
   wanted: boolean;
   sizeBytes: number;
   usedBytes: number | null;
@@ -176,6 +182,8 @@ const volume = (v: ApiVolume): VolumeItem => ({
   usedBytes: v.usedBytes ?? null,
   path: v.path ?? null,
   lastUser: v.usedBy ?? null,
+  deleteAt: v.deleteAt ?? null,
+  deletesInMs: v.deletesInMs ?? null,
   diagnostic: v.diagnostic ? { code: v.diagnostic.code, message: v.diagnostic.message } : null,
 });
 
@@ -270,7 +278,7 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
         formatBytes(v.sizeBytes),
         v.usedBytes === null ? '-' : roughBytes(v.usedBytes),
         // The code of a report's diagnostic (CCA-E0521: over its size); `cca explain` says more.
-        v.diagnostic ? `${v.state} (${v.diagnostic.code})` : v.state,
+        volumeState(v),
         ...(wide ? [v.lastUser ?? '-', v.path ?? '-'] : []),
       ]),
     };
@@ -309,4 +317,20 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
         : []),
     ]),
   };
+}
+
+/** "releasing (deleted in 23h)", "ready (CCA-E0521)": the state with what it waits for or carries. */
+function volumeState(v: VolumeItem): string {
+  const notes = [
+    ...(v.deletesInMs !== null ? [`deleted in ${roughDuration(v.deletesInMs)}`] : []),
+    // The code of a report's diagnostic (CCA-E0521: over its size); `cca explain` says more.
+    ...(v.diagnostic ? [v.diagnostic.code] : []),
+  ];
+  return notes.length > 0 ? `${v.state} (${notes.join(', ')})` : v.state;
+}
+
+/** A time left for people: whole minutes from an hour up, whole seconds below (rounded up). */
+export function roughDuration(ms: number): string {
+  const step = ms >= 3_600_000 ? 60_000 : 1_000;
+  return formatDuration(Math.ceil(ms / step) * step);
 }

@@ -1,5 +1,5 @@
 import { CcaError } from '../core/diagnostics/index.js';
-import type { Compare, KeyValue, RangeRequest } from './store.js';
+import type { Compare, KeyValue, RangeRequest, WatchRequest } from './store.js';
 
 /** Limits shared by every backend, so the conformance suite holds everywhere. */
 export const limits = {
@@ -139,6 +139,37 @@ export function checkRangeOptions(req: RangeRequest): void {
       throw new CcaError('CCA-E0106', { reason: `${name} must be a whole number ≥ 0, got ${String(v)}` });
     }
   }
+}
+
+/** A read at `at` (0: the head), refused as etcd refuses it: in the future (CCA-E0102) or compacted away (CCA-E0101). */
+export function checkReadRevision(at: number, head: number, compactRevision: number): void {
+  if (at > head) throw new CcaError('CCA-E0102', { revision: at, current: head });
+  if (at !== 0 && at < compactRevision) throw new CcaError('CCA-E0101', { revision: at, compactRevision });
+}
+
+/** `compact(revision)`'s argument is a whole number (CCA-E0106). */
+export function checkCompactRevision(revision: number): void {
+  if (!Number.isSafeInteger(revision) || revision < 0) {
+    throw new CcaError('CCA-E0106', { reason: `compact revision must be a whole number, got ${String(revision)}` });
+  }
+}
+
+/** A compaction moves forward and not past the head: CCA-E0102 beyond it, CCA-E0101 at or below the last one. */
+export function checkCompactTarget(revision: number, head: number, compactRevision: number): void {
+  if (revision > head) throw new CcaError('CCA-E0102', { revision, current: head });
+  if (revision <= compactRevision) throw new CcaError('CCA-E0101', { revision, compactRevision });
+}
+
+/** The keys a watch follows, its request checked (CCA-E0106): key or prefix (none: every key), a whole start revision. */
+export function watchInterval(req: WatchRequest): KeyInterval {
+  if (req.key !== undefined && req.prefix !== undefined) {
+    throw new CcaError('CCA-E0106', { reason: 'watch takes key or prefix, not both' });
+  }
+  const iv = req.key !== undefined ? intervalOf({ key: req.key }) : intervalOf({ prefix: req.prefix ?? '' });
+  if (req.fromRevision !== undefined && (!Number.isSafeInteger(req.fromRevision) || req.fromRevision < 0)) {
+    throw new CcaError('CCA-E0106', { reason: `fromRevision must be a whole number ≥ 0, got ${String(req.fromRevision)}` });
+  }
+  return iv;
 }
 
 export function checkCompare(c: Compare): void {

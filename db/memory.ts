@@ -1,5 +1,5 @@
 import { CcaError } from '../core/diagnostics/index.js';
-import { checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf, shapeRange, type KeyInterval } from './keyspace.js';
+import { checkCompactRevision, checkCompactTarget, checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf, shapeRange, type KeyInterval } from './keyspace.js';
 import type {
   KeyValue,
   RangeRequest,
@@ -10,9 +10,9 @@ import type {
   WatchBatch,
   WatchRequest,
 } from './store.js';
-import { evaluateTxn, validateTxn, type TxnView } from './txn-eval.js';
+import { evaluateTxn, readAt, validateTxn, type TxnView } from './txn-eval.js';
 import { followWatch, type WatchSource } from './watch-feed.js';
-import { deleteViaTxn, putViaTxn } from './txn-shortcuts.js';
+import { StoreShortcuts } from './store-shortcuts.js';
 import { HeadWaiters } from './waiters.js';
 
 export interface MemoryStoreOptions {
@@ -42,7 +42,7 @@ interface Lease {
  * The reference implementation of the Store: etcd v3 semantics, in memory. The other
  * backends are checked against it operation by operation.
  */
-export class MemoryStore implements Store {
+export class MemoryStore extends StoreShortcuts implements Store {
   private rev = 1;
   private compactRev = 0;
   /** Every key that has history, in key order. */
@@ -58,6 +58,7 @@ export class MemoryStore implements Store {
   private timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(opts: MemoryStoreOptions = {}) {
+    super();
     this.now = opts.now ?? (() => Date.now());
     const every = opts.expiryTimerMs ?? (opts.now ? 0 : 250);
     if (every > 0) {
@@ -71,30 +72,11 @@ export class MemoryStore implements Store {
     return this.rev;
   }
 
-  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
-    const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
-    return r.kvs[0] ?? null;
-  }
-
   async range(req: RangeRequest): Promise<RangeResponse> {
     this.enter();
     const iv = intervalOf(req);
     checkRangeOptions(req);
-    const at = req.revision ?? 0;
-    if (at > this.rev) throw new CcaError('CCA-E0102', { revision: at, current: this.rev });
-    if (at !== 0 && at < this.compactRev) {
-      throw new CcaError('CCA-E0101', { revision: at, compactRevision: this.compactRev });
-    }
-    const all = at === 0 || at === this.rev ? this.view().range(iv) : this.view().rangeAt(iv, at);
-    return { ...shapeRange(all, req), revision: this.rev };
-  }
-
-  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    return putViaTxn((req) => this.txn(req), key, value, opts);
-  }
-
-  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    return deleteViaTxn((req) => this.txn(req), key, opts);
+    return { ...shapeRange(readAt(this.view(), iv, req.revision ?? 0), req), revision: this.rev };
   }
 
   async txn(req: TxnRequest): Promise<TxnResponse> {
@@ -148,13 +130,8 @@ export class MemoryStore implements Store {
 
   async compact(revision: number): Promise<void> {
     this.enter();
-    if (!Number.isSafeInteger(revision) || revision < 0) {
-      throw new CcaError('CCA-E0106', { reason: `compact revision must be a whole number, got ${String(revision)}` });
-    }
-    if (revision > this.rev) throw new CcaError('CCA-E0102', { revision, current: this.rev });
-    if (revision <= this.compactRev) {
-      throw new CcaError('CCA-E0101', { revision, compactRevision: this.compactRev });
-    }
+    checkCompactRevision(revision);
+    checkCompactTarget(revision, this.rev, this.compactRev);
     this.compactRev = revision;
     const survivors: string[] = [];
     for (const key of this.keys) {

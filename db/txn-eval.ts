@@ -3,6 +3,7 @@ import {
   checkCompare,
   checkKey,
   checkRangeOptions,
+  checkReadRevision,
   checkValue,
   compareKeys,
   evalCompare,
@@ -157,13 +158,13 @@ export function evaluateTxn(view: TxnView, req: TxnRequest): TxnOutcome {
 
 function readRange(view: TxnView, iv: KeyInterval, r: RangeRequest, rangeNow: (iv: KeyInterval) => KeyValue[]): KeyValue[] {
   const at = r.revision ?? 0;
-  if (at === 0) return rangeNow(iv);
   // etcd checks every range of a txn against the state before it (applierV3backend.checkRange):
   // the txn's own pending revision is a future one, even after the txn wrote.
-  if (at > view.revision) throw new CcaError('CCA-E0102', { revision: at, current: view.revision });
-  if (at === view.revision) return view.range(iv);
-  if (at < view.compactRevision) {
-    throw new CcaError('CCA-E0101', { revision: at, compactRevision: view.compactRevision });
-  }
-  return view.rangeAt(iv, at);
+  return at === 0 ? rangeNow(iv) : readAt(view, iv, at);
+}
+
+/** The keys in `iv` as of `at` (0: the view's own revision), refused as etcd refuses a read (checkReadRevision). */
+export function readAt(view: TxnView, iv: KeyInterval, at: number): KeyValue[] {
+  checkReadRevision(at, view.revision, view.compactRevision);
+  return at === 0 || at === view.revision ? view.range(iv) : view.rangeAt(iv, at);
 }

@@ -1,5 +1,5 @@
-import { CcaError, isCcaError } from '../core/diagnostics/index.js';
-import { inInterval, intervalOf, type KeyInterval } from './keyspace.js';
+import { isCcaError } from '../core/diagnostics/index.js';
+import { inInterval, watchInterval, type KeyInterval } from './keyspace.js';
 import type { WatchBatch, WatchRequest } from './store.js';
 
 /**
@@ -25,13 +25,7 @@ export interface WatchSource {
  * next(), so "watch, then write, then iterate" never misses the write.
  */
 export function followWatch(source: WatchSource, req: WatchRequest): AsyncGenerator<WatchBatch> {
-  if (req.key !== undefined && req.prefix !== undefined) {
-    throw new CcaError('CCA-E0106', { reason: 'watch takes key or prefix, not both' });
-  }
-  const iv = req.key !== undefined ? intervalOf({ key: req.key }) : intervalOf({ prefix: req.prefix ?? '' });
-  if (req.fromRevision !== undefined && (!Number.isSafeInteger(req.fromRevision) || req.fromRevision < 0)) {
-    throw new CcaError('CCA-E0106', { reason: `fromRevision must be a whole number ≥ 0, got ${String(req.fromRevision)}` });
-  }
+  const iv = watchInterval(req);
   const start = req.fromRevision ? req.fromRevision : source.head() + 1;
   return pull(source, req, iv, start);
 }

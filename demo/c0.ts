@@ -14,6 +14,7 @@ import { newRoleToken } from '../handlers/auth.js';
 import { newSecretKey } from '../handlers/secret-box.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { alive, cca, DemoFailure, Proc, until } from './procs.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 type Json = Record<string, any>;
 
@@ -223,7 +224,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     check(!tar.includes(admin), 'the admin token is not in it');
     say('\ndemo-c0 passed.');
   } catch (e) {
-    say(`\n✗ demo-c0 failed: ${e instanceof Error ? e.message : String(e)}`);
+    say(`\n✗ demo-c0 failed: ${messageOf(e)}`);
     if (e instanceof DemoFailure && e.evidence !== undefined) say(`evidence: ${typeof e.evidence === 'string' ? e.evidence : JSON.stringify(e.evidence, null, 2)}`);
     for (const p of procs.slice(-2)) say(`--- last output of ${p.name} ---\n${p.output.slice(-3000)}`);
     const b = await cca(['bundle', '-o', path.join(dir, 'failure-bundle.tar.gz')], env).catch(() => undefined);

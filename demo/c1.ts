@@ -27,6 +27,7 @@ import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { newSecretKey } from '../handlers/secret-box.js';
 import { cca, DemoFailure, Proc, until } from './procs.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 type Json = Record<string, any>;
 
@@ -296,7 +297,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     check(overcommits.length === 0, `${nodePolls} polls of /v1/nodes: used ≤ capacity on every node every time`, overcommits);
     say(`\ndemo-c1 passed in ${((Date.now() - t0) / 1000).toFixed(0)} s.`);
   } catch (e) {
-    say(`\n✗ demo-c1 failed: ${e instanceof Error ? e.message : String(e)}`);
+    say(`\n✗ demo-c1 failed: ${messageOf(e)}`);
     if (e instanceof DemoFailure && e.evidence !== undefined) say(`evidence: ${typeof e.evidence === 'string' ? e.evidence : JSON.stringify(e.evidence, null, 2)}`);
     for (const p of procs) say(`--- last output of ${p.name} ---\n${p.output.slice(-2000)}`);
     const b = await cca(['bundle', '-o', path.join(dir, 'failure-bundle.tar.gz')], env).catch(() => undefined);

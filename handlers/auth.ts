@@ -214,10 +214,18 @@ export function requireNode(action: string, opts: { credentialOnly?: boolean } =
     const p = c.get('principal');
     const target = c.req.param('node') ?? '';
     if (p.kind === 'refused') throw p.error;
+    // A name no node could have (NUL, '/', empty, too long) is simply not found, for an admin too.
+    if (segmentProblem(target) !== undefined) throw new CcaError('CCA-E0609', { kind: 'node', name: target.slice(0, 253) });
     if (p.kind === 'token' && p.role === 'admin' && !opts.credentialOnly) return next();
     if (p.kind === 'anonymous') throw new CcaError('CCA-E0605', { needs: `the credential of node ${target}`, got: 'no valid token' });
     if (p.kind !== 'node') throw new CcaError('CCA-E0636', { needs: `the credential of node ${target}`, got: describe(p) });
     if (p.node !== target) throw new CcaError('CCA-E0606', { node: p.node, action: `${action} for node ${target}`, target });
     await next();
   });
+}
+
+/** Who made a request, for the records and decisions it writes ("admin token 1a2b…"). */
+export function principalName(p: Principal): string {
+  if (p.kind === 'token') return `${p.role} token ${p.id}`;
+  return p.kind === 'node' ? `node ${p.node}` : 'an anonymous caller';
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 
 /** The request body as JSON; bad JSON is a coded 400, never a parser stack trace. */
 export async function jsonBody(c: Context): Promise<unknown> {
@@ -12,7 +12,7 @@ export async function jsonBody(c: Context): Promise<unknown> {
   try {
     return JSON.parse(text);
   } catch (e) {
-    throw new CcaError('CCA-E0601', { format: 'JSON', reason: e instanceof Error ? e.message : String(e) });
+    throw new CcaError('CCA-E0601', { format: 'JSON', reason: messageOf(e) });
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { CcaError, isCcaError, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
 import { statusFor } from './http-status.js';
 import type { RequestIdEnv } from './request-id.js';
 
@@ -10,7 +10,7 @@ import type { RequestIdEnv } from './request-id.js';
 export function diagnosticFor(err: unknown, requestId: string): Diagnostic {
   const e = isCcaError(err)
     ? err
-    : new CcaError('CCA-E0608', { reason: err instanceof Error ? err.message : String(err), requestId });
+    : new CcaError('CCA-E0608', { reason: messageOf(err), requestId });
   return { ...e.diagnostic, requestId };
 }
 

@@ -12,6 +12,7 @@ const byCode: Record<string, ContentfulStatusCode> = {
   'CCA-E0606': 403,
   'CCA-E0607': 415,
   'CCA-E0609': 404,
+  'CCA-E0415': 404,
   'CCA-E0112': 503,
   'CCA-E0611': 409,
   'CCA-E0613': 409,

@@ -11,7 +11,7 @@
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { formatSealed, LIMITS, parseSealed, type ServiceSpec } from '../core/model/index.js';
 
 export interface SecretKey {
@@ -48,7 +48,7 @@ export function loadKeyring(opts: { key?: string | undefined; file?: string | un
   try {
     text = readFileSync(opts.file, 'utf8');
   } catch (e) {
-    throw new CcaError('CCA-E0660', { source: opts.file, reason: (e as Error).message });
+    throw new CcaError('CCA-E0660', { source: opts.file, reason: messageOf(e) });
   }
   return parseKeyring(text, opts.file);
 }

@@ -2,7 +2,6 @@ import { Logger, run, runMigrations, type Runner, type Task } from 'graphile-wor
 import type pg from 'pg';
 import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { PostgresTxStore } from '../db/postgres/tx-store.js';
-import type { ServerMetrics } from '../handlers/metrics.js';
 import { stepKey, type Controller } from './controller.js';
 import { FANOUT_TASK, STEP_TASK, addJobs, jobHook, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
@@ -11,6 +10,15 @@ import type { Store } from '../db/store.js';
 const LEASE_TASK = 'cca-expire-leases';
 const COMPACT_TASK = 'cca-compact';
 
+/**
+ * What the driver counts per step. The server pod's metrics (handlers/metrics.ts) fit it;
+ * the jobs layer names only the shape, so it imports nothing of the HTTP side.
+ */
+export interface JobMetrics {
+  jobRuns: { inc(labels: { controller: string; result: 'ok' | 'error' }): void };
+  stepDuration: { observe(labels: { controller: string }, seconds: number): void };
+}
+
 export interface GraphileDriverOptions {
   pool: pg.Pool;
   controllers: readonly Controller[];
@@ -18,7 +26,7 @@ export interface GraphileDriverOptions {
   concurrency?: number;
   /** graphile-worker's poll for timed jobs; a timer runs at most this late (NOTIFY wakes the rest). */
   pollIntervalMs?: number;
-  metrics?: ServerMetrics;
+  metrics?: JobMetrics;
   onDiagnostic?: (d: Diagnostic) => void;
   /** The pod's clock and randomness, handed to steps through their context. */
   now?: () => number;

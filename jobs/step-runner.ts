@@ -3,6 +3,7 @@ import { isCcaError } from '../core/diagnostics/error.js';
 import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
 import type { Controller, Wakeup } from './controller.js';
+import { messageOf } from '../core/diagnostics/index.js';
 
 export type StepOutcome = { ok: true; wake: Wakeup } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
 
@@ -15,7 +16,7 @@ export async function runStep(c: Controller, store: Store, now: number, random: 
     if (isCcaError(e) && e.blame === 'environment') {
       return { ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: e.diagnostic.message }) };
     }
-    const reason = isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : e instanceof Error ? e.message : String(e);
+    const reason = isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : messageOf(e);
     return { ok: false, storeDown: false, diagnostic: makeDiagnostic('CCA-E0404', { controller: c.name, reason }) };
   }
 }

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 
 /** Flags win over environment variables, which win over defaults. */
 const configSchema = z.object({
@@ -63,7 +63,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
       strict: true,
     }).values;
   } catch (e) {
-    throw new CcaError('CCA-E0603', { where: 'the command line', reason: `${e instanceof Error ? e.message : String(e)}\n${serverUsage}` });
+    throw new CcaError('CCA-E0603', { where: 'the command line', reason: `${messageOf(e)}\n${serverUsage}` });
   }
   const raw = {
     store: values.store ?? values['database-url'] ?? env.CCA_STORE ?? env.DATABASE_URL,

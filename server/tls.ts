@@ -1,7 +1,7 @@
 import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createSecureContext } from 'node:tls';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
 
 /** The server's certificate chain and private key, PEM, as `https.createServer` takes them. */
 export interface ServerTls {
@@ -13,7 +13,7 @@ function read(flag: string, file: string, expected: string): string {
   try {
     return readFileSync(file, 'utf8');
   } catch (e) {
-    throw new CcaError('CCA-E0004', { what: flag, file, reason: (e as Error).message, expected });
+    throw new CcaError('CCA-E0004', { what: flag, file, reason: messageOf(e), expected });
   }
 }
 
@@ -29,12 +29,12 @@ export function loadServerTls(certFile: string, keyFile: string): ServerTls {
   try {
     new X509Certificate(cert);
   } catch (e) {
-    throw new CcaError('CCA-E0004', { what: '--tls-cert', file: certFile, reason: `not a PEM certificate (${(e as Error).message})`, expected: certExpected });
+    throw new CcaError('CCA-E0004', { what: '--tls-cert', file: certFile, reason: `not a PEM certificate (${messageOf(e)})`, expected: certExpected });
   }
   try {
     createPrivateKey(key);
   } catch (e) {
-    throw new CcaError('CCA-E0004', { what: '--tls-key', file: keyFile, reason: `not a usable PEM private key (${(e as Error).message})`, expected: keyExpected });
+    throw new CcaError('CCA-E0004', { what: '--tls-key', file: keyFile, reason: `not a usable PEM private key (${messageOf(e)})`, expected: keyExpected });
   }
   try {
     createSecureContext({ cert, key });
@@ -42,7 +42,7 @@ export function loadServerTls(certFile: string, keyFile: string): ServerTls {
     throw new CcaError('CCA-E0004', {
       what: '--tls-key',
       file: keyFile,
-      reason: `it does not belong to the certificate in ${certFile} (${(e as Error).message})`,
+      reason: `it does not belong to the certificate in ${certFile} (${messageOf(e)})`,
       expected: keyExpected,
     });
   }

@@ -2,6 +2,7 @@ import os from 'node:os';
 import { openStore } from '../../db/index.js';
 import type { Store } from '../../db/store.js';
 import { startTestEtcd } from '../../test/support/etcd-server.js';
+import { messageOf } from '../../core/diagnostics/index.js';
 
 /**
  * A real etcd on this machine for the EtcdStore column: ETCD_ENDPOINTS if set, else the
@@ -17,7 +18,7 @@ export async function startBenchEtcd(): Promise<{ name: string; open(): Promise<
       stop: () => etcd.stop(),
     };
   } catch (e) {
-    process.stderr.write(`no etcd for the benchmark: ${e instanceof Error ? e.message : String(e)}\n`);
+    process.stderr.write(`no etcd for the benchmark: ${messageOf(e)}\n`);
     return null;
   }
 }

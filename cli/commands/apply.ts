@@ -3,6 +3,7 @@ import { parseDuration } from '../../core/model/logs.js';
 import { applyAnswer, type ApplyAnswer } from '../api.js';
 import type { CommandArgs, Context } from '../context.js';
 import { confirm } from '../confirm.js';
+import { currentVolumes, describeReleases, releasedBy } from '../volume-release.js';
 import { ExitError, fail } from '../exit.js';
 import { readSources } from '../files.js';
 import { printJson } from '../output.js';
@@ -55,7 +56,10 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
     if (json) printJson(ctx.io, { ...dry, applied: false });
     return;
   }
-  await confirm(ctx, `applying these changes (${summary(dry.plan)})`, values.yes === true);
+  const declared = new Map(local.services.map((s) => [s.name, new Set(s.volumes.map((v) => v.name))]));
+  const releases = releasedBy(await currentVolumes(ctx), new Set(dry.plan.removed), declared);
+  if (releases.length > 0 && !json) ctx.io.stdout.write(describeReleases(releases));
+  await confirm(ctx, `applying these changes (${summary(dry.plan)}${releases.length > 0 ? `, releasing ${releases.length} volume(s)` : ''})`, values.yes === true);
   const done = await send(false);
   // The server may have changed between the diff and the apply: never let a confirmation stand for a different change.
   if (JSON.stringify(done.plan) !== JSON.stringify(dry.plan)) {

@@ -3,6 +3,7 @@ import type { CommandArgs, Context } from '../context.js';
 import { confirm } from '../confirm.js';
 import { fail } from '../exit.js';
 import { printJson } from '../output.js';
+import { currentVolumes, describeReleases, releasedBy } from '../volume-release.js';
 
 export const usage = 'cca delete service NAME [--yes]';
 export const options = { yes: { type: 'boolean', short: 'y' } } as const;
@@ -11,7 +12,10 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   const [kind, name, ...extra] = positionals;
   if (kind !== 'service' && kind !== 'services') fail('CCA-E0703', { command: 'cca delete', reason: `only services can be deleted, not "${kind ?? ''}"`, usage });
   if (!name || extra.length > 0) fail('CCA-E0703', { command: 'cca delete', reason: 'name exactly one service', usage });
-  await confirm(ctx, `deleting service ${name} (its replicas stop)`, values.yes === true);
+  const releases = releasedBy(await currentVolumes(ctx), new Set([name]), new Map());
+  if (releases.length > 0 && ctx.globals.output !== 'json') ctx.io.stdout.write(describeReleases(releases));
+  const volumes = releases.length > 0 ? ` and its volumes are released` : '';
+  await confirm(ctx, `deleting service ${name} (its replicas stop${volumes})`, values.yes === true);
   const r = await ctx.client().json('DELETE', `/v1/services/${encodeURIComponent(name)}`, deleteAnswer);
   if (ctx.globals.output === 'json') printJson(ctx.io, r);
   else ctx.io.stdout.write(`service ${r.deleted} deleted at revision ${r.revision}; its replicas stop within their grace period\n`);

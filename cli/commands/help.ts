@@ -1,9 +1,9 @@
-import { commands } from '../commands.js';
 import type { Context } from '../context.js';
 
 export const usage = 'cca help';
 
 export async function run(ctx: Context): Promise<void> {
+  const { commands } = ctx;
   const width = Math.max(...Object.keys(commands).map((n) => n.length));
   const lines = [
     'usage: cca COMMAND [ARGS…] [--server URL] [--token TOKEN] [--ca FILE] [--verbose] [-o plain|wide|json] [--request-id ID]',

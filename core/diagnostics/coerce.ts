@@ -23,3 +23,8 @@ function firstLine(s: string): string {
   const nl = s.indexOf('\n');
   return (nl < 0 ? s : s.slice(0, nl)).slice(0, 200);
 }
+
+/** The message of whatever was thrown: an Error's own, anything else as a string. */
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -146,7 +146,7 @@ export const BLOCKS: Record<string, BlockDef> = {
   },
   volume: {
     labels: ['name'],
-    fields: { size: f(v.bytes, 'sizeBytes'), mount: f(v.str('mount = "/data"'), 'mountPath'), read_only: f(v.bool, 'readOnly') },
+    fields: { size: f(v.bytes, 'sizeBytes'), mount: f(v.str('mount = "/data"'), 'mountPath'), read_only: f(v.bool, 'readOnly'), keep_for: f(v.duration, 'keepForMs') },
     required: { size: 'size = 1Gi', mount: 'mount = "/data"' },
     example: 'volume data { size = 1Gi mount = "/data" }',
     into: appendTo('volumes'),

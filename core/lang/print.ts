@@ -77,7 +77,8 @@ function serviceText(s: ServiceSpec): string {
     l.push('}');
   }
   for (const v of s.volumes) {
-    l.push(`volume ${v.name} { size = ${formatBytes(v.sizeBytes)} mount = ${quote(v.mountPath)}${v.readOnly ? ' read_only = true' : ''} }`);
+    const keep = v.keepForMs !== DEFAULTS.volumeKeepForMs ? ` keep_for = ${formatDuration(v.keepForMs)}` : '';
+    l.push(`volume ${v.name} { size = ${formatBytes(v.sizeBytes)} mount = ${quote(v.mountPath)}${v.readOnly ? ' read_only = true' : ''}${keep} }`);
   }
   for (const c of s.placement.require) l.push(`require ${constraint(c)}`);
   for (const c of s.placement.restrict) l.push(`restrict ${constraint(c)}`);

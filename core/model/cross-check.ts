@@ -1,6 +1,6 @@
 import { formatDuration } from './quantity.js';
 import type { SpecIssue } from './issues.js';
-import type { HealthCheck, ServiceSpec } from './service.js';
+import type { HealthCheck, ServiceSpec } from './service-shape.js';
 
 /** Rules that span several fields of one service. Each finding is a coded issue with a path. */
 export function crossCheckService(s: ServiceSpec): SpecIssue[] {

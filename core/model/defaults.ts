@@ -23,6 +23,8 @@ export const DEFAULTS = {
   stopGraceMs: 10_000,
   restart: 'always',
   spread: ['zone', 'node'],
+  /** How long a released volume's data stays on its node before it is deleted (docs/volumes.md). */
+  volumeKeepForMs: 24 * 3_600_000,
 } as const;
 
 /** Hard limits that keep one spec from asking for absurd amounts (and keep numbers safe integers). */

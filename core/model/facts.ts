@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { storedServiceSpecSchema } from './service.js';
+import { DEFAULTS } from './defaults.js';
 
 /**
  * Value schemas of the facts controllers and agents write. Kept small: each is the least
@@ -272,7 +273,20 @@ export const volumeRecordSchema = z.object({
    */
   usedAt: ms.default(0),
   usedBy: z.string().optional(),
+  /** How long the data stays once released (from the spec that wanted it: the spec may be gone by then). */
+  keepForMs: ms.default(DEFAULTS.volumeKeepForMs),
+  /**
+   * Released (service deleted, volume no longer declared) and waiting out `keepForMs`: the
+   * record, and with it the data on the node, goes at `deleteAt` unless the service declares
+   * it again or an operator keeps it (`/volume-holds/`).
+   */
+  releasing: z.object({ since: ms, deleteAt: ms, why: z.enum(['service-deleted', 'undeclared']) }).optional(),
+  /** An operator's hold cancelled the deletion (`cca volume keep`). */
+  kept: z.boolean().default(false),
 });
+
+/** An operator keeps a released volume's data (`cca volume keep`); deleting the hold lets the release run again. */
+export const volumeHoldSchema = z.object({ at: ms, by: z.string().max(253).optional() });
 
 /** `/observed-volumes/<node>/<service>/<volume>`: the agent's report of that volume. */
 export const volumeObservationSchema = z.object({
@@ -333,6 +347,7 @@ export type Endpoints = z.output<typeof endpointsSchema>;
 export type AutoscaleIntent = z.output<typeof autoscaleIntentSchema>;
 export type Rollout = z.output<typeof rolloutSchema>;
 export type VolumeRecord = z.output<typeof volumeRecordSchema>;
+export type VolumeHold = z.output<typeof volumeHoldSchema>;
 export type VolumeObservation = z.output<typeof volumeObservationSchema>;
 export type NetworkRules = z.output<typeof networkRulesSchema>;
 export type NetworkRule = z.output<typeof networkRuleSchema>;

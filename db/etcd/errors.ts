@@ -8,7 +8,7 @@ import {
   GRPCUnavailableError,
   GRPCUnknownError,
 } from 'etcd3';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../../core/diagnostics/index.js';
 import { tlsFailure } from '../tls-failure.js';
 
 const ETCD_TLS_FIX =
@@ -25,10 +25,6 @@ export type EtcdFailure =
   | { kind: 'tls'; reason: string }
   | { kind: 'unreachable'; message: string }
   | { kind: 'other'; message: string };
-
-function messageOf(e: unknown): string {
-  return e instanceof Error ? e.message : String(e);
-}
 
 export function classify(e: unknown): EtcdFailure {
   const message = messageOf(e);

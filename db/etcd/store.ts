@@ -1,9 +1,9 @@
 import { Etcd3, type IDuplexStream, type ILeaseKeepAliveRequest, type ILeaseKeepAliveResponse, type IOptions } from 'etcd3';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
-import { checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf } from '../keyspace.js';
+import { StoreShortcuts } from '../store-shortcuts.js';
 import type {
-  KeyValue,
   Op,
   RangeRequest,
   RangeResponse,
@@ -108,7 +108,7 @@ const once = {
  *   backends do. Reads and watches below R are refused with CCA-E0101 (compactRevision R).
  * - Every put is idempotent, decided inside etcd (txn.ts).
  */
-export class EtcdStore implements Store {
+export class EtcdStore extends StoreShortcuts implements Store {
   private head = 0;
   private isClosed = false;
   private readonly closing = new AbortController();
@@ -121,6 +121,7 @@ export class EtcdStore implements Store {
     prefix: string,
     hosts: string[],
   ) {
+    super();
     this.keys = new EtcdKeys(prefix);
     this.tag = leaseTag(prefix);
     this.target = hosts.join(',');
@@ -156,11 +157,6 @@ export class EtcdStore implements Store {
     return this.note(r.header.revision);
   }
 
-  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
-    const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
-    return r.kvs[0] ?? null;
-  }
-
   async range(req: RangeRequest): Promise<RangeResponse> {
     this.enter();
     intervalOf(req);
@@ -185,7 +181,7 @@ export class EtcdStore implements Store {
     }
   }
 
-  async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
+  override async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
     this.enter();
     const op = { key, value, ...opts };
     validateTxn({ compare: [], success: [{ put: op }] });
@@ -196,7 +192,7 @@ export class EtcdStore implements Store {
     return prevKv ? { revision, prevKv } : { revision };
   }
 
-  async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
+  override async delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
     this.enter();
     const iv = deleteInterval({ key, ...opts });
     const r = await this.call(true, () =>
@@ -299,9 +295,7 @@ export class EtcdStore implements Store {
 
   async compact(revision: number): Promise<void> {
     this.enter();
-    if (!Number.isSafeInteger(revision) || revision < 0) {
-      throw new CcaError('CCA-E0106', { reason: `compact revision must be a whole number, got ${String(revision)}` });
-    }
+    checkCompactRevision(revision);
     const current = await this.revision();
     if (revision > current) throw new CcaError('CCA-E0102', { revision, current });
     if (revision === 0) {

@@ -2,7 +2,7 @@ import { createPrivateKey, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { rootCertificates } from 'node:tls';
 import type { IOptions } from 'etcd3';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../../core/diagnostics/index.js';
 
 type Credentials = NonNullable<IOptions['credentials']>;
 
@@ -19,13 +19,13 @@ function pem(param: keyof typeof EXPECTED, file: string): Buffer {
   try {
     text = readFileSync(file, 'utf8');
   } catch (e) {
-    throw new CcaError('CCA-E0004', { what, file, reason: (e as Error).message, expected: EXPECTED[param] });
+    throw new CcaError('CCA-E0004', { what, file, reason: messageOf(e), expected: EXPECTED[param] });
   }
   try {
     if (param === 'key') createPrivateKey(text);
     else new X509Certificate(text);
   } catch (e) {
-    throw new CcaError('CCA-E0004', { what, file, reason: `not PEM ${param === 'key' ? 'private key' : 'certificate'} (${(e as Error).message})`, expected: EXPECTED[param] });
+    throw new CcaError('CCA-E0004', { what, file, reason: `not PEM ${param === 'key' ? 'private key' : 'certificate'} (${messageOf(e)})`, expected: EXPECTED[param] });
   }
   return Buffer.from(text);
 }

@@ -1,7 +1,7 @@
 import { sleep } from '../watch-feed.js';
 import type { IDuplexStream, IEvent, IWatchRequest, IWatchResponse } from 'etcd3';
 import { CcaError } from '../../core/diagnostics/index.js';
-import { intervalOf, type KeyInterval } from '../keyspace.js';
+import { watchInterval, type KeyInterval } from '../keyspace.js';
 import type { WatchBatch, WatchEvent, WatchRequest } from '../store.js';
 import type { EtcdKeys } from './keys.js';
 
@@ -125,13 +125,7 @@ function batchesOf(keys: EtcdKeys, events: IEvent[], withPrev: boolean): WatchBa
  * the next undelivered revision, so delivery stays ordered, gap-free and once-only.
  */
 export function watchEtcd(deps: WatchDeps, req: WatchRequest): AsyncGenerator<WatchBatch> {
-  if (req.key !== undefined && req.prefix !== undefined) {
-    throw new CcaError('CCA-E0106', { reason: 'watch takes key or prefix, not both' });
-  }
-  const iv = req.key !== undefined ? intervalOf({ key: req.key }) : intervalOf({ prefix: req.prefix ?? '' });
-  if (req.fromRevision !== undefined && (!Number.isSafeInteger(req.fromRevision) || req.fromRevision < 0)) {
-    throw new CcaError('CCA-E0106', { reason: `fromRevision must be a whole number ≥ 0, got ${String(req.fromRevision)}` });
-  }
+  const iv = watchInterval(req);
   const explicit = req.fromRevision !== undefined && req.fromRevision > 0;
   const start = explicit ? req.fromRevision! : deps.seen() + 1;
   return follow(deps, req, iv, start, explicit);

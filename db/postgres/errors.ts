@@ -1,4 +1,4 @@
-import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
+import { CcaError, isCcaError, messageOf } from '../../core/diagnostics/index.js';
 import { tlsFailure } from '../tls-failure.js';
 
 const PG_TLS_FIX =
@@ -26,7 +26,7 @@ export function pgFailure(e: unknown, target: string, committing = false): CcaEr
   // A refused certificate is no outage: retrying cannot fix it, a setting can.
   const tls = tlsFailure(e);
   if (tls) return new CcaError('CCA-E0140', { backend: 'postgres', target, reason: tls, fix: PG_TLS_FIX }, { cause: e });
-  const reason = e instanceof Error ? e.message : String(e);
+  const reason = messageOf(e);
   if (isConnectionError(e)) {
     return committing
       ? new CcaError('CCA-E0112', { backend: 'postgres', reason }, { cause: e })

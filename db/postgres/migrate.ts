@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import type pg from 'pg';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../../core/diagnostics/index.js';
 
 const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 
@@ -24,7 +24,7 @@ export async function migrateStore(pool: pg.Pool): Promise<void> {
       await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK.toString()]);
     }
   } catch (e) {
-    throw new CcaError('CCA-E0117', { reason: e instanceof Error ? e.message : String(e) }, { cause: e });
+    throw new CcaError('CCA-E0117', { reason: messageOf(e) }, { cause: e });
   } finally {
     client.release();
   }

@@ -1,5 +1,4 @@
-import { CcaError } from '../../core/diagnostics/index.js';
-import { checkRangeOptions, intervalOf } from '../keyspace.js';
+import { checkRangeOptions, checkReadRevision, intervalOf } from '../keyspace.js';
 import type { RangeRequest, RangeResponse } from '../store.js';
 import type { Db } from './sql/db.js';
 import { readRange } from './sql/readRange.js';
@@ -16,10 +15,7 @@ export async function rangeOn(db: Db, req: RangeRequest): Promise<RangeResponse>
     keysOnly: req.keysOnly ?? false,
     countOnly: req.countOnly ?? false,
   });
-  if (at > r.head) throw new CcaError('CCA-E0102', { revision: at, current: r.head });
-  if (at !== 0 && at < r.compactRevision) {
-    throw new CcaError('CCA-E0101', { revision: at, compactRevision: r.compactRevision });
-  }
+  checkReadRevision(at, r.head, r.compactRevision);
   const limit = req.limit ?? 0;
   return { kvs: r.kvs, count: r.count, more: !req.countOnly && limit > 0 && r.count > limit, revision: r.head };
 }

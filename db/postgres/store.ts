@@ -1,8 +1,7 @@
 import type pg from 'pg';
 import { CcaError, type Diagnostic } from '../../core/diagnostics/index.js';
-import { checkLeaseTtl, intervalOf } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseTtl, intervalOf } from '../keyspace.js';
 import type {
-  KeyValue,
   RangeRequest,
   RangeResponse,
   Store,
@@ -12,7 +11,7 @@ import type {
   WatchRequest,
 } from '../store.js';
 import { validateTxn } from '../txn-eval.js';
-import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
+import { StoreShortcuts } from '../store-shortcuts.js';
 import { followWatch } from '../watch-feed.js';
 import { pgFailure, redactUrl } from './errors.js';
 import { migrateStore } from './migrate.js';
@@ -48,7 +47,7 @@ type Distribute<T> = T extends unknown ? Omit<T, 'resolve' | 'reject'> : never;
  * reads straight from the pool, watches through one WatchHub per store, lease expiry
  * by a reaper that any number of processes may run at once.
  */
-export class PostgresStore implements Store {
+export class PostgresStore extends StoreShortcuts implements Store {
   private readonly batcher: WriteBatcher;
   private readonly hub: WatchHub;
   private readonly target: string;
@@ -61,6 +60,7 @@ export class PostgresStore implements Store {
     url: string,
     private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook'>> & { commitHook?: CommitHook },
   ) {
+    super();
     this.target = redactUrl(url);
     this.batcher = new WriteBatcher(pool, {
       maxBatch: opts.maxBatch,
@@ -106,23 +106,10 @@ export class PostgresStore implements Store {
     return (await this.q(() => readHead(this.pool))).revision;
   }
 
-  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
-    const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
-    return r.kvs[0] ?? null;
-  }
-
   async range(req: RangeRequest): Promise<RangeResponse> {
     this.enter();
     intervalOf(req);
     return this.q(() => rangeOn(this.pool, req));
-  }
-
-  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    return putViaTxn((req) => this.txn(req), key, value, opts);
-  }
-
-  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   txn(req: TxnRequest): Promise<TxnResponse> {
@@ -167,9 +154,7 @@ export class PostgresStore implements Store {
 
   async compact(revision: number): Promise<void> {
     this.enter();
-    if (!Number.isSafeInteger(revision) || revision < 0) {
-      throw new CcaError('CCA-E0106', { reason: `compact revision must be a whole number, got ${String(revision)}` });
-    }
+    checkCompactRevision(revision);
     const set = await this.q(() => setCompactRevision(this.pool, revision));
     if (!set.ok) {
       if (revision > set.revision) throw new CcaError('CCA-E0102', { revision, current: set.revision });

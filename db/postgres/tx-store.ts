@@ -1,9 +1,9 @@
 import type pg from 'pg';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { checkLeaseTtl, intervalOf } from '../keyspace.js';
-import type { KeyValue, RangeRequest, RangeResponse, Store, TxnRequest, TxnResponse, WatchBatch } from '../store.js';
+import type { RangeRequest, RangeResponse, Store, TxnRequest, TxnResponse, WatchBatch } from '../store.js';
 import { validateTxn } from '../txn-eval.js';
-import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
+import { StoreShortcuts } from '../store-shortcuts.js';
 import { applyWrites, type CommitHook, type WriteRequest } from './batch-apply.js';
 import { pgFailure } from './errors.js';
 import { rangeOn } from './range.js';
@@ -17,32 +17,21 @@ import { readHead } from './sql/readHead.js';
  * Reads see the step's own writes. The first write takes the revision counter's lock,
  * held until the owner commits, so writers stay serialised and revisions gap-free.
  */
-export class PostgresTxStore implements Store {
+export class PostgresTxStore extends StoreShortcuts implements Store {
   constructor(
     private readonly client: pg.ClientBase,
     private readonly opts: { hook?: CommitHook; target: string },
-  ) {}
+  ) {
+    super();
+  }
 
   async revision(): Promise<number> {
     return (await this.q(() => readHead(this.client))).revision;
   }
 
-  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
-    const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
-    return r.kvs[0] ?? null;
-  }
-
   range(req: RangeRequest): Promise<RangeResponse> {
     intervalOf(req);
     return this.q(() => rangeOn(this.client, req));
-  }
-
-  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    return putViaTxn((req) => this.txn(req), key, value, opts);
-  }
-
-  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   async txn(req: TxnRequest): Promise<TxnResponse> {

@@ -1,6 +1,6 @@
 import { accessSync, constants } from 'node:fs';
 import { z } from 'zod';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../../core/diagnostics/index.js';
 import { redactUrl } from './errors.js';
 
 /**
@@ -43,7 +43,7 @@ export function checkPostgresUrl(url: string): void {
     try {
       accessSync(file, constants.R_OK);
     } catch (e) {
-      throw new CcaError('CCA-E0004', { what: `the Postgres URL's ${param}=`, file, reason: (e as Error).message, expected: EXPECTED[param] });
+      throw new CcaError('CCA-E0004', { what: `the Postgres URL's ${param}=`, file, reason: messageOf(e), expected: EXPECTED[param] });
     }
   }
 }

@@ -1,8 +1,7 @@
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
-import { deleteViaTxn, putViaTxn } from '../txn-shortcuts.js';
-import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
-import { checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
+import { CcaError, isCcaError, messageOf } from '../../core/diagnostics/index.js';
+import { checkCompactRevision, checkCompactTarget, checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
 import type {
   KeyValue,
   RangeRequest,
@@ -14,7 +13,9 @@ import type {
   WatchEvent,
   WatchRequest,
 } from '../store.js';
-import { evaluateTxn, validateTxn, type TxnView } from '../txn-eval.js';
+import { evaluateTxn, readAt, validateTxn, type TxnView } from '../txn-eval.js';
+import { StoreShortcuts } from '../store-shortcuts.js';
+import { HeadWaiters } from '../waiters.js';
 import { followWatch, type WatchSource } from '../watch-feed.js';
 
 /** Create `path` 0600 if missing, or take group and other bits off an existing one. */
@@ -78,13 +79,13 @@ const siblings = new Map<string, Set<SqliteStore>>();
  * evaluated with the shared evaluator (`db/txn-eval.ts`) over a view that reads the
  * tables inside that transaction.
  */
-export class SqliteStore implements Store {
+export class SqliteStore extends StoreShortcuts implements Store {
   readonly path: string;
   private readonly db: Database.Database;
   private readonly now: () => number;
   /** The newest revision this process has seen committed. */
   private head = 1;
-  private waiters = new Set<() => void>();
+  private readonly waiters = new HeadWaiters();
   private isClosed = false;
   private timers: ReturnType<typeof setInterval>[] = [];
   private driverLock: Database.Database | undefined;
@@ -95,6 +96,7 @@ export class SqliteStore implements Store {
   }
 
   constructor(path: string, opts: SqliteStoreOptions = {}) {
+    super();
     this.path = path;
     this.now = opts.now ?? (() => Date.now());
     try {
@@ -107,7 +109,7 @@ export class SqliteStore implements Store {
       this.db.pragma('foreign_keys = OFF');
       this.db.transaction(() => this.db.exec(schemaSql)).immediate();
     } catch (e) {
-      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: (e as Error).message, target: path });
+      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: messageOf(e), target: path });
     }
     this.st = this.prepare();
     this.head = this.st.meta.get()!.revision;
@@ -173,34 +175,14 @@ export class SqliteStore implements Store {
     return this.read(() => this.st.meta.get()!.revision);
   }
 
-  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
-    const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
-    return r.kvs[0] ?? null;
-  }
-
   async range(req: RangeRequest): Promise<RangeResponse> {
     this.enter();
     const iv = intervalOf(req);
     checkRangeOptions(req);
     return this.read(() => {
       const meta = this.st.meta.get()!;
-      const at = req.revision ?? 0;
-      if (at > meta.revision) throw new CcaError('CCA-E0102', { revision: at, current: meta.revision });
-      if (at !== 0 && at < meta.compact_revision) {
-        throw new CcaError('CCA-E0101', { revision: at, compactRevision: meta.compact_revision });
-      }
-      const view = this.view(meta);
-      const all = at === 0 || at === meta.revision ? view.range(iv) : view.rangeAt(iv, at);
-      return { ...shapeRange(all, req), revision: meta.revision };
+      return { ...shapeRange(readAt(this.view(meta), iv, req.revision ?? 0), req), revision: meta.revision };
     });
-  }
-
-  put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}) {
-    return putViaTxn((req) => this.txn(req), key, value, opts);
-  }
-
-  delete(key: string, opts: { prefix?: boolean; prevKv?: boolean } = {}) {
-    return deleteViaTxn((req) => this.txn(req), key, opts);
   }
 
   async txn(req: TxnRequest): Promise<TxnResponse> {
@@ -265,15 +247,10 @@ export class SqliteStore implements Store {
 
   async compact(revision: number): Promise<void> {
     this.enter();
-    if (!Number.isSafeInteger(revision) || revision < 0) {
-      throw new CcaError('CCA-E0106', { reason: `compact revision must be a whole number, got ${String(revision)}` });
-    }
+    checkCompactRevision(revision);
     this.write(() => {
       const meta = this.st.meta.get()!;
-      if (revision > meta.revision) throw new CcaError('CCA-E0102', { revision, current: meta.revision });
-      if (revision <= meta.compact_revision) {
-        throw new CcaError('CCA-E0101', { revision, compactRevision: meta.compact_revision });
-      }
+      checkCompactTarget(revision, meta.revision, meta.compact_revision);
       this.st.setCompact.run(revision);
       // Keep everything at or after R, and the newest live version before R (MemoryStore's rule).
       this.st.compactLog.run({ r: revision });
@@ -302,7 +279,7 @@ export class SqliteStore implements Store {
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED')) {
         throw new CcaError('CCA-E0125', { file: this.path });
       }
-      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: (e as Error).message, target: lockPath });
+      throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: messageOf(e), target: lockPath });
     }
     this.driverLock = lock;
     return { release: () => this.releaseDriver() };
@@ -326,7 +303,7 @@ export class SqliteStore implements Store {
     for (const t of this.timers) clearInterval(t);
     siblings.get(this.path)?.delete(this);
     this.releaseDriver();
-    this.wake();
+    this.waiters.wake();
     this.db.close();
   }
 
@@ -425,17 +402,7 @@ export class SqliteStore implements Store {
         return { batches, through };
       });
     },
-    waitBeyond: (rev, signal) =>
-      new Promise<void>((resolve) => {
-        if (this.head > rev || signal.aborted || this.isClosed) return resolve();
-        const done = () => {
-          this.waiters.delete(done);
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        this.waiters.add(done);
-        signal.addEventListener('abort', done, { once: true });
-      }),
+    waitBeyond: (rev, signal) => this.waiters.wait(() => this.head > rev || this.isClosed, signal),
   };
 
   private poll(): void {
@@ -450,13 +417,7 @@ export class SqliteStore implements Store {
   private advance(revision: number): void {
     if (revision <= this.head) return;
     this.head = revision;
-    this.wake();
-  }
-
-  private wake(): void {
-    const ws = [...this.waiters];
-    this.waiters.clear();
-    for (const w of ws) w();
+    this.waiters.wake();
   }
 
   private every(ms: number, f: () => void): void {
@@ -500,7 +461,7 @@ export class SqliteStore implements Store {
     } catch (e) {
       if (isCcaError(e)) throw e;
       const code = (e as { code?: string }).code ?? '';
-      const reason = (e as Error).message;
+      const reason = messageOf(e);
       if (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED') || code.startsWith('SQLITE_IOERR') || code === 'SQLITE_FULL') {
         throw new CcaError('CCA-E0111', { backend: 'sqlite', reason, target: this.path });
       }

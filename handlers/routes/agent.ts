@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
@@ -15,6 +15,13 @@ import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 
 const MAX_EVENTS_PER_NODE = 200;
+/**
+ * Writes per store transaction: the store takes at most `limits.maxTxnOps` (128) ops and as
+ * many compares; a report of more is written in several transactions, each under the tenure.
+ */
+const OPS_PER_TXN = 100;
+/** At most this many events in one request (the agent sends ≤ 100): more is refused, never trimmed. */
+const MAX_EVENTS_PER_REQUEST = 100;
 
 const enrollBody = z.strictObject({ node: z.string().min(1).max(253) });
 const registerBody = z.object({
@@ -27,7 +34,7 @@ const observationsBody = z.strictObject({ tenure: z.int().min(1), observations: 
 const observedVolumesBody = z.strictObject({ tenure: z.int().min(1), volumes: z.array(z.unknown()).max(256) });
 const nameSegment = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label');
 const observedVolumeBody = volumeObservationSchema.extend({ service: nameSegment, volume: nameSegment });
-const eventsBody = z.strictObject({ tenure: z.int().min(1), events: z.array(z.unknown()).max(1000) });
+const eventsBody = z.strictObject({ tenure: z.int().min(1), events: z.array(z.unknown()).max(MAX_EVENTS_PER_REQUEST) });
 
 /** The node's current tenure: the create revision of its registration, 0 when unregistered. */
 async function tenureOf(store: Store, node: string): Promise<number> {
@@ -79,6 +86,43 @@ async function notAssignedReason(store: Store, node: string, replica: string): P
   const kv = await store.get(buildKey('placement', replica));
   const other = kv ? decodeFact('placement', kv.key, kv.value).node : undefined;
   return other !== undefined && other !== node ? `it is placed on node ${other}` : 'it is not assigned to this node';
+}
+
+async function writeObservations(store: Store, node: string, tenure: number, observations: Observation[]): Promise<number> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    // A stale tenure is refused before anything else is judged.
+    const current = await tenureOf(store, node);
+    if (current !== tenure) throw new CcaError('CCA-E0613', { node, tenure, current });
+    const also = await admit(store, node, tenure, observations);
+    // Keys only for admitted replicas: a name that is no key segment was refused above.
+    const ops = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
+    const revision = await tryUnderTenure(store, node, tenure, ops, also);
+    if (revision !== undefined) return revision;
+    // The tenure or an assignment changed between the read and the write: judge again.
+  }
+  throw new CcaError('CCA-E0611', { what: `the assignments of node ${node}` });
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Event keys sortable by time and derived from the event itself (plus its rank among equal
+ * events of the batch), so a batch the agent sends again after a lost answer lands on the
+ * same keys instead of doubling.
+ */
+function eventKeys(node: string, events: readonly { at: number }[]): string[] {
+  const seen = new Map<string, number>();
+  return events.map((e) => {
+    const body = JSON.stringify(e);
+    const rank = seen.get(body) ?? 0;
+    seen.set(body, rank + 1);
+    const id = createHash('sha256').update(`${body}\n${rank}`).digest('hex').slice(0, 12);
+    return buildKey('event', node, `${String(e.at).padStart(15, '0')}-${id}`);
+  });
 }
 
 /** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
@@ -215,19 +259,15 @@ export function agentRoutes(deps: ServerDeps) {
       return o;
     });
     if (observations.length === 0) return c.json({ revision: await store.revision() });
-    for (let attempt = 0; attempt < 5; attempt++) {
-      // A stale tenure is refused before anything else is judged.
-      const current = await tenureOf(store, node);
-      if (current !== body.tenure) throw new CcaError('CCA-E0613', { node, tenure: body.tenure, current });
-      const also = await admit(store, node, body.tenure, observations);
-      // Keys only for admitted replicas: a name that is no key segment was refused above.
-      const ops = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
-      const revision = await tryUnderTenure(store, node, body.tenure, ops, also);
-      if (revision !== undefined) return c.json({ revision });
-      // The tenure or an assignment changed between the read and the write: judge again.
-    }
-    throw new CcaError('CCA-E0611', { what: `the assignments of node ${node}` });
+    // Observations are independent facts: a large report is written in parts, each admitted
+    // against the assignments it relies on (one compare each, within the store's bound).
+    // The whole batch is judged first, so a refused replica leaves nothing of it written.
+    await admit(store, node, body.tenure, observations);
+    let revision = 0;
+    for (const part of chunks(observations, OPS_PER_TXN)) revision = await writeObservations(store, node, body.tenure, part);
+    return c.json({ revision });
   });
+
 
   app.get('/v1/agent/nodes/:node/volumes', requireNode('read volumes'), async (c) => {
     const { revision, facts } = await listFacts(store, 'volume', [c.req.param('node')]);
@@ -259,16 +299,19 @@ export function agentRoutes(deps: ServerDeps) {
     const body = parseBody(eventsBody, await jsonBody(c));
     const events = body.events.map((raw) => parseBody(eventSchema, raw));
     if (events.length === 0) return c.json({ revision: await store.revision() });
+    // Every event is kept: puts first (an agent retrying after a failure rewrites the same
+    // keys, see eventKeys), then the oldest beyond the node's bound are trimmed.
+    let revision = 0;
+    const keys = eventKeys(node, events);
+    for (const chunk of chunks(events.map((e, i) => ({ put: { key: keys[i]!, value: encodeFact('event', { ...e, node }) } })), OPS_PER_TXN)) {
+      revision = await writeUnderTenure(store, node, body.tenure, chunk);
+    }
     const existing = (await store.range({ prefix: prefixOf('event', node), keysOnly: true })).kvs.map((k) => k.key);
-    const excess = Math.max(0, existing.length + events.length - MAX_EVENTS_PER_NODE);
-    const ops = [
-      ...existing.slice(0, Math.min(excess, existing.length)).map((key) => ({ delete: { key } })),
-      ...events.map((e) => ({
-        // Sortable by time, unique without coordination.
-        put: { key: buildKey('event', node, `${String(e.at).padStart(15, '0')}-${randomBytes(3).toString('hex')}`), value: encodeFact('event', { ...e, node }) },
-      })),
-    ];
-    return c.json({ revision: await writeUnderTenure(store, node, body.tenure, ops.slice(0, 128)) });
+    const excess = existing.slice(0, Math.max(0, existing.length - MAX_EVENTS_PER_NODE));
+    for (const chunk of chunks(excess.map((key) => ({ delete: { key } })), OPS_PER_TXN)) {
+      revision = await writeUnderTenure(store, node, body.tenure, chunk);
+    }
+    return c.json({ revision });
   });
 
   return app;

@@ -1,10 +1,10 @@
-import { Hono, type Context } from 'hono';
+import { Hono } from 'hono';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import type { Decision, NodeOp } from '../../core/model/facts.js';
 import { nodeRecordSchema } from '../../core/model/index.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
-import { requireRole, type AuthEnv } from '../auth.js';
+import { principalName, requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
 import { listFacts } from '../facts.js';
 
@@ -120,11 +120,6 @@ async function commit(store: Store, r: Read, plan: Plan, tag: string, now: numbe
   return { ...plan.answer, revision: res.revision, decision: decisionKey };
 }
 
-function principalName(c: Context<AuthEnv>): string {
-  const p = c.get('principal');
-  return p.kind === 'token' ? `admin token ${p.id}` : 'an admin';
-}
-
 /** Carry out one node action for an admin request; the answer names the decision written. */
 export async function nodeAction(store: Store, node: string, action: NodeAction, by: string, now = Date.now()) {
   if (!nodeRecordSchema.shape.name.safeParse(node).success) throw new CcaError('CCA-E0619', { node });
@@ -136,7 +131,7 @@ export async function nodeAction(store: Store, node: string, action: NodeAction,
 export function nodeOpRoutes(deps: ServerDeps) {
   const app = new Hono<AuthEnv>();
   for (const action of ['cordon', 'uncordon', 'drain', 'remove', 'repair'] as const) {
-    app.post(`/v1/nodes/:node/${action}`, requireRole('admin'), async (c) => c.json(await nodeAction(deps.store, c.req.param('node'), action, principalName(c))));
+    app.post(`/v1/nodes/:node/${action}`, requireRole('admin'), async (c) => c.json(await nodeAction(deps.store, c.req.param('node'), action, principalName(c.get('principal')))));
   }
   return app;
 }

@@ -15,7 +15,8 @@ export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } 
 export { endpointController, ENDPOINT_CONTROLLER, readyCount } from './endpoints.js';
 export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
-export { replicaController, REPLICA_CONTROLLER } from './replica.js';
+export { replicaController } from './replica.js';
+export { REPLICA_CONTROLLER } from './replica-draft.js';
 export { rolloutController, ROLLOUT_CONTROLLER } from './rollout.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
 export { storageController, STORAGE_CONTROLLER } from './storage.js';

@@ -4,7 +4,7 @@ import type { Compare, Op } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { absentEvidence, causedBy, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { absent, getFact, listFacts, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
-import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Txn } from './replica.js';
+import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Txn } from './replica-draft.js';
 import type { ReplicaState } from './replica-state.js';
 import { planRoll, rollBounds } from './rollout-plan.js';
 import { isReadyReplica, splitByTemplate } from './rollout-state.js';

@@ -5,24 +5,18 @@ import type { ReplicaRecord } from '../../core/model/facts.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
-import { newReplicaId, serviceOfReplica } from '../ids.js';
+import { serviceOfReplica } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { backoffDelay, nextAttempt } from './backoff.js';
-import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
+import { admissibleObservation, isCompleted, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
-import { templateHash } from '../../core/model/template.js';
+import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Txn } from './replica-draft.js';
 
-export const REPLICA_CONTROLLER = 'replica';
 const RETRY_MS = 100;
 /** Replicas created per step; more are created by the next step, at once. */
 const MAX_CREATE = 50;
 /** A drained stateful replica waits for the proof of its stop (its node's report): look again this often. */
 const DRAIN_PROOF_POLL_MS = 1_000;
-
-export interface Txn {
-  compares: Compare[];
-  ops: Op[];
-}
 
 /**
  * The replica controller, one step per service: desired replicas → replica records with
@@ -111,58 +105,6 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   for (const t of txns) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
   if (failed > 0 || scale?.more) return { at: scale?.more && failed === 0 ? now : now + RETRY_MS };
   return timer !== undefined ? { at: timer } : {};
-}
-
-export interface ReplicaDraft {
-  record: ReplicaRecord;
-  key: string;
-  compares: Compare[];
-  ops: Op[];
-}
-
-/** What a replacement of a failed replica carries: see backoff.ts. */
-interface Backoff {
-  attempt: number;
-  notBefore: number;
-  failure: string;
-  diagnostic?: { code: string; message: string };
-}
-
-export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
-  const service = spec.value.name;
-  const id = newReplicaId(service, ctx.random);
-  const record: ReplicaRecord = {
-    id,
-    service,
-    specRevision: spec.kv.modRevision,
-    template: templateHash(spec.value),
-    desired: 'run',
-    createdAt: ctx.now,
-    retired: false,
-    reason,
-    ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure, ...(backoff.diagnostic ? { failureDiagnostic: backoff.diagnostic } : {}) } : {}),
-  };
-  const key = buildKey('replica', service, id);
-  const d = decide({
-    kind: 'replica',
-    subject: id,
-    controller: REPLICA_CONTROLLER,
-    action: 'created',
-    tag: 'rc-create',
-    at: ctx.now,
-    evidence: [evidenceOf(spec)],
-    cause,
-    reasons: [
-      reason || `service ${service} wants ${spec.value.replicas} replica(s)`,
-      ...(backoff ? [`backoff: failure ${backoff.attempt} in a row, not placed before ${backoff.notBefore - ctx.now} ms from now`] : []),
-    ],
-  });
-  return { record, key, compares: [absent(key), ...d.compares], ops: [putFact('replica', [service, id], record), ...d.ops] };
-}
-
-/** The stop decision of a replica: cited by the scheduler's stop order and release. */
-export function stopDecision(s: ReplicaState, now: number, action: string, cause: Cause, reasons: string[], evidence = [evidenceOf(s.record)]) {
-  return decide({ kind: 'replica', subject: s.record.value.id, controller: REPLICA_CONTROLLER, action, tag: 'rc-stop', at: now, evidence, cause, reasons });
 }
 
 /**
@@ -317,9 +259,4 @@ function planScale(
     ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now }), ...d.ops);
   }
   return { txn: { compares, ops }, more: -diff > victims.length, stopping: victims.length > 0 };
-}
-
-export function scaleDownOrder(a: ReplicaState, b: ReplicaState): number {
-  const rank = (s: ReplicaState) => (!s.placement ? 0 : !isRunning(s) ? 1 : 2);
-  return rank(a) - rank(b) || b.record.value.createdAt - a.record.value.createdAt || (a.record.value.id < b.record.value.id ? 1 : -1);
 }

@@ -1,10 +1,12 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { VolumeRecord } from '../../core/model/facts.js';
+import { formatDuration } from '../../core/model/quantity.js';
 import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, listFacts, putFact, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
 import { indexBy } from './view.js';
+import { DEFAULTS } from '../../core/model/defaults.js';
 
 export const STORAGE_CONTROLLER = 'storage';
 const RETRY_MS = 100;
@@ -38,16 +40,18 @@ interface Want {
  */
 export const storageController: Controller = {
   name: STORAGE_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume'), prefixOf('observedVolume')],
+  watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume'), prefixOf('observedVolume'), prefixOf('volumeHold')],
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     const { store, now } = ctx;
-    const [services, assigned, volumes, allocations, observed] = await Promise.all([
+    const [services, assigned, volumes, allocations, observed, holdFacts] = await Promise.all([
       listFacts(store, 'service', prefixOf('service')),
       listFacts(store, 'assigned', prefixOf('assigned')),
       listFacts(store, 'volume', prefixOf('volume')),
       listFacts(store, 'allocation', prefixOf('allocation')),
       listFacts(store, 'observedVolume', prefixOf('observedVolume')),
+      listFacts(store, 'volumeHold', prefixOf('volumeHold')),
     ]);
+    const holds = indexBy(holdFacts, (h) => h.key);
     const specs = indexBy(services, (s) => s.value.name);
     const allocs = indexBy(allocations, (a) => a.value.node);
     const records = indexBy(volumes, (v) => v.key);
@@ -57,17 +61,35 @@ export const storageController: Controller = {
       const key = buildKey('volume', w.node, w.service, w.volume);
       const existing = records.get(key);
       if (existing && existing.value.sizeBytes === w.sizeBytes) {
-        if (existing.value.usedAt < w.latest.value.placedAt) txns.push(usedTxn(w, existing, now));
+        if (existing.value.releasing || existing.value.kept) txns.push(restoreTxn(existing, w.latest, now));
+        else if (existing.value.usedAt < w.latest.value.placedAt) txns.push(usedTxn(w, existing, now));
         continue;
       }
       txns.push(wantTxn(w, key, existing, specs.get(w.service), now));
     }
+    let next: number | undefined;
     for (const v of volumes) {
       if (wants.has(v.key)) continue;
       const spec = specs.get(v.value.service);
       const declared = spec?.value.volumes.find((d) => d.name === v.value.volume);
-      if (!declared) txns.push(releaseTxn(v, spec, allocs.get(v.value.node), now));
-      else if (declared.sizeBytes !== v.value.sizeBytes) txns.push(resizeTxn(v, spec!, declared.sizeBytes, now));
+      if (declared) {
+        if (v.value.releasing || v.value.kept) txns.push(restoreTxn(v, spec!, now));
+        else if (declared.sizeBytes !== v.value.sizeBytes || declared.keepForMs !== v.value.keepForMs) txns.push(resizeTxn(v, spec!, declared, now));
+        continue;
+      }
+      const holdKey = buildKey('volumeHold', v.value.node, v.value.service, v.value.volume);
+      const hold = holds.get(holdKey);
+      const alloc = allocs.get(v.value.node);
+      if (hold) {
+        if (!v.value.kept) txns.push(keepTxn(v, hold, now));
+      } else if (!v.value.releasing || v.value.kept) {
+        // Released now: the data waits out keep_for (0 = at once), so a mistaken delete can be undone.
+        txns.push(v.value.keepForMs === 0 ? releaseTxn(v, spec, alloc, holdKey, now) : releasingTxn(v, spec, alloc, holdKey, now));
+      } else if (now >= v.value.releasing.deleteAt) {
+        txns.push(releaseTxn(v, spec, alloc, holdKey, now));
+      } else {
+        next = Math.min(next ?? Infinity, v.value.releasing.deleteAt);
+      }
     }
     // Desired against observed: the first report of each wanted volume ready at its size is a decision.
     const seen = indexBy(observed, (o) => o.key);
@@ -82,7 +104,8 @@ export const storageController: Controller = {
     let failed = 0;
     for (const t of txns.slice(0, MAX_WRITES)) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
     if (failed > 0) return { at: now + RETRY_MS };
-    return txns.length > MAX_WRITES ? { at: now } : {};
+    if (txns.length > MAX_WRITES) return { at: now };
+    return next === undefined ? {} : { at: next };
   },
 };
 
@@ -111,7 +134,8 @@ export function wanted(assigned: readonly Fact<'assigned'>[], specs: Map<string,
 
 function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Txn {
   const serviceKey = buildKey('service', w.service);
-  const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now, usedAt: Math.max(existing?.value.usedAt ?? 0, w.latest.value.placedAt), usedBy: w.latest.value.replica };
+  const keepForMs = declaredIn(spec, w.volume)?.keepForMs ?? declaredIn(w.assignment, w.volume)?.keepForMs ?? DEFAULTS.volumeKeepForMs;
+  const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now, usedAt: Math.max(existing?.value.usedAt ?? 0, w.latest.value.placedAt), usedBy: w.latest.value.replica, keepForMs, kept: false };
   const d = decide({
     kind: 'service',
     subject: w.service,
@@ -172,9 +196,24 @@ function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
   return { compares: [unchanged(v), unchanged(obs), ...d.compares], ops: d.ops };
 }
 
-/** A retained volume (no replica on its node now) follows the spec's size too. */
-function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, now: number): Txn {
+/** A retained volume (no replica on its node now) follows the spec's size and keep_for too. */
+function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, declared: { sizeBytes: number; keepForMs: number }, now: number): Txn {
   const { node, service, volume } = v.value;
+  const { sizeBytes, keepForMs } = declared;
+  if (sizeBytes === v.value.sizeBytes) {
+    const d = decide({
+      kind: 'service',
+      subject: service,
+      controller: STORAGE_CONTROLLER,
+      action: `volume ${volume} on ${node} kept for ${formatDuration(keepForMs)} once released`,
+      tag: `storage-keep-for-${node}-${volume}`,
+      at: now,
+      evidence: [evidenceOf(v), evidenceOf(spec)],
+      cause: causedByFact(spec),
+      reasons: [`the spec of ${service} sets keep_for = ${formatDuration(keepForMs)} on volume ${volume} (was ${formatDuration(v.value.keepForMs)})`],
+    });
+    return { compares: [unchanged(v), unchanged(spec), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...v.value, keepForMs }), ...d.ops] };
+  }
   const d = decide({
     kind: 'service',
     subject: service,
@@ -186,7 +225,7 @@ function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, 
     cause: causedByFact(spec),
     reasons: [`the spec of ${service} sizes volume ${volume} at ${sizeBytes} bytes (was ${v.value.sizeBytes})`],
   });
-  return { compares: [unchanged(v), unchanged(spec), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...v.value, sizeBytes }), ...d.ops] };
+  return { compares: [unchanged(v), unchanged(spec), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...v.value, sizeBytes, keepForMs }), ...d.ops] };
 }
 
 /**
@@ -194,7 +233,7 @@ function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, sizeBytes: number, 
  * allocation record changes with every placement and release there, so comparing it
  * rules out an assignment placed on the node since the read.
  */
-function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, now: number): Txn {
+function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Txn {
   const { node, service, volume } = v.value;
   const serviceKey = buildKey('service', service);
   const allocKey = buildKey('allocation', node);
@@ -202,15 +241,90 @@ function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc:
     kind: 'service',
     subject: service,
     controller: STORAGE_CONTROLLER,
-    action: `volume ${volume} released on ${node}`,
+    action: `volume ${volume} deleted on ${node}`,
     tag: `storage-release-${node}-${volume}`,
     at: now,
     evidence: [evidenceOf(v), spec ? evidenceOf(spec) : absentEvidence(serviceKey)],
     cause: causedByFact(spec ?? { key: serviceKey, modRevision: 0 }),
-    reasons: [spec ? `${service} no longer declares volume ${volume}` : `service ${service} was deleted`, `no replica on ${node} uses it; the agent deletes its data`],
+    reasons: [
+      spec ? `${service} no longer declares volume ${volume}` : `service ${service} was deleted`,
+      v.value.keepForMs === 0 ? 'keep_for = 0: deleted at once' : `released ${formatDuration(v.value.keepForMs)} ago (keep_for) and nobody kept it`,
+      `no replica on ${node} uses it; the agent deletes its data`,
+    ],
   });
   return {
-    compares: [unchanged(v), unchanged(spec, serviceKey), alloc ? unchanged(alloc) : absent(allocKey), ...d.compares],
+    compares: [unchanged(v), unchanged(spec, serviceKey), alloc ? unchanged(alloc) : absent(allocKey), absent(holdKey), ...d.compares],
     ops: [deleteKey(v.key), ...d.ops],
   };
+}
+
+function declaredIn(f: Fact<'service'> | Fact<'assigned'> | undefined, volume: string): { keepForMs: number } | undefined {
+  const spec = f === undefined ? undefined : 'volumes' in f.value ? f.value : f.value.spec;
+  return spec?.volumes.find((d) => d.name === volume);
+}
+
+/**
+ * Released, not deleted: the record stays (and the agent keeps the data) until `deleteAt`,
+ * so `cca volume keep` or applying the service again can still save it.
+ */
+function releasingTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Txn {
+  const { node, service, volume, keepForMs } = v.value;
+  const serviceKey = buildKey('service', service);
+  const allocKey = buildKey('allocation', node);
+  const deleteAt = now + keepForMs;
+  const why = spec ? 'undeclared' : 'service-deleted';
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} on ${node} released: its data is deleted in ${formatDuration(keepForMs)}`,
+    tag: `storage-releasing-${node}-${volume}`,
+    at: now,
+    evidence: [evidenceOf(v), spec ? evidenceOf(spec) : absentEvidence(serviceKey)],
+    cause: causedByFact(spec ?? { key: serviceKey, modRevision: 0 }),
+    reasons: [
+      spec ? `${service} no longer declares volume ${volume}` : `service ${service} was deleted`,
+      `kept for ${formatDuration(keepForMs)} (keep_for): \`cca volume keep ${service} ${volume}\` or applying ${service} with the volume again cancels the deletion`,
+    ],
+  });
+  return {
+    compares: [unchanged(v), unchanged(spec, serviceKey), alloc ? unchanged(alloc) : absent(allocKey), absent(holdKey), ...d.compares],
+    ops: [putFact('volume', [node, service, volume], { ...v.value, releasing: { since: now, deleteAt, why }, kept: false }), ...d.ops],
+  };
+}
+
+/** An operator's hold: the pending deletion is cancelled while the hold stays. */
+function keepTxn(v: Fact<'volume'>, hold: Fact<'volumeHold'>, now: number): Txn {
+  const { node, service, volume } = v.value;
+  const { releasing: _, ...rest } = v.value;
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} on ${node} kept by an operator`,
+    tag: `storage-kept-${node}-${volume}`,
+    at: now,
+    evidence: [evidenceOf(v), evidenceOf(hold)],
+    cause: causedByFact(hold),
+    reasons: [`an operator holds it (\`cca volume keep\`); its data stays until \`cca volume release ${service} ${volume}\``],
+  });
+  return { compares: [unchanged(v), unchanged(hold), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...rest, kept: true }), ...d.ops] };
+}
+
+/** Wanted or declared again while released or kept: back to an ordinary retained volume. */
+function restoreTxn(v: Fact<'volume'>, cause: Fact<'service'> | Fact<'assigned'>, now: number): Txn {
+  const { node, service, volume } = v.value;
+  const { releasing: _, ...rest } = v.value;
+  const d = decide({
+    kind: 'service',
+    subject: service,
+    controller: STORAGE_CONTROLLER,
+    action: `volume ${volume} on ${node} in use again: no longer released`,
+    tag: `storage-restore-${node}-${volume}`,
+    at: now,
+    evidence: [evidenceOf(v), evidenceOf(cause)],
+    cause: causedByFact(cause),
+    reasons: ['volumes' in cause.value ? `${service} declares volume ${volume} again` : `replica ${cause.value.replica} on ${node} mounts it`],
+  });
+  return { compares: [unchanged(v), unchanged(cause), ...d.compares], ops: [putFact('volume', [node, service, volume], { ...rest, kept: false }), ...d.ops] };
 }

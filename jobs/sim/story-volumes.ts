@@ -12,7 +12,9 @@ const onNode1 = { attribute: 'node' as const, op: 'in' as const, values: ['node1
 // The db prefers node1; the stateless web keeps off it, so a stuck kill there (below) tests
 // the stateful rule alone (a stateless replica accepts the fencing window, and a kill that
 // keeps failing breaks that window by design).
-const db = web(1, { name: 'db', image: 'api:1', volumes: [{ name: 'data', sizeBytes: 64 * Mi, mountPath: '/data' }], placement: { prefer: [{ constraint: onNode1, weight: 50 }] } });
+/** How long a released volume's data stays (keep_for): long enough to undo a delete in the story. */
+const KEEP_FOR_MS = 60_000;
+const db = web(1, { name: 'db', image: 'api:1', volumes: [{ name: 'data', sizeBytes: 64 * Mi, mountPath: '/data', keepForMs: KEEP_FOR_MS }], placement: { prefer: [{ constraint: onNode1, weight: 50 }] } });
 const stateless = web(2, { placement: { restrict: [onNode1] } });
 
 /** Where the db's live replica is placed, and its id. */
@@ -134,11 +136,33 @@ export async function simVolumes(opts: SimOptions): Promise<ScenarioResult> {
   const rolled = await dbPlacement(w);
   expectThat(w, !!rolled && rolled.id !== fourth?.id && rolled.node === fourth?.node, `a rolling update of db replaces it in place on ${fourth?.node}`);
 
-  // 4. Deleting the service releases its volumes on every node.
+  // 4. Deleting the service releases its volumes: the data stays for keep_for, so applying
+  // the service again within it finds the data; an operator's hold keeps it past keep_for;
+  // without either it is deleted on every node once keep_for has passed.
+  const volumes = () => listFacts(w.store, 'volume', prefixOf('volume')).then((r) => r.map((f) => f.value));
+  const reports = () => listFacts(w.store, 'observedVolume', prefixOf('observedVolume'));
   await w.deleteService('db');
   await w.runFor(20_000);
-  expectThat(w, (await listFacts(w.store, 'volume', prefixOf('volume'))).length === 0, 'deleting db releases its volumes');
-  expectThat(w, (await listFacts(w.store, 'observedVolume', prefixOf('observedVolume'))).length === 0, 'and the agents delete them');
+  expectThat(w, (await volumes()).every((v) => v.releasing?.why === 'service-deleted') && (await volumes()).length > 0, 'deleting db releases its volumes: deletion pending, not done');
+  expectThat(w, (await reports()).length > 0, 'a released volume keeps its data on the node during keep_for');
+  await w.apply(db);
+  await w.runFor(20_000);
+  expectThat(w, (await volumes()).length > 0 && (await volumes()).every((v) => v.releasing === undefined), 'applying db again within keep_for cancels the deletion');
+  const back = await dbPlacement(w);
+  expectThat(w, !!back && (await volumes()).some((v) => v.node === back.node), 'the re-applied db is placed where its data is');
+
+  await w.deleteService('db');
+  await w.runFor(5_000);
+  const holding = await volumes();
+  for (const v of holding) await w.store.put(buildKey('volumeHold', v.node, v.service, v.volume), encodeFact('volumeHold', { at: w.t }));
+  await w.runFor(KEEP_FOR_MS + 10_000);
+  expectThat(w, holding.length > 0 && (await volumes()).length === holding.length && (await volumes()).every((v) => v.kept && !v.releasing), 'an operator hold keeps the volume past keep_for');
+  await w.store.delete(prefixOf('volumeHold'), { prefix: true });
+  await w.runFor(KEEP_FOR_MS / 2);
+  expectThat(w, (await volumes()).length === holding.length, 'releasing the hold starts keep_for again');
+  await w.runFor(KEEP_FOR_MS / 2 + 20_000);
+  expectThat(w, (await volumes()).length === 0, 'keep_for after the release, the volumes are deleted');
+  expectThat(w, (await reports()).length === 0, 'and the agents delete them');
   await w.checkQuiescent();
   return result('sim-volumes', w, notes);
 }

@@ -22,7 +22,7 @@ import { needs } from '../support/prerequisites.js';
  *    `cca fence node n1 --confirm`; then it is, with the decision naming operator-fence,
  *    and when the node returns the replacement goes back to its data.
  * 3. Lost again; the agent returns and confirms the stop itself (proof node-confirmed).
- * 4. The service is deleted: the volume is released and its directory deleted.
+ * 4. The service is deleted: the volume is released, its data kept for keep_for (3 s), then deleted.
  */
 const haveBusybox = needs('busybox');
 
@@ -74,7 +74,7 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
       '  replicas = 1',
       '  cpu      = 0.1',
       '  memory   = 32Mi',
-      '  volume data { size = 16Mi mount = "/data" }',
+      '  volume data { size = 16Mi mount = "/data" keep_for = 3s }',
       '  stop_grace = 2s',
       '}',
       '',
@@ -154,7 +154,9 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
     const volumeDir = join(tmp.dir, 'volumes', 'db', 'data');
     expect(existsSync(volumeDir)).toBe(true);
     await api('DELETE', '/v1/services/db');
-    await waitFor('the volume deleted on the node', () => !existsSync(volumeDir), 30_000, 200);
+    await waitFor('the volume released, its deletion pending', async () => ((await api('GET', '/v1/volumes')).volumes as Json[]).some((v) => v.state === 'releasing'), 10_000, 100);
+    expect(existsSync(volumeDir)).toBe(true);
+    await waitFor('the volume deleted on the node once keep_for has passed', () => !existsSync(volumeDir), 30_000, 200);
     await waitFor('its report gone', async () => ((await api('GET', '/v1/state?prefix=/observed-volumes/')).kvs as Json[]).length === 0, 10_000, 200);
     expect(((await api('GET', '/v1/state?prefix=/volumes/')).kvs as Json[])).toEqual([]);
   }, 120_000);

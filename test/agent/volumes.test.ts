@@ -19,7 +19,7 @@ describe('VolumeDir: a volume is a directory per service and volume, its size re
     expect(readFileSync(join(path, 'f'), 'utf8')).toBe('hello');
     expect(JSON.parse(readFileSync(join(t.dir, 'volumes', 'db', 'data', 'volume.json'), 'utf8')).sizeBytes).toBe(2048);
     expect(v.list()).toEqual([{ service: 'db', volume: 'data', path, sizeBytes: 2048, usedBytes: 5 }]);
-    const mounts = v.mountsFor({ name: 'db', volumes: [{ name: 'data', sizeBytes: 2048, mountPath: '/var/lib/db', readOnly: true }, { name: 'logs', sizeBytes: 10, mountPath: '/logs', readOnly: false }] });
+    const mounts = v.mountsFor({ name: 'db', volumes: [{ name: 'data', sizeBytes: 2048, mountPath: '/var/lib/db', readOnly: true, keepForMs: 0 }, { name: 'logs', sizeBytes: 10, mountPath: '/logs', readOnly: false, keepForMs: 0 }] });
     expect(mounts).toEqual([
       { name: 'data', hostPath: path, path: '/var/lib/db', readOnly: true },
       { name: 'logs', hostPath: join(t.dir, 'volumes', 'db', 'logs', 'data'), path: '/logs', readOnly: false },

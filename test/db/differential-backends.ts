@@ -1,5 +1,5 @@
 import type { Etcd3, ICompare, IKeyValue, IRangeRequest, IRequestOp, IResponseOp, IWatchResponse } from 'etcd3';
-import { isCcaError } from '../../core/diagnostics/index.js';
+import { isCcaError, messageOf } from '../../core/diagnostics/index.js';
 import { prefixEnd } from '../../db/keyspace.js';
 import type { Compare, KeyValue, Op, OpResponse, RangeRequest, Store, TxnRequest, WatchBatch } from '../../db/store.js';
 import { NO_SUCH_LEASE, type HOp, type WatchSpec } from './differential-gen.js';
@@ -300,7 +300,7 @@ function endStream(stream: { end(): void; cancel(): void }): void {
 
 /** etcd's own error messages → the Store's codes, so errors can be compared. */
 function etcdCode(e: unknown): string {
-  const m = e instanceof Error ? e.message : String(e);
+  const m = messageOf(e);
   const table: [RegExp, string][] = [
     [/required revision has been compacted/, 'CCA-E0101'],
     [/required revision is a future revision/, 'CCA-E0102'],

@@ -203,4 +203,38 @@ describe('agent API', () => {
     const wrongNode = await call('POST', '/v1/agent/nodes/n1/observations', { json: { tenure: reg.tenure, observations: [{ ...obs, node: 'n2' }] }, token: credential });
     expect(await errorOf(wrongNode)).toMatchObject({ code: 'CCA-E0603' });
   });
+
+  test('a report larger than one store transaction is written whole: every event kept (a resend does not double), every observation admitted', async () => {
+    const { call, credential, record, store } = await enrolled();
+    const reg = await (await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: credential })).json();
+    const post = (route: string, json: unknown) => call('POST', `/v1/agent/nodes/n1/${route}`, { json, token: credential });
+    const batch = (from: number) => Array.from({ length: 100 }, (_, i) => ({ node: 'n1', kind: 'started', message: `e${from + i}`, at: from + i }));
+    const stored = async () => (await store.range({ prefix: '/events/n1/' })).kvs.map((kv) => (JSON.parse(kv.value) as { message: string }).message);
+    expect((await post('events', { tenure: reg.tenure, events: batch(0) })).status).toBe(200);
+    expect((await post('events', { tenure: reg.tenure, events: batch(100) })).status).toBe(200);
+    // The same batch again (an answer lost on the way back): the same keys, nothing doubled.
+    expect((await post('events', { tenure: reg.tenure, events: batch(100) })).status).toBe(200);
+    expect(await stored()).toEqual(batch(0).concat(batch(100)).map((e) => e.message));
+    // Past the node's bound of 200, the oldest go and every new one stays.
+    expect((await post('events', { tenure: reg.tenure, events: batch(200) })).status).toBe(200);
+    expect(await stored()).toEqual(batch(100).concat(batch(200)).map((e) => e.message));
+    const tooMany = await post('events', { tenure: reg.tenure, events: [...batch(300), ...batch(400).slice(0, 1)] });
+    expect(await errorOf(tooMany)).toMatchObject({ code: 'CCA-E0603' });
+    expect(await stored()).toHaveLength(200);
+
+    const spec = (await import('../../core/model/index.js')).validateService({ name: 'web', image: 'busybox:1.35' });
+    if (!spec.ok) throw new Error('fixture');
+    const replicas = Array.from({ length: 150 }, (_, i) => `web-${i}`);
+    for (const replica of replicas) {
+      const a = { replica, service: 'web', node: 'n1', tenure: reg.tenure, resources: { cpuMillis: 1, memoryBytes: 1 }, specRevision: 1, spec: spec.value, placedAt: 0 };
+      await store.put(buildKey('assigned', 'n1', replica), encodeFact('assigned', a));
+    }
+    const observations = replicas.map((replica) => ({ replica, service: 'web', node: 'n1', tenure: reg.tenure, state: 'running', at: 1 }));
+    // One replica not assigned here, in the second part: nothing of the batch is written.
+    const refused = await post('observations', { tenure: reg.tenure, observations: [...observations, { ...observations[0]!, replica: 'db-1' }] });
+    expect(await errorOf(refused)).toMatchObject({ code: 'CCA-E0634' });
+    expect((await store.range({ prefix: '/observed/n1/', countOnly: true })).count).toBe(0);
+    expect((await post('observations', { tenure: reg.tenure, observations })).status).toBe(200);
+    expect((await store.range({ prefix: '/observed/n1/', countOnly: true })).count).toBe(150);
+  });
 });

@@ -26,7 +26,7 @@ interface Answer {
 }
 
 describe('GET /v1/volumes', () => {
-  test('needs a reader; joins wanted with reported: ready, not reported yet, releasing; sorted by node, service, volume', async () => {
+  test('needs a reader; joins wanted with reported: ready, not reported yet, deleting; sorted by node, service, volume', async () => {
     const { call, store } = await securedApp();
     expect((await call('GET', '/v1/volumes')).status).toBe(401);
     const empty = await call('GET', '/v1/volumes', { token: ADMIN });
@@ -50,7 +50,7 @@ describe('GET /v1/volumes', () => {
     const body = (await r.json()) as Answer;
     expect(body.revision).toBe(await store.revision());
     expect(body.volumes.map((v) => [v.node, v.service, v.volume, v.state, v.wanted])).toEqual([
-      ['n1', 'cache', 'tmp', 'releasing', false],
+      ['n1', 'cache', 'tmp', 'deleting', false],
       ['n1', 'db', 'data', 'ready', true],
       ['n1', 'db', 'logs', 'creating', true],
       ['n2', 'db', 'data', 'not reported', true],
@@ -68,7 +68,7 @@ describe('GET /v1/volumes', () => {
     expect(unreported).not.toHaveProperty('usedBytes');
   });
 
-  test('?service filters; an unknown service is a coded 404, a deleted one still releasing is listed', async () => {
+  test('?service filters; an unknown service is a coded 404, a deleted one still deleting its data is listed', async () => {
     const { call, store } = await securedApp();
     await apply(call, 'db', 'web');
     await want(store, 'n1', 'db', 'data');
@@ -85,7 +85,7 @@ describe('GET /v1/volumes', () => {
     expect(((await web.json()) as Answer).volumes).toEqual([]);
     // No spec, but its volume is still reported (the service was deleted, the agent not yet synced).
     const gone = (await (await call('GET', '/v1/volumes?service=gone', { token: ADMIN })).json()) as Answer;
-    expect(gone.volumes.map((v) => `${v.node}/${v.service}/${v.volume}:${v.state}`)).toEqual(['n1/gone/tmp:releasing']);
+    expect(gone.volumes.map((v) => `${v.node}/${v.service}/${v.volume}:${v.state}`)).toEqual(['n1/gone/tmp:deleting']);
 
     for (const name of ['nope', 'Not_A_Name']) {
       const missing = await call('GET', `/v1/volumes?service=${name}`, { token: ADMIN });

@@ -99,10 +99,65 @@ describe('storage controller', () => {
     b.t += 2_000; // past the stop grace (not the node's lease)
     await b.settle(all);
     expect(await b.assignments()).toHaveLength(0);
+    // Released, not deleted: the data waits out keep_for (24 h by default).
+    const [pending] = await volumes(b);
+    expect(pending!.releasing).toEqual({ since: expect.any(Number), deleteAt: pending!.releasing!.since + 24 * 3_600_000, why: 'service-deleted' });
+    expect((await why(b.store, 'service', 'db')).history[0]!.decision.action).toBe('volume data on n1 released: its data is deleted in 1d');
+    b.t = pending!.releasing!.deleteAt - 1;
+    await b.settle(all);
+    expect(await volumes(b)).toHaveLength(1);
+    b.t += 1;
+    await b.settle(all);
     expect(await volumes(b)).toHaveLength(0);
     const answer = await why(b.store, 'service', 'db');
-    expect(answer.history[0]!.decision.action).toBe('volume data released on n1');
+    expect(answer.history[0]!.decision.action).toBe('volume data deleted on n1');
     expect(answer.complete).toBe(true);
+  });
+
+  test('a released volume is saved by applying its service again, or by an operator hold; keep_for = 0 deletes at once', async () => {
+    let b = await cluster([['n1', 'a']]);
+    const spec = db({ volumes: [{ name: 'data', sizeBytes: 64 * Mi, mountPath: '/data', keepForMs: 60_000 }] });
+    await b.apply(spec);
+    await b.settle(all);
+    await b.store.delete(buildKey('service', 'db'));
+    await b.settle(all);
+    b.t += 2_000;
+    await b.settle(all);
+    const r = (await volumes(b))[0]!.releasing!;
+    expect(r.deleteAt - r.since).toBe(60_000);
+    // Applied again within keep_for: back in use, nothing deleted.
+    await b.apply(spec);
+    await b.settle(all);
+    expect((await volumes(b))[0]).toMatchObject({ kept: false });
+    expect((await volumes(b))[0]!.releasing).toBeUndefined();
+    expect(await b.assignments('n1')).toHaveLength(1);
+    // Deleted again, then held: kept past keep_for, until the hold goes.
+    await b.store.delete(buildKey('service', 'db'));
+    await b.settle(all);
+    b.t += 2_000;
+    await b.settle(all);
+    await b.store.put(buildKey('volumeHold', 'n1', 'db', 'data'), encodeFact('volumeHold', { at: b.t }));
+    await b.settle(all);
+    b.t += 120_000;
+    await b.settle(all);
+    expect((await volumes(b))[0]).toMatchObject({ kept: true });
+    expect((await volumes(b))[0]!.releasing).toBeUndefined();
+    await b.store.delete(buildKey('volumeHold', 'n1', 'db', 'data'));
+    await b.settle(all);
+    expect((await volumes(b))[0]!.releasing?.deleteAt).toBe(b.t + 60_000);
+    b.t += 60_000;
+    await b.settle(all);
+    expect(await volumes(b)).toHaveLength(0);
+    // keep_for = 0: deleted as soon as it is released (a fresh cluster: n1's lease ran out above).
+    b = await cluster([['n1', 'a']]);
+    await b.apply(db({ volumes: [{ name: 'data', sizeBytes: 64 * Mi, mountPath: '/data', keepForMs: 0 }] }));
+    await b.settle(all);
+    expect(await volumes(b)).toHaveLength(1);
+    await b.store.delete(buildKey('service', 'db'));
+    await b.settle(all);
+    b.t += 2_000;
+    await b.settle(all);
+    expect(await volumes(b)).toHaveLength(0);
   });
 
   test('a volume the spec no longer declares is released once no replica there uses it', async () => {
@@ -118,6 +173,9 @@ describe('storage controller', () => {
     await b.store.delete(buildKey('service', 'db'));
     await b.settle(all);
     b.t += 2_000;
+    await b.settle(all);
+    expect((await volumes(b))[0]!.releasing?.why).toBe('service-deleted');
+    b.t += 24 * 3_600_000;
     await b.settle(all);
     expect(await volumes(b)).toHaveLength(0);
   });

@@ -66,6 +66,13 @@ export const controllerCodes = [
     fix: 'free capacity on {nodes}, or delete the volume there (remove it from the spec) to let the replica start elsewhere with an empty one',
   },
   {
+    code: 'CCA-E0415',
+    blame: 'user',
+    title: 'no such volume to keep or release',
+    cause: 'volume {volume} of service {service} cannot be held or released: {reason}',
+    fix: 'list the volumes with `cca get volumes --service {service}`; `cca volume keep` holds a volume that still exists (wanted, releasing or kept), `cca volume release` removes a hold made before',
+  },
+  {
     code: 'CCA-E0416',
     blame: 'user',
     title: 'replica backing off after a failure',

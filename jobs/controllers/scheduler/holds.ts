@@ -1,12 +1,11 @@
 import { buildKey } from '../../../core/keys.js';
 import { makeDiagnostic as diagnostic } from '../../../core/diagnostics/error.js';
 import { desiredReplicas } from '../../../core/model/resolve.js';
-import type { Compare } from '../../../db/store.js';
 import { unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, evidenceOf, type Evidence } from '../../decisions/record.js';
 import { formatDelay } from '../backoff.js';
 import { digest } from '../view.js';
-import type { Pending } from './plan-placements.js';
+import type { Gate, Pending } from './types.js';
 
 /**
  * Holds before placement, each decided on facts in the store:
@@ -24,13 +23,6 @@ export interface Hold {
   evidence: Evidence[];
   /** A backoff hold ends by itself then: the scheduler wakes. */
   until?: number;
-}
-
-/** What released an `after` gate: compared by the placement txn and cited by its decision. */
-export interface Gate {
-  compares: Compare[];
-  evidence: Evidence[];
-  reasons: string[];
 }
 
 export interface DependencyFacts {

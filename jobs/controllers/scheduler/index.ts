@@ -7,7 +7,8 @@ import { getFact, listFacts, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
 import { indexBy, readClusterView } from '../view.js';
 import { commitAll, packTxns } from './batch.js';
-import { pendingReasons, planPlacements, SCHEDULER, type Pending, type VolumeNodes } from './plan-placements.js';
+import { pendingReasons, planPlacements, SCHEDULER, type VolumeNodes } from './plan-placements.js';
+import type { Pending } from './types.js';
 import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
 import { holdOf, type Hold } from './holds.js';
 

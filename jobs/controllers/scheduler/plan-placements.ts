@@ -9,18 +9,11 @@ import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Dem
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
-import type { Gate } from './holds.js';
+import type { Pending } from './types.js';
 
 export const SCHEDULER = 'scheduler';
 /** Placements on one node per step: one node's placements share a txn (its allocation record). */
 export const MAX_PER_NODE = 36;
-
-export interface Pending {
-  record: Fact<'replica'>;
-  spec: Fact<'service'>;
-  /** What released an `after` hold (holds.ts): compared and cited by the placement. */
-  gate?: Gate;
-}
 
 export interface PlacementPlan {
   /** Per node: compares and writes of every placement on it, allocation written once. */

@@ -1,9 +1,12 @@
 import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { redactUrl } from '../core/redact.js';
+import { loadKeyring } from '../handlers/secret-box.js';
+import { serverConfig, serverUsage } from './config.js';
+import { startServer } from './start.js';
+import { version } from './version.js';
 
-/** `cca server`: one server pod, until SIGINT or SIGTERM. Returns the exit code. */
+/** `cca server` and `npm run server`: one server pod, until SIGINT or SIGTERM. Returns the exit code. */
 export async function runServer(argv: string[]): Promise<number> {
-  const { serverConfig, serverUsage } = await import('../server/config.js');
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(serverUsage);
     return 0;
@@ -11,10 +14,7 @@ export async function runServer(argv: string[]): Promise<number> {
   const report = (d: Diagnostic) => console.error(renderPlain(d));
   try {
     const flags = serverConfig(argv, process.env);
-    const { startServer } = await import('../server/start.js');
-    const { version } = await import('../server/version.js');
     const { secretKey, secretKeyFile, drainSeconds, ...rest } = flags;
-    const { loadKeyring } = await import('../handlers/secret-box.js');
     const secretKeys = loadKeyring({ key: secretKey, file: secretKeyFile });
     if (!secretKeys) console.error('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
     const server = await startServer({ ...rest, ...(secretKeys ? { secretKeys } : {}), drainDelayMs: drainSeconds * 1000, version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });

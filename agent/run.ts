@@ -1,18 +1,18 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Agent } from '../agent/agent.js';
-import { Ctr } from '../agent/containerd/ctr.js';
-import { startContainerd } from '../agent/containerd/daemon.js';
-import { readCatalogue } from '../agent/images.js';
-import { parseAgentFlags, USAGE, type AgentFlags } from '../agent/options.js';
-import type { Runtime } from '../agent/runtime.js';
-import { ContainerdRuntime } from '../agent/runtime-containerd.js';
-import { FakeRuntime } from '../agent/runtime-fake.js';
-import { ProcessRuntime } from '../agent/runtime-process.js';
-import { StateDir } from '../agent/state.js';
-import { FENCE } from '../agent/fence.js';
-import { fetchTrusting } from '../agent/https.js';
-import { defaultPrefix, NetnsManager } from '../agent/netns.js';
+import { Agent } from './agent.js';
+import { Ctr } from './containerd/ctr.js';
+import { startContainerd } from './containerd/daemon.js';
+import { readCatalogue } from './images.js';
+import { parseAgentFlags, USAGE, type AgentFlags } from './options.js';
+import type { Runtime } from './runtime.js';
+import { ContainerdRuntime } from './runtime-containerd.js';
+import { FakeRuntime } from './runtime-fake.js';
+import { ProcessRuntime } from './runtime-process.js';
+import { StateDir } from './state.js';
+import { FENCE } from './fence.js';
+import { fetchTrusting } from './https.js';
+import { defaultPrefix, NetnsManager } from './netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';
 
 async function containerdAddress(flags: AgentFlags): Promise<string> {
@@ -64,7 +64,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
 }
 
 /**
- * `cca agent`: run the node agent until SIGTERM/SIGINT. Stopping the agent never stops the
+ * `cca agent` and agent/main.ts: run the node agent until SIGTERM/SIGINT. Stopping the agent never stops the
  * workloads (they keep running under their supervisors; a restarted agent re-adopts them).
  */
 export async function runAgent(argv: string[]): Promise<number> {
