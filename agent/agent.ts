@@ -158,6 +158,7 @@ export class Agent {
     this.desired = this.opts.state.desired().assignments;
     // Never registered (or the lease is known lost): nothing runs until registration.
     if (!this.leases.restore()) this.fenced = true;
+    else this.peer.resume();
     this.unsubscribe = this.opts.runtime.subscribe((e) => this.onRuntimeEvent(e));
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
     // Published with the registration: where peers ask, and the key the answers are signed with.

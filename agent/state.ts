@@ -90,6 +90,13 @@ export class StateDir {
     return undefined;
   }
 
+  /** The supervisors' deadline as last written (the lease's point, or a confirmed outage's end). */
+  supervisorDeadline(): number | undefined {
+    const text = this.read('fence-at');
+    const n = Number(text);
+    return text !== undefined && Number.isFinite(n) ? n : undefined;
+  }
+
   /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
   saveFenceAt(at: number): void {
     this.write('lease-fence-at', String(Math.floor(at)), 0o644);

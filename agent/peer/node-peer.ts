@@ -56,6 +56,21 @@ export class NodePeer {
 
   private readonly keys: PeerKeys;
 
+  /**
+   * An agent restarted during a confirmed outage: the previous run's chain ran unbroken until
+   * the deadline it left in `fence-at` (past the lease's own point only while confirmed), so
+   * the chain resumes from there rather than fencing everything at once. Call after the
+   * fence clock was restored.
+   */
+  resume(): void {
+    const leaseAt = this.o.fence.fenceAt();
+    const until = this.o.state.supervisorDeadline();
+    if (leaseAt === undefined || !Number.isFinite(leaseAt) || until === undefined || until <= leaseAt) return;
+    this.quorum.latch.confirmed(leaseAt, until);
+    this.extended = true;
+    this.o.log(`resuming an outage confirmed until ${new Date(until).toISOString()} by the previous run`);
+  }
+
   /** Start the endpoint; what to publish in the node record. */
   async start(): Promise<PeerInfo> {
     this.server = new PeerServer({ node: this.o.node, keys: this.keys, listen: this.o.listen, membership: () => this.copy?.copy, reaches: () => this.quorum.reaches() });

@@ -163,3 +163,34 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     expect(await c.quorums.a!.round()).toBeUndefined();
   });
 });
+
+describe('NodePeer restart during a confirmed outage', () => {
+  it('resumes the chain the previous run left in fence-at, no further', async () => {
+    const { StateDir } = await import('../../agent/state.js');
+    const { FenceClock, FENCE: F } = await import('../../agent/fence.js');
+    const { NodePeer } = await import('../../agent/peer/node-peer.js');
+    const tmp = tempDir('node-peer');
+    try {
+      const state = new StateDir(tmp.dir);
+      const fence = new FenceClock(30);
+      fence.renewed(0, 30);
+      const leaseAt = fence.fenceAt()!;
+      expect(leaseAt).toBe(30_000 - F.marginMs);
+      state.saveFenceAt(leaseAt);
+      const make = () => new NodePeer({ node: 'a', state, listen: '127.0.0.1:0', advertise: '', now: () => 0, fence, keepaliveSettled: () => undefined, ttlMs: () => 30_000, log: () => undefined });
+      // No outage was confirmed: nothing to resume, the fence point stands.
+      const plain = make();
+      plain.resume();
+      expect(plain.quorum.confirmsOutage(leaseAt + 1)).toBe(false);
+      // The previous run's confirmations reached 60 s: resumed until then.
+      state.saveRunUntil(60_000);
+      expect(state.fenceAt()).toBe(leaseAt);
+      const resumed = make();
+      resumed.resume();
+      expect(resumed.quorum.confirmsOutage(59_999)).toBe(true);
+      expect(resumed.quorum.confirmsOutage(60_000)).toBe(false);
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});
