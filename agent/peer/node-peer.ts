@@ -1,3 +1,4 @@
+import { CcaError } from '../../core/diagnostics/index.js';
 import { membershipCopySchema, type MembershipVersion, type PeerInfo } from '../../core/model/quorum.js';
 import type { FenceClock } from '../fence.js';
 import type { StateDir } from '../state.js';
@@ -74,7 +75,12 @@ export class NodePeer {
   /** Start the endpoint; what to publish in the node record. */
   async start(): Promise<PeerInfo> {
     this.server = new PeerServer({ node: this.o.node, keys: this.keys, listen: this.o.listen, membership: () => this.copy?.copy, reaches: () => this.quorum.reaches() });
-    const bound = await this.server.start();
+    let bound: string;
+    try {
+      bound = await this.server.start();
+    } catch (e) {
+      throw new CcaError('CCA-E0580', { node: this.o.node, address: this.o.listen, reason: e instanceof Error ? e.message : String(e) });
+    }
     return { address: this.o.advertise || bound, publicKey: this.keys.publicKey };
   }
 

@@ -194,3 +194,22 @@ describe('NodePeer restart during a confirmed outage', () => {
     }
   });
 });
+
+describe('peer endpoint address in use', () => {
+  it('is a coded environment diagnostic (CCA-E0580) naming the address', async () => {
+    const { StateDir } = await import('../../agent/state.js');
+    const { FenceClock } = await import('../../agent/fence.js');
+    const { NodePeer } = await import('../../agent/peer/node-peer.js');
+    const tmp = tempDir('node-peer-busy');
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
+    try {
+      const listen = `127.0.0.1:${(taken.address() as AddressInfo).port}`;
+      const peer = new NodePeer({ node: 'a', state: new StateDir(tmp.dir), listen, advertise: '', now: () => 0, fence: new FenceClock(30), keepaliveSettled: () => undefined, ttlMs: () => 30_000, log: () => undefined });
+      await expect(peer.start()).rejects.toMatchObject({ code: 'CCA-E0580', blame: 'environment' });
+    } finally {
+      await new Promise((r) => taken.close(r));
+      tmp.cleanup();
+    }
+  });
+});
