@@ -4,6 +4,7 @@ import type { Assignment, NodeEvent, NodeRecordInput, Observation } from '../cor
 export { AGENT_VERSION } from './lease.js';
 import { AgentClient, ServerError, UnreachableError } from './client.js';
 import { LeaseKeeper } from './lease.js';
+import { DesiredCache } from './desired.js';
 import { FENCE } from './fence.js';
 import { CheckState, probeFor, probeText } from './health.js';
 import { checkAssignment, Refusal } from './confine.js';
@@ -67,6 +68,7 @@ const VOLUME_REFRESH_MS = 30_000;
 export class Agent {
   private readonly client: AgentClient;
   private readonly leases: LeaseKeeper;
+  private readonly cache: DesiredCache;
   private readonly slots = new Map<string, Slot>();
   private readonly events: NodeEvent[] = [];
   private readonly now: () => number;
@@ -103,6 +105,8 @@ export class Agent {
     this.record = { ...opts.record };
     this.volumes = new VolumeDir(opts.state.dir);
     this.client = new AgentClient(opts.server, opts.node, undefined, opts.fetch);
+    this.cache = new DesiredCache(opts.state, this.now);
+    opts.state.onReport = (line, d) => (this.log(line), this.event(d ? 'state-problem' : 'state-resolved', d ? `${d.code} ${d.message}` : line));
     if (opts.network) {
       this.policy = new PolicyFollower({
         client: this.client,
@@ -155,7 +159,7 @@ export class Agent {
 
   /** Adopt what the runtime holds, restore the cached desired state, and start the loops. */
   async start(): Promise<void> {
-    this.desired = this.opts.state.desired().assignments;
+    this.desired = this.cache.load();
     // Never registered (or the lease is known lost): nothing runs until registration.
     if (!this.leases.restore()) this.fenced = true;
     else this.peer.resume();
@@ -328,9 +332,7 @@ export class Agent {
       this.unreachableLogged = true;
     } else if (e instanceof ServerError) {
       if (e.status === 401) {
-        const d = makeDiagnostic('CCA-E0509', { node: this.opts.node, reason: e.diagnostic.message });
-        this.log(`${d.code} ${d.message}; enrolling again`);
-        this.client.credential = '';
+        this.leases.credentialRefused(e, what);
       } else if (e.status === 409 && this.leases.registered) {
         this.leases.lost('the server refused our tenure');
       } else {
@@ -370,7 +372,7 @@ export class Agent {
         if (r.changed || after === 0) {
           this.desired = r.assignments.filter((a) => a.node === this.opts.node);
           this.revision = r.revision;
-          this.opts.state.saveDesired(r.revision, this.desired);
+          this.cache.answered(r.revision, this.desired);
           this.kick();
         }
         after = r.revision;
@@ -603,7 +605,8 @@ export class Agent {
 
   private async reconcile(): Promise<void> {
     this.updateFenced(this.now());
-    const views: SlotView[] = [...this.slots.values()].map((s) => ({
+    // A workload the cache cannot tell about is left alone until the server answers (agent/desired.ts); a fence still stops it.
+    const views: SlotView[] = [...this.slots.values()].filter((s) => this.fenced || !this.cache.leavesAlone(s.replica)).map((s) => ({
       replica: s.replica,
       state: s.state,
       hasHandle: s.handle !== undefined,

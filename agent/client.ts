@@ -12,6 +12,8 @@ export class ServerError extends Error {
   constructor(
     readonly status: number,
     readonly diagnostic: Diagnostic,
+    /** Which of the client's credentials the call was made with (AgentClient.generation); a 401 on a replaced one means nothing. */
+    readonly generation?: number,
   ) {
     super(`${status} ${diagnostic.code} ${diagnostic.message}`);
   }
@@ -54,8 +56,20 @@ export interface AssignmentsAnswer {
 
 /** The agent API client: exactly the routes of `/v1/agent/...`, nothing else. */
 export class AgentClient {
-  credential = '';
+  private current = '';
+  /** Bumped whenever the credential changes, so an answer can be matched to the credential it was asked with. */
+  generation = 0;
   private readonly aborter = new AbortController();
+
+  get credential(): string {
+    return this.current;
+  }
+
+  set credential(value: string) {
+    if (value === this.current) return;
+    this.current = value;
+    this.generation++;
+  }
 
   constructor(
     private readonly server: string,
@@ -146,6 +160,7 @@ export class AgentClient {
 
   private async call<T>(method: string, path: string, body?: unknown, opts: { token?: string; timeoutMs?: number } = {}): Promise<T> {
     const url = this.server.replace(/\/$/, '') + path;
+    const generation = opts.token === undefined ? this.generation : undefined;
     let res: Response;
     try {
       res = await this.fetch(url, {
@@ -168,6 +183,6 @@ export class AgentClient {
     }
     if (res.ok) return parsed as T;
     const d = (parsed as { error?: Diagnostic } | undefined)?.error;
-    throw new ServerError(res.status, d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }));
+    throw new ServerError(res.status, d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }), generation);
   }
 }

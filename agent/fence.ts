@@ -2,7 +2,8 @@
  * Fencing: the agent stops its own workloads a margin before its lease could expire, timed
  * from the moment it *sent* its last keepalive that succeeded (the server refreshed the lease
  * no earlier than that, so the lease cannot expire before sentAt + ttl). docs/agent.md
- * explains the numbers; test/agent/fence.test.ts checks them.
+ * explains the numbers; test/agent/agent-fake.test.ts checks them (and test/core/stale-docs.test.ts
+ * that docs/agent.md and docs/controllers.md state these values).
  */
 export const FENCE = {
   /** Fencing starts this long before the earliest moment the lease could expire. */

@@ -1,13 +1,13 @@
 import type { NodeRecordInput } from '../core/model/index.js';
 import { ServerError, type AgentClient } from './client.js';
+import { Enrollment } from './recover.js';
 import { FENCE, FenceClock } from './fence.js';
 import type { Runtime } from './runtime.js';
 import type { LeaseState, StateDir } from './state.js';
 
 export const AGENT_VERSION = '0.1.0';
 
-/** Refused enrollments are retried, slower each time: an admin may take a while to reset the node. */
-export const ENROLL_BACKOFF = { initialMs: 1_000, maxMs: 60_000 } as const;
+export { ENROLL_BACKOFF } from './recover.js';
 
 export interface LeaseKeeperDeps {
   node: string;
@@ -35,11 +35,11 @@ export class LeaseKeeper {
   registered = false;
   /** The keepalive on its way, if any: it may be renewing the lease right now (a peer answering waits for it, docs/fencing.md). */
   keepaliveInFlight: Promise<unknown> | undefined;
-  private enrollBackoffMs = 0;
-  private lastRefusal = '';
+  private readonly enrollment: Enrollment;
 
   constructor(private readonly d: LeaseKeeperDeps) {
     this.fence = new FenceClock(d.ttl);
+    this.enrollment = new Enrollment({ node: d.node, token: d.token, client: d.client, state: d.state, now: d.now, log: d.log, event: d.event, stableMs: d.ttl * 1000 });
   }
 
   /** Resume from the state directory; false when there is no lease to resume (fenced until registered). */
@@ -59,8 +59,13 @@ export class LeaseKeeper {
   async step(): Promise<number> {
     const interval = (this.d.ttl * 1000) / FENCE.keepalivesPerTtl;
     // No credential (never enrolled, or the server refused it: a reset, a store restored):
-    // enroll before anything else, or wait and try again.
-    if (this.d.client.credential === '' && !(await this.enroll())) return this.enrollBackoffMs;
+    // enroll before anything else, or wait and try again. A new credential registers again,
+    // resuming the lease: the same tenure while it lives, a new one if the store lost it.
+    if (this.d.client.credential === '') {
+      const wait = await this.enrollment.ensure();
+      if (wait > 0) return wait;
+      this.registered = false;
+    }
     if (!this.registered) {
       await this.register();
       return interval;
@@ -80,33 +85,9 @@ export class LeaseKeeper {
     this.d.changed();
   }
 
-  /**
-   * Enroll with the join token. The server enrolls only a node without a credential: one
-   * that has one (CCA-E0630) needs `cca node reset` by an admin first, and a join token that
-   * expired, was used up or revoked needs a new one. Either way the agent keeps running what
-   * it has (fenced as its lease runs out), logs the coded refusal once, and tries again with
-   * backoff. False when not enrolled.
-   */
-  private async enroll(): Promise<boolean> {
-    try {
-      const credential = await this.d.client.enroll(this.d.token);
-      this.d.state.saveCredential(credential);
-      this.d.log('enrolled');
-      this.enrollBackoffMs = 0;
-      this.lastRefusal = '';
-      return true;
-    } catch (e) {
-      // Unreachable or a store outage: the caller's usual error handling and retry.
-      if (!(e instanceof ServerError) || e.status >= 500) throw e;
-      this.enrollBackoffMs = Math.min(Math.max(this.enrollBackoffMs * 2, ENROLL_BACKOFF.initialMs), ENROLL_BACKOFF.maxMs);
-      const line = `enrollment refused: ${e.diagnostic.code} ${e.diagnostic.message}; fix: ${e.diagnostic.fix}`;
-      if (line !== this.lastRefusal) {
-        this.d.log(`${line} (retrying with backoff, up to every ${ENROLL_BACKOFF.maxMs / 1000}s)`);
-        this.d.event('enroll-refused', `${e.diagnostic.code} ${e.diagnostic.message}`);
-      }
-      this.lastRefusal = line;
-      return false;
-    }
+  /** A call answered 401 (agent/recover.ts): drop the credential and enroll again, unless it was made with one already replaced. */
+  credentialRefused(e: ServerError, call: string): void {
+    this.enrollment.refused(e, call);
   }
 
   private async register(): Promise<void> {
@@ -118,6 +99,7 @@ export class LeaseKeeper {
     this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
     this.d.state.saveLease(this.lease);
     this.registered = true;
+    this.enrollment.held();
     this.fence.renewed(sentAt, r.ttl);
     this.saveFence();
     const kept = previous?.tenure === r.tenure;
@@ -135,6 +117,7 @@ export class LeaseKeeper {
     this.keepaliveInFlight = call;
     try {
       const r = await call;
+      this.enrollment.held();
       this.fence.renewed(sentAt, r.ttl);
       this.saveFence();
       if (wasDue) this.d.changed();

@@ -1,7 +1,8 @@
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { CcaError, messageOf } from '../core/diagnostics/index.js';
-import { assignmentSchema, type Assignment } from '../core/model/index.js';
+import { CcaError, makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
+import type { Assignment } from '../core/model/index.js';
+import { DESIRED_FORMAT, parseDesired, type DesiredRead } from './desired-file.js';
 
 /**
  * The agent's state directory. Everything an agent restart needs is here: its credential,
@@ -10,12 +11,17 @@ import { assignmentSchema, type Assignment } from '../core/model/index.js';
  *
  *   credential       node credential from enrollment (0600)
  *   lease.json       { lease, tenure, ttl }
- *   desired.json     { revision, assignments } (0600: specs carry secrets)
+ *   desired.json     { format, revision, assignments } (0600: specs carry secrets)
+ *   desired.json.bad-<time>   a cached desired state the agent could not use, kept for inspection
  *   fence-at         epoch ms at which workloads must start stopping (the supervisors' deadline:
  *                    the lease's fence point, or later while peers confirm an outage)
  *   lease-fence-at   the lease's own fence point, for a restart (docs/fencing.md)
  *   replicas/<id>/   supervisor state, logs, materialized files
  *   volumes/<service>/<volume>/   local volumes (agent/volumes.ts), which outlive replicas
+ *
+ * Writes never throw: they run from the agent's timers and loops, where an exception would
+ * end a loop or crash the process. A failed write is reported (CCA-E0594) through
+ * `onReport` once per file until it works again, and the agent carries on from memory.
  */
 export interface LeaseState {
   lease: number;
@@ -23,15 +29,35 @@ export interface LeaseState {
   ttl: number;
 }
 
+/** The file operations the state directory uses: node:fs, or a test's failing stand-in. */
+export type StateIo = Pick<typeof fs, 'readFileSync' | 'writeFileSync' | 'renameSync' | 'unlinkSync' | 'readdirSync'>;
+
+/** How many unusable desired-state files are kept aside (the oldest beyond this are removed). */
+export const KEEP_BAD_DESIRED = 3;
+
+/** What a stale copy of each file would do if the agent restarted before the next write worked. */
+const RISK: Record<string, string> = {
+  credential: 'a restarted agent would present the previous credential: refused, it would need `cca node reset` before it can enroll again',
+  'lease.json': 'a restarted agent would resume the previous lease: the server gives it a new tenure instead, and its workloads are replaced',
+  'desired.json': 'a restarted agent reads an older list of assignments, until the server answers',
+  'fence-at': 'the workloads\' supervisors fence at the previous deadline: the workloads stop early unless the write works again before it',
+};
+
 export class StateDir {
   readonly replicas: string;
   readonly fenceFile: string;
+  /** Where coded problems with the directory's files go (the agent logs and reports them); `d` is absent for a problem resolved. */
+  onReport: (line: string, d?: Diagnostic) => void = (line) => process.stderr.write(`${line}\n`);
+  private readonly failing = new Map<string, string>();
 
-  constructor(readonly dir: string) {
+  constructor(
+    readonly dir: string,
+    private readonly io: StateIo = fs,
+  ) {
     try {
-      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
       this.replicas = join(dir, 'replicas');
-      mkdirSync(this.replicas, { recursive: true, mode: 0o700 });
+      fs.mkdirSync(this.replicas, { recursive: true, mode: 0o700 });
     } catch (e) {
       throw new CcaError('CCA-E0512', { dir, reason: messageOf(e) });
     }
@@ -46,38 +72,49 @@ export class StateDir {
     return this.read('credential')?.trim() || undefined;
   }
 
-  saveCredential(credential: string): void {
-    this.write('credential', credential, 0o600);
+  saveCredential(credential: string): boolean {
+    return this.write('credential', credential, 0o600);
   }
 
   lease(): LeaseState | undefined {
     const text = this.read('lease.json');
-    return text ? (JSON.parse(text) as LeaseState) : undefined;
-  }
-
-  saveLease(lease: LeaseState | undefined): void {
-    this.write('lease.json', JSON.stringify(lease ?? null), 0o600);
-  }
-
-  desired(): { revision: number; assignments: Assignment[] } {
-    const text = this.read('desired.json');
-    if (!text) return { revision: 0, assignments: [] };
     try {
-      const raw = JSON.parse(text) as { revision: number; assignments: unknown[] };
-      // One by one: an assignment this agent's schema refuses (say, from an older server) is
-      // dropped without losing the rest of the cache.
-      const assignments = raw.assignments.flatMap((a) => {
-        const r = assignmentSchema.safeParse(a);
-        return r.success ? [r.data] : [];
-      });
-      return { revision: raw.revision, assignments };
+      const v = text ? (JSON.parse(text) as LeaseState | null) : undefined;
+      return v && typeof v.lease === 'number' && typeof v.tenure === 'number' && typeof v.ttl === 'number' ? v : undefined;
     } catch {
-      return { revision: 0, assignments: [] };
+      // A lease we cannot read is one we cannot resume: registering again gives a new tenure.
+      return undefined;
     }
   }
 
-  saveDesired(revision: number, assignments: Assignment[]): void {
-    this.write('desired.json', JSON.stringify({ revision, assignments }), 0o600);
+  saveLease(lease: LeaseState | undefined): boolean {
+    return this.write('lease.json', JSON.stringify(lease ?? null), 0o600);
+  }
+
+  /**
+   * The cached desired state. A file this agent cannot use (unreadable, empty, not JSON, the
+   * wrong shape, another format, assignments its schema refuses) is reported with its cause
+   * and kept aside as `desired.json.bad-<time>`; the answer then says which replicas it
+   * cannot tell about (`unknown`), and the agent leaves their workloads alone.
+   */
+  desired(now: number): DesiredRead {
+    let text: string | undefined;
+    let unreadable: string | undefined;
+    try {
+      text = this.io.readFileSync(join(this.dir, 'desired.json'), 'utf8');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') unreadable = messageOf(e);
+    }
+    const read = unreadable !== undefined ? { revision: 0, assignments: [], unknown: 'all' as const, problem: { code: 'CCA-E0592' as const, reason: unreadable } } : parseDesired(text);
+    if (read.problem) {
+      const file = join(this.dir, 'desired.json');
+      this.problem(makeDiagnostic(read.problem.code, { file, reason: read.problem.reason, kept: this.keepAside('desired.json', now) }));
+    }
+    return read;
+  }
+
+  saveDesired(revision: number, assignments: Assignment[]): boolean {
+    return this.write('desired.json', JSON.stringify({ format: DESIRED_FORMAT, revision, assignments }), 0o600);
   }
 
   /** The lease's own fence point (a restart resumes its fence clock from it). */
@@ -98,28 +135,66 @@ export class StateDir {
   }
 
   /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
-  saveFenceAt(at: number): void {
-    this.write('lease-fence-at', String(Math.floor(at)), 0o644);
-    this.write('fence-at', String(Math.floor(at)), 0o644);
+  saveFenceAt(at: number): boolean {
+    const lease = this.write('lease-fence-at', String(Math.floor(at)), 0o644);
+    return this.write('fence-at', String(Math.floor(at)), 0o644) && lease;
   }
 
   /** Peers confirm an outage: the supervisors' deadline alone moves (to the confirmations' end, or back). */
-  saveRunUntil(at: number): void {
-    this.write('fence-at', String(Math.floor(at)), 0o644);
+  saveRunUntil(at: number): boolean {
+    return this.write('fence-at', String(Math.floor(at)), 0o644);
   }
 
   private read(name: string): string | undefined {
     try {
-      return readFileSync(join(this.dir, name), 'utf8');
+      return this.io.readFileSync(join(this.dir, name), 'utf8');
     } catch {
       return undefined;
     }
   }
 
-  /** Write-then-rename, so a crash never leaves half a file. */
-  private write(name: string, text: string, mode: number): void {
+  /** Rename a file the agent cannot use to `<name>.bad-<time>`, keeping the newest few; says where it went. */
+  private keepAside(name: string, now: number): string {
+    const kept = `${name}.bad-${new Date(now).toISOString().replace(/:/g, '-')}`;
+    try {
+      this.io.renameSync(join(this.dir, name), join(this.dir, kept));
+    } catch (e) {
+      return `(not kept: ${messageOf(e)})`;
+    }
+    try {
+      const copies = this.io.readdirSync(this.dir).filter((f) => f.startsWith(`${name}.bad-`)).sort();
+      for (const old of copies.slice(0, Math.max(0, copies.length - KEEP_BAD_DESIRED))) this.io.unlinkSync(join(this.dir, old));
+    } catch {
+      // Pruning is housekeeping: a copy too many is no reason to stop.
+    }
+    return join(this.dir, kept);
+  }
+
+  /** Write-then-rename, so a crash never leaves half a file. False (and reported) when it failed. */
+  private write(name: string, text: string, mode: number): boolean {
     const tmp = join(this.dir, `.${name}.tmp`);
-    writeFileSync(tmp, text, { mode });
-    renameSync(tmp, join(this.dir, name));
+    try {
+      this.io.writeFileSync(tmp, text, { mode });
+      this.io.renameSync(tmp, join(this.dir, name));
+    } catch (e) {
+      try {
+        this.io.unlinkSync(tmp);
+      } catch {
+        // nothing was created
+      }
+      const reason = messageOf(e);
+      // Once per file and cause: a full disk would otherwise be reported at every keepalive.
+      if (this.failing.get(name) !== reason) {
+        this.failing.set(name, reason);
+        this.problem(makeDiagnostic('CCA-E0594', { file: join(this.dir, name), reason, risk: RISK[name] ?? 'a restarted agent would read the previous file', dir: this.dir }));
+      }
+      return false;
+    }
+    if (this.failing.delete(name)) this.onReport(`${join(this.dir, name)} written again (CCA-E0594 resolved)`);
+    return true;
+  }
+
+  private problem(d: Diagnostic): void {
+    this.onReport(`${d.code} ${d.message}; fix: ${d.fix}`, d);
   }
 }

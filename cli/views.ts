@@ -1,4 +1,5 @@
 import { formatBytes, formatCpu, formatDuration } from '../core/model/quantity.js';
+import type { ServiceCounts } from '../core/model/status.js';
 import { endpointsAnswer, nodesAnswer, replicasAnswer, serviceAnswer, servicesAnswer, volumesAnswer, type ApiNode, type ApiReplica, type ApiService, type ApiVolume } from './api.js';
 import type { Client } from './client.js';
 import { fail } from './exit.js';
@@ -7,17 +8,9 @@ import { fail } from './exit.js';
  * The stable `-o json` shapes of `cca get` (docs/cli.md): explicit fields, mapped from the
  * API's views, so a server adding fields never changes what scripts read.
  */
-export interface ServiceItem {
+export interface ServiceItem extends ServiceCounts {
   name: string;
   image: string;
-  desired: number;
-  replicas: number;
-  placed: number;
-  running: number;
-  ready: number;
-  /** Live replicas made from the current spec (a rolling update replaces the others). */
-  updated: number;
-  pending: { replica: string; reason: string }[];
   /** Only for autoscaled services: bounds, target and the mean CPU utilisation now (null before any sample). */
   autoscale?: { min: number; max: number; targetCpuPercent: number; cpuPercent: number | null };
   /** The latest rolling update, or null when the service never rolled. */

@@ -77,6 +77,14 @@ async function postgresStore(dir: string): Promise<DemoStore> {
   };
 }
 
+/**
+ * Why step 7 does not run on SQLite: the file is opened by the pod itself, so it cannot be
+ * unreachable while the pod runs. The nearest thing, another process holding the file's write
+ * lock, leaves reads (and /readyz) working and blocks the pod's event loop for the busy
+ * timeout (5 s) on every write: a different failure from the outage this step checks.
+ */
+export const SQLITE_NO_OUTAGE = 'a SQLite file is opened by the pod itself and cannot become unreachable while the pod runs';
+
 function sqliteStore(dir: string): DemoStore {
   const file = path.join(dir, 'store.db');
   return { url: `sqlite:${file}`, name: `SQLite file ${file}`, stop: async () => undefined };
@@ -166,8 +174,10 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     await writeFile(file, spec(3));
     const diff = await cca(['apply', file, '--dry-run'], env);
     say(diff.out.trimEnd().replace(/^/gm, '   │ '));
-    check(diff.code === 0 && /replicas/.test(diff.out) && /2/.test(diff.out) && /3/.test(diff.out), 'the dry run shows replicas 2 → 3', diff.out);
-    check(!/image|command|cpu|memory|secret/i.test(diff.out.split('\n').filter((l) => /^\s*[-+~]/.test(l)).join('\n')), 'and no other field');
+    // The whole dry run, line for line: the replica count and nothing else changes.
+    const expectedDiff = ['~ service web (no replica is replaced)', '    replicas:', '      - 2', '      + 3', '0 to add, 1 to change, 0 to remove, 0 unchanged'];
+    const diffLines = diff.out.trimEnd().split('\n').map((l) => l.trimEnd());
+    check(diff.code === 0 && JSON.stringify(diffLines) === JSON.stringify(expectedDiff), 'the dry run is exactly: replicas - 2 + 3, one service changed, no other field', { expected: expectedDiff, got: diffLines });
     check(!diff.out.includes(SECRET), 'the planted secret is not in the diff');
     const scaled = await cca(['apply', file, '--yes', '--wait'], env);
     check(scaled.code === 0, 'apply --wait converged at 3', scaled.out);
@@ -200,19 +210,27 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     check(readopted.every((r) => before.some((b) => b.id === r.id)), 'the same replica ids, re-adopted', readopted);
     check(before.every((w) => alive(w.pid)), 'the same processes, none restarted');
 
-    step(7, `the store (${opts.store ?? 'postgres'}) down for 10 s: workloads keep running; the server reports it; nothing lost`);
-    const reports = () => pod.output.split('\n').filter((l) => /CCA-E01(11|12)|CCA-E0403/.test(l)).length;
-    if (!store.outage) say('   – skipped: a SQLite file lives in the pod itself; it cannot go down on its own');
-    else await store.outage(10_000, async () => {
-      check(before.every((w) => alive(w.pid)), 'after 10 s without the store every workload is alive');
-      const ready = await fetch(`${server}/readyz`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
-      check(ready?.status === 503, `/readyz says 503 (${ready ? ((await ready.json()) as Json).error?.code : 'no answer'})`);
-    });
-    await until('the server to be ready again', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean, 30_000);
+    const outageTitle = `the store (${opts.store ?? 'postgres'}) down for 10 s: workloads keep running; the server reports it once; nothing lost`;
+    const reports = () => pod.output.split('\n').filter((l) => /CCA-E01(11|12)|CCA-E0403/.test(l));
+    if (!store.outage) {
+      step(7, `${outageTitle} — DID NOT RUN`);
+      say(`   – step 7 did not run: ${SQLITE_NO_OUTAGE}`);
+    } else {
+      step(7, outageTitle);
+      const before7 = reports().length;
+      await store.outage(10_000, async () => {
+        check(before.every((w) => alive(w.pid)), 'after 10 s without the store every workload is alive');
+        const ready = await fetch(`${server}/readyz`, { signal: AbortSignal.timeout(5_000) }).catch(() => undefined);
+        check(ready?.status === 503, `/readyz says 503 (${ready ? ((await ready.json()) as Json).error?.code : 'no answer'})`);
+      });
+      await until('the server to be ready again', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean, 30_000);
+      const seen = reports().slice(before7);
+      say(seen.map((l) => l.trim()).join('\n').replace(/^/gm, '   │ '));
+      check(seen.length === 1, `the server reported the failing store once (${seen.length} report(s)), not once per step or per component`, pod.output);
+    }
     const status = await until('3 running again', web, (s) => s.running === 3 && s.desired === 3);
     check(status.running === 3, 'web reconverged at 3 running, the ghost still held');
     check(before.every((w) => alive(w.pid)), 'the same processes throughout');
-    if (store.outage) check(reports() >= 1 && reports() <= 6, `the server reported the failing store ${reports()} time(s), not once per step`, pod.output);
 
     step(8, 'cca bundle --last: a redacted archive');
     const bundle = path.join(dir, 'bundle.tar.gz');
@@ -222,7 +240,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     check(tar.length > 1000 && tar.includes('web'), 'it holds the system’s evidence');
     check(!tar.includes(SECRET), 'the planted secret is not in it');
     check(!tar.includes(admin), 'the admin token is not in it');
-    say('\ndemo-c0 passed.');
+    say(store.outage ? '\ndemo-c0 passed.' : '\ndemo-c0 passed, except step 7 (the store outage), which did not run.');
   } catch (e) {
     say(`\n✗ demo-c0 failed: ${messageOf(e)}`);
     if (e instanceof DemoFailure && e.evidence !== undefined) say(`evidence: ${typeof e.evidence === 'string' ? e.evidence : JSON.stringify(e.evidence, null, 2)}`);

@@ -20,7 +20,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { FENCE } from '../agent/fence.js';
+import { deadlines, FENCE } from '../agent/fence.js';
 import { parsePidFile, sameProcessAlive } from '../agent/proc.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
@@ -39,6 +39,17 @@ const NODES = [
   { name: 'node2', zone: 'b' },
   { name: 'node3', zone: 'c' },
 ] as const;
+/** The sampler's period. */
+const SAMPLE_MS = 100;
+/**
+ * When a dead node may be marked lost, counted from the kill. Not before its lease can expire:
+ * the last keepalive reached the server at most one keepalive interval (ttl / keepalivesPerTtl)
+ * before the kill, and the lease runs a full TTL from it. Not later than the TTL (a keepalive
+ * reached the server no later than the kill) plus the slack docs/benchmarks.md states for
+ * recovery (TTL + 2 s), which covers the lease reaper and the node controller's step.
+ */
+const LOST_SLACK_MS = 2_000;
+const LOST_WINDOW_S = { from: TTL_S - TTL_S / FENCE.keepalivesPerTtl, to: TTL_S + LOST_SLACK_MS / 1000 };
 /** Declared per node: room for 6 replicas of 0.1 CPU / 32Mi, so two nodes can hold all six. */
 const CAPACITY = { cpu: '1', cpuMillis: 1000, memory: '1Gi', memoryBytes: 2 ** 30 };
 
@@ -100,6 +111,11 @@ class CuttableProxy {
 interface Sample {
   at: number;
   live: Map<string, string[]>; // replica id → nodes where its workload process is alive
+}
+
+/** The live processes are exactly the API's running replicas: each id alive once, on its node. */
+function sameRunning(live: Map<string, string[]>, running: Json[]): boolean {
+  return live.size === running.length && running.every((r) => JSON.stringify(live.get(r.id)) === JSON.stringify([r.node]));
 }
 
 function liveWorkloads(stateDirs: Record<string, string>, prefix: string): Map<string, string[]> {
@@ -205,7 +221,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     const proxyUrl = await proxy.listen();
     for (const n of NODES) startAgent(n, n.name === 'node2' ? proxyUrl : server);
     await until('three ready nodes', nodes, (ns) => NODES.every((n) => ns.some((x) => x.name === n.name && x.state === 'ready')));
-    sampler = setInterval(takeSample, 100);
+    sampler = setInterval(takeSample, SAMPLE_MS);
     nodePoller = setInterval(() => void pollNodes(), 250);
     say(`ccattler demo-c1: server ${server}, Postgres on :${pgPort}, work dir ${dir}`);
     say(`   agents node1 (zone a), node2 (zone b, through the demo's proxy ${proxyUrl}), node3 (zone c); process runtime, lease TTL ${TTL_S} s`);
@@ -219,8 +235,8 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     const first = await until(`${REPLICAS} running`, running, (r) => r.length === REPLICAS);
     say(placement(first).replace(/^/gm, '   │ '));
     check(NODES.every((n) => first.filter((r) => r.node === n.name).length === 2), 'two replicas per zone', first);
-    await until('six workload processes alive', async () => liveWorkloads(stateDirs, `${SERVICE}-`), (l) => l.size === REPLICAS);
-    check(true, 'six workload processes alive, one per replica id (from the agents’ state dirs)');
+    const live1 = await until('six workload processes alive', async () => liveWorkloads(stateDirs, `${SERVICE}-`), (l) => l.size === REPLICAS);
+    check(sameRunning(live1, first), 'six workload processes alive, one per replica id, each on the node the API places it (from the agents’ state dirs)', { live: [...live1], api: placement(first) });
 
     step(2, 'node3 dies: its agent, supervisors and workloads SIGKILLed');
     const on3 = first.filter((r) => r.node === 'node3').map((r) => r.id as string);
@@ -230,14 +246,14 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     note(`killed the agent and ${groups} process groups (supervisors and workloads) of node3 at ${new Date(killedAt).toISOString()}`);
     await until('node3 lost', () => nodeOf('node3'), (n) => n?.state === 'lost', 30_000);
     const lostAfter = (Date.now() - killedAt) / 1000;
-    check(true, `node3 marked lost ${lostAfter.toFixed(1)} s after the kill (lease TTL ${TTL_S} s)`);
+    check(lostAfter >= LOST_WINDOW_S.from && lostAfter <= LOST_WINDOW_S.to, `node3 marked lost ${lostAfter.toFixed(1)} s after the kill, inside [${LOST_WINDOW_S.from}, ${LOST_WINDOW_S.to}] s (TTL − one keepalive interval, TTL + ${LOST_SLACK_MS / 1000} s)`, { lostAfter, window: LOST_WINDOW_S });
     const healed = await until('six running without node3', running, (r) => r.length === REPLICAS && r.every((x) => x.node !== 'node3'), 30_000);
     const replacedAfter = (Date.now() - killedAt) / 1000;
     say(placement(healed).replace(/^/gm, '   │ '));
     const fresh = healed.filter((r) => !first.some((f) => f.id === r.id));
     check(fresh.length === on3.length && on3.every((id) => !healed.some((r) => r.id === id)), `node3's ${on3.join(', ')} replaced by ${fresh.map((r) => r.id).join(', ')} (new ids) on node1/node2, ${replacedAfter.toFixed(1)} s after the kill`);
-    await until('six workload processes alive', async () => liveWorkloads(stateDirs, `${SERVICE}-`), (l) => l.size === REPLICAS && [...l.values()].every((ns) => !ns.includes('node3')));
-    check(true, 'six workload processes alive, none on node3');
+    const live2 = await until('six workload processes alive', async () => liveWorkloads(stateDirs, `${SERVICE}-`), (l) => l.size === REPLICAS && [...l.values()].every((ns) => !ns.includes('node3')));
+    check(sameRunning(live2, healed) && healed.every((r) => r.node !== 'node3'), 'six workload processes alive, one per replica id, each where the API places it, none on node3', { live: [...live2], api: placement(healed) });
     check(nodePolls > 0 && overcommits.length === 0, `no allocation over capacity in ${nodePolls} polls of /v1/nodes`, overcommits);
     const why = await cca(['why', 'node', 'node3'], env);
     say(why.out.trimEnd().replace(/^/gm, '   │ '));
@@ -275,6 +291,10 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     const lastOld = Math.max(...samples.filter((s) => on2.some((id) => s.live.has(id))).map((s) => s.at));
     const firstNew = Math.min(...samples.filter((s) => repl.some((id) => s.live.has(id))).map((s) => s.at));
     check(repl.length === on2.length, `${on2.join(', ')} replaced by ${repl.join(', ')} on node1/node3`);
+    // The fence, from the samples: every copy on node2 dead by the deadline the constants give
+    // for a last successful keepalive sent no later than the cut (+ one sample period).
+    const fenceBound = deadlines(cutAt, TTL_S).deadAt + SAMPLE_MS;
+    check(lastOld <= fenceBound, `node2's copies were last seen alive ${((lastOld - cutAt) / 1000).toFixed(1)} s after the cut, within the fence deadline of ${((fenceBound - cutAt) / 1000).toFixed(1)} s (TTL − margin + kill budget + check period + one sample)`, { lastOld, cutAt, fenceBound });
     check(firstNew > lastOld, `the last fenced copy was last seen alive ${((lastOld - cutAt) / 1000).toFixed(1)} s after the cut, the first replacement ${((firstNew - cutAt) / 1000).toFixed(1)} s: a gap of ${((firstNew - lastOld) / 1000).toFixed(1)} s, no overlap`);
 
     step(5, 'the partition heals: node2 rejoins with a new tenure, nothing moves back');

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { waitFor, WaitTimeout } from '../test/support/wait.js';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -60,18 +61,16 @@ export function alive(pid: number): boolean {
   }
 }
 
+/**
+ * Poll until `ok` holds (errors from a restarting server count as "not yet"); a timeout is a
+ * DemoFailure naming what was awaited, with the last value seen as its evidence.
+ */
 export async function until<T>(what: string, f: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 30_000): Promise<T> {
-  const start = Date.now();
-  let last: T | undefined;
-  for (;;) {
-    try {
-      last = await f();
-      if (ok(last)) return last;
-    } catch {
-      // not yet
-    }
-    if (Date.now() - start > timeoutMs) throw new DemoFailure(`timed out waiting for ${what}`, last);
-    await new Promise((r) => setTimeout(r, 250));
+  try {
+    return await waitFor(what, f, ok, { timeoutMs, everyMs: 250, retryErrors: true });
+  } catch (e) {
+    if (e instanceof WaitTimeout) throw new DemoFailure(e.message, e.last);
+    throw e;
   }
 }
 

@@ -3,7 +3,7 @@ import { buildKey, encodeFact } from '../core/keys.js';
 import { parseFiles } from '../core/lang/index.js';
 import { issueToDiagnostic, planApply, validateService, validateServiceSet, type ApplyPlan, type ServiceSpec } from '../core/model/index.js';
 import type { Store } from '../db/store.js';
-import { listFacts } from './facts.js';
+import { readFacts } from '../jobs/facts.js';
 import { openSpec, sealSpec, type SecretBox } from './secret-box.js';
 
 /** A request with problems in the user's specs: every diagnostic travels, the first names the error. */
@@ -19,7 +19,7 @@ export type ApplyInput =
   | { kind: 'files'; files: { name: string; text: string }[]; prune: boolean };
 
 async function currentServices(store: Store) {
-  const { revision, facts } = await listFacts(store, 'service');
+  const { revision, facts } = await readFacts(store, 'service');
   return { revision, facts, specs: facts.map((f) => f.value) };
 }
 
@@ -64,7 +64,7 @@ export async function applyServices(store: Store, input: ApplyInput, dryRun: boo
   const next = validate(input, opened);
   const plan = planApply(opened, next, input.prune);
   if (dryRun) return { plan, revision: current.revision, dryRun };
-  const read = new Map(current.facts.map((f) => [f.value.name, f.modRevision]));
+  const read = new Map(current.facts.map((f) => [f.value.name, f.kv.modRevision]));
   const touched = [...plan.added, ...plan.changed.map((c) => c.name), ...plan.removed];
   if (touched.length === 0) return { plan, revision: current.revision, dryRun };
   const stored = new Map(current.specs.map((s) => [s.name, s]));

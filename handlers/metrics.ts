@@ -39,4 +39,10 @@ export class ServerMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [this.registry],
   });
+
+  /** A driver's step (jobs/step-runner.ts `StepMetrics`): counted by result, timed. */
+  step(info: { controller: string; ok: boolean; ms: number }): void {
+    this.jobRuns.inc({ controller: info.controller, result: info.ok ? 'ok' : 'error' });
+    this.stepDuration.observe({ controller: info.controller }, info.ms / 1000);
+  }
 }

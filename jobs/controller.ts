@@ -52,3 +52,23 @@ export function stepKey(controller: string, subject: string | undefined): string
 export function wakesOn(prefixes: readonly string[], key: string): boolean {
   return prefixes.some((p) => key.startsWith(p));
 }
+
+/**
+ * One step a changed key calls for: a (controller, subject) step, or — when a keyed
+ * controller cannot tell which subject a change concerns — a fan-out to all its subjects.
+ */
+export type Route = { controller: Controller; fanout: false; subject: string | undefined } | { controller: Controller; fanout: true };
+
+/**
+ * The steps a change to `key` wakes, in controller order. The one routing every driver uses:
+ * the in-process driver's and the simulation's wake table, and graphile-worker's commit hook.
+ */
+export function route(controllers: readonly Controller[], key: string): Route[] {
+  const out: Route[] = [];
+  for (const controller of controllers) {
+    if (!wakesOn(controller.watches, key)) continue;
+    const subject = controller.subjectOf?.(key);
+    out.push(controller.subjectOf && subject === undefined ? { controller, fanout: true } : { controller, fanout: false, subject });
+  }
+  return out;
+}

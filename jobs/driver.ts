@@ -1,8 +1,8 @@
-import { isCcaError, makeDiagnostic } from '../core/diagnostics/error.js';
+import { isCcaError } from '../core/diagnostics/error.js';
 import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
 import type { Controller } from './controller.js';
-import { backoffMs, FailureReporter, runStep } from './step-runner.js';
+import { backoffMs, runStep, StepBook, type StepMetrics } from './step-runner.js';
 import { WakeTable, type DueStep } from './wake-table.js';
 
 /** Time for the driver: the real clock in a server, a virtual one in tests. */
@@ -36,8 +36,8 @@ export interface DriverOptions {
   onDiagnostic?: (d: Diagnostic) => void;
   /** The store answers again after a reported outage. */
   onRecovered?: () => void;
-  /** After every step, for metrics and traces. */
-  onStep?: (info: { controller: string; subject?: string; ok: boolean; ms: number }) => void;
+  /** Counts every step (the server's metrics). */
+  metrics?: StepMetrics;
   /** Longest wait between retries of a failing step. */
   maxBackoffMs?: number;
 }
@@ -59,13 +59,14 @@ export function startDriver(opts: DriverOptions): Driver {
   const clock = opts.clock ?? systemClock;
   const random = opts.random ?? Math.random;
   const table = new WakeTable(opts.controllers);
-  const reporter = new FailureReporter((d) => opts.onDiagnostic?.(d));
-  const failures = new Map<string, number>();
+  const book = new StepBook((d) => opts.onDiagnostic?.(d), {
+    ...(opts.onRecovered ? { onRecovered: opts.onRecovered } : {}),
+    ...(opts.maxBackoffMs !== undefined ? { maxBackoffMs: opts.maxBackoffMs } : {}),
+  });
   const stopper = new AbortController();
   const inflight = new Set<Promise<void>>();
   let wakeLoop = new AbortController();
   let seenRevision = 0;
-  let storeDown = false;
   const poke = () => wakeLoop.abort();
 
   table.kickAll(clock.now());
@@ -86,10 +87,7 @@ export function startDriver(opts: DriverOptions): Driver {
         }
       } catch (e) {
         if (stopper.signal.aborted) return;
-        if (isCcaError(e) && e.blame === 'environment') {
-          storeDown = true;
-          reporter.report({ ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: e.diagnostic.message }) });
-        }
+        if (isCcaError(e) && e.blame === 'environment') book.storeFailed(e.diagnostic.message);
       }
       attempt++;
       await clock.sleep(backoffMs(attempt, random, 100, opts.maxBackoffMs ?? 5_000), stopper.signal);
@@ -100,22 +98,9 @@ export function startDriver(opts: DriverOptions): Driver {
     const started = clock.now();
     const out = await runStep(step.controller, store, started, random, step.subject);
     table.done(step);
-    opts.onStep?.({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ok: out.ok, ms: clock.now() - started });
-    if (out.ok) {
-      failures.delete(step.key);
-      if (storeDown) {
-        storeDown = false;
-        reporter.recovered();
-        opts.onRecovered?.();
-      }
-      if (out.wake.at !== undefined) table.wake(step.controller, step.subject, out.wake.at);
-    } else {
-      const n = (failures.get(step.key) ?? 0) + 1;
-      failures.set(step.key, n);
-      if (out.storeDown) storeDown = true;
-      reporter.report(out);
-      table.wake(step.controller, step.subject, clock.now() + backoffMs(n, random, 100, opts.maxBackoffMs ?? 5_000));
-    }
+    opts.metrics?.step({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ok: out.ok, ms: clock.now() - started });
+    const next = book.settle(step.key, out, clock.now(), random);
+    if (next !== undefined) table.wake(step.controller, step.subject, next);
     poke();
   }
 

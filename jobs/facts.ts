@@ -1,5 +1,6 @@
-import { buildKey, decodeFact, encodeFact, parseKey, type FactInput, type FactOf, type KeyKind, type KeyParams } from '../core/keys.js';
-import type { Compare, KeyValue, Op, Store } from '../db/store.js';
+import { buildKey, decodeFact, encodeFact, parseKey, prefixOf, type FactInput, type FactOf, type KeyKind, type KeyParams } from '../core/keys.js';
+import { prefixEnd } from '../db/keyspace.js';
+import type { Compare, KeyValue, Op, RangeRequest, Store } from '../db/store.js';
 
 /**
  * Typed reads and the compares of the read-set rule. Every controller reads facts through
@@ -17,25 +18,46 @@ export async function getFact<K extends KeyKind>(store: Store, kind: K, ...param
   return kv ? { key, kv, value: decodeFact(kind, key, kv.value) } : undefined;
 }
 
-/** Every fact of a kind under a prefix (all of them without `leading`), paged through. */
-export async function listFacts<K extends KeyKind>(store: Store, kind: K, prefix: string, revision?: number): Promise<Fact<K>[]> {
-  const out: Fact<K>[] = [];
-  let start = prefix;
-  const end = prefixEnd(prefix);
-  for (;;) {
-    const r = await store.range({ start, end, limit: 2_000, ...(revision ? { revision } : {}) });
-    for (const kv of r.kvs) {
-      if (parseKey(kv.key)?.kind !== kind) continue;
-      out.push({ key: kv.key, kv, value: decodeFact(kind, kv.key, kv.value) });
-    }
-    if (!r.more || r.kvs.length === 0) return out;
-    start = r.kvs[r.kvs.length - 1]!.key + '\u0001'; // keys hold no NUL: the next possible key
-  }
+/** Keys read per page: big reads never hold one huge response. */
+const PAGE = 2_000;
+
+/**
+ * Every fact of a kind under `prefixOf(kind, ...leading)`, paged through, every page at one
+ * revision (`revision`, or the current one when the first page is read), so the facts form
+ * a snapshot; `revision` in the answer is that revision, to read other kinds at it. The one
+ * read layer: controllers, the API, the status views and the console all read through it.
+ */
+export async function readFacts<K extends KeyKind>(
+  store: Store,
+  kind: K,
+  leading: readonly string[] = [],
+  revision = 0,
+): Promise<{ revision: number; facts: Fact<K>[] }> {
+  return readUnder(store, kind, prefixOf(kind, ...leading), revision);
 }
 
-/** The first key after every key starting with `prefix`. */
-export function prefixEnd(prefix: string): string {
-  return prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+/** `readFacts` under any prefix of the kind's keys (a controller's own key prefix), facts only. */
+export async function listFacts<K extends KeyKind>(store: Store, kind: K, prefix: string, revision?: number): Promise<Fact<K>[]> {
+  return (await readUnder(store, kind, prefix, revision ?? 0)).facts;
+}
+
+async function readUnder<K extends KeyKind>(store: Store, kind: K, prefix: string, revision: number): Promise<{ revision: number; facts: Fact<K>[] }> {
+  const facts: Fact<K>[] = [];
+  const end = prefixEnd(prefix);
+  let at = revision;
+  let page: RangeRequest = { prefix };
+  for (;;) {
+    const r = await store.range({ ...page, limit: PAGE, ...(at ? { revision: at } : {}) });
+    if (!at) at = r.revision; // the first page fixes the snapshot the later pages read
+    for (const kv of r.kvs) {
+      // Another kind's keys may share the prefix: only this kind is decoded.
+      if (parseKey(kv.key)?.kind !== kind) continue;
+      facts.push({ key: kv.key, kv, value: decodeFact(kind, kv.key, kv.value) });
+    }
+    if (!r.more || r.kvs.length === 0) return { revision: at, facts };
+    // Keys hold no NUL: the next possible key after the last one read.
+    page = { start: r.kvs[r.kvs.length - 1]!.key + '\u0001', ...(end !== undefined ? { end } : {}) };
+  }
 }
 
 /** The value read is still the value: compares its mod revision (or its absence). */

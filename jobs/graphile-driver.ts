@@ -1,11 +1,13 @@
 import { Logger, run, runMigrations, type Runner, type Task } from 'graphile-worker';
 import type pg from 'pg';
 import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { pgFailure } from '../db/postgres/errors.js';
 import { PostgresTxStore } from '../db/postgres/tx-store.js';
 import { stepKey, type Controller } from './controller.js';
-import { FANOUT_TASK, STEP_TASK, addJobs, jobHook, type JobSpec } from './job-hook.js';
+import { FANOUT_TASK, STEP_TASK, addJobs, fanoutJob, jobHook, stepJob, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
 import type { Store } from '../db/store.js';
+import { runStep, StepBook, stepFailure, type StepMetrics, type StepOutcome } from './step-runner.js';
 
 const LEASE_TASK = 'cca-expire-leases';
 const COMPACT_TASK = 'cca-compact';
@@ -26,7 +28,9 @@ export interface GraphileDriverOptions {
   concurrency?: number;
   /** graphile-worker's poll for timed jobs; a timer runs at most this late (NOTIFY wakes the rest). */
   pollIntervalMs?: number;
-  metrics?: JobMetrics;
+  /** Counts every step (the server's metrics). */
+  metrics?: StepMetrics;
+  /** Step failures as every driver reports them (jobs/step-runner.ts); upkeep failures once per distinct problem. */
   onDiagnostic?: (d: Diagnostic) => void;
   /** The pod's clock and randomness, handed to steps through their context. */
   now?: () => number;
@@ -64,44 +68,43 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   const hook = jobHook(opts.controllers);
   const now = opts.now ?? (() => Date.now());
   const random = opts.random ?? Math.random;
-  const report = reportOnce(opts.onDiagnostic);
+  const report = reportOnce(opts.onDiagnostic); // upkeep's failures
+  const book = new StepBook((d) => opts.onDiagnostic?.(d)); // the steps'
 
   const stepTask: Task = async (payload, helpers) => {
     const { controller: name, subject } = payload as { controller: string; subject?: string };
     const controller = byName.get(name);
     if (!controller) return; // a job from a newer or older version of the server
+    const key = stepKey(name, subject);
     const started = performance.now();
-    try {
-      await helpers.withPgClient(async (client) => {
+    const out = await helpers.withPgClient(async (client): Promise<StepOutcome> => {
+      try {
         await client.query('BEGIN');
-        try {
-          // A step's change job and its timer job (or two pods) may be taken at once: the
-          // same (controller, subject) must not run twice concurrently, so wait for it.
-          // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
-          // connection dying with its pod — a crash never leaves it held (a named queue would).
-          await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cca-step:${stepKey(name, subject)}`]);
-          const store = new PostgresTxStore(client, { hook, target: 'the job database' });
-          const wake = await controller.reconcile({ store, now: now(), random, ...(subject !== undefined ? { subject } : {}) });
-          if (wake.at !== undefined) {
-            const key = `${stepKey(name, subject)}:timer`;
-            await addJobs(client, [
-              { task: STEP_TASK, payload: { controller: name, ...(subject !== undefined ? { subject } : {}) }, key, runAt: wake.at },
-            ]);
-          }
-          await client.query('COMMIT');
-        } catch (e) {
-          await client.query('ROLLBACK').catch(() => undefined);
-          throw e;
+        // A step's change job and its timer job (or two pods) may be taken at once: the
+        // same (controller, subject) must not run twice concurrently, so wait for it.
+        // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
+        // connection dying with its pod — a crash never leaves it held (a named queue would).
+        await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cca-step:${key}`]);
+        const store = new PostgresTxStore(client, { hook, target: 'the job database' });
+        const out = await runStep(controller, store, now(), random, subject);
+        if (!out.ok) {
+          await client.query('ROLLBACK');
+          return out;
         }
-      });
-      opts.metrics?.jobRuns.inc({ controller: name, result: 'ok' });
-    } catch (e) {
-      opts.metrics?.jobRuns.inc({ controller: name, result: 'error' });
-      report(isCcaError(e) ? e.diagnostic : new CcaError('CCA-E0118', { backend: 'postgres', reason: String(e) }).diagnostic);
-      throw e; // graphile-worker retries with backoff
-    } finally {
-      opts.metrics?.stepDuration.observe({ controller: name }, (performance.now() - started) / 1000);
-    }
+        if (out.wake.at !== undefined) await addJobs(client, [{ ...stepJob(controller, subject), key: `${key}:timer`, runAt: out.wake.at }]);
+        await client.query('COMMIT');
+        return out;
+      } catch (e) {
+        // The transaction around the step failed (BEGIN, the lock, the timer job, COMMIT).
+        await client.query('ROLLBACK').catch(() => undefined);
+        return stepFailure(controller, pgFailure(e, 'the job database'));
+      }
+    }).catch((e: unknown) => stepFailure(controller, pgFailure(e, 'the job database'))); // no connection at all
+    opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ok: out.ok, ms: performance.now() - started });
+    // Booked and reported as in every driver; the retry time it answers is graphile-worker's
+    // to choose here (its own backoff, kept in the job's row, so any pod may take the retry).
+    book.settle(key, out, now(), random);
+    if (!out.ok) throw new Error(out.diagnostic.message);
   };
 
   const fanoutTask: Task = async (payload, helpers) => {
@@ -186,8 +189,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       try {
         const jobs: JobSpec[] = [];
         for (const c of opts.controllers) {
-          if (!c.subjectOf) jobs.push(stepJob(c, undefined));
-          else jobs.push({ task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*` });
+          jobs.push(c.subjectOf ? fanoutJob(c) : stepJob(c, undefined));
         }
         if (m) {
           // Upkeep jobs are keyed: starting them again only moves the one pending run.
@@ -199,11 +201,6 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       }
     },
   };
-}
-
-function stepJob(c: Controller, subject: string | undefined): JobSpec {
-  const key = stepKey(c.name, subject);
-  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key };
 }
 
 /** A failing store is reported once per distinct problem, not once per step. */

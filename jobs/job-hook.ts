@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { CommitHook } from '../db/postgres/batch-apply.js';
-import { stepKey, wakesOn, type Controller } from './controller.js';
+import { route, stepKey, type Controller } from './controller.js';
 
 export const STEP_TASK = 'cca-step';
 export const FANOUT_TASK = 'cca-fanout';
@@ -13,38 +13,34 @@ export interface JobSpec {
   runAt?: number;
 }
 
-/** Which steps a set of changed keys wakes: one per controller and subject, or a fan-out. */
+/** Which steps a set of changed keys wakes (`route`): one job per controller and subject, or a fan-out. */
 export function jobsForChanges(controllers: readonly Controller[], keys: readonly string[]): JobSpec[] {
   const jobs = new Map<string, JobSpec>();
-  for (const c of controllers) {
-    for (const key of keys) {
-      if (!wakesOn(c.watches, key)) continue;
-      if (!c.subjectOf) {
-        const k = stepKey(c.name, undefined);
-        jobs.set(k, { task: STEP_TASK, payload: { controller: c.name }, key: k });
-        break;
-      }
-      const subject = c.subjectOf(key);
-      if (subject === undefined) {
-        const k = `${c.name}:*`;
-        jobs.set(k, { task: FANOUT_TASK, payload: { controller: c.name }, key: k });
-      } else {
-        const k = stepKey(c.name, subject);
-        jobs.set(k, { task: STEP_TASK, payload: { controller: c.name, subject }, key: k });
-      }
+  for (const key of keys) {
+    for (const r of route(controllers, key)) {
+      const job = r.fanout ? fanoutJob(r.controller) : stepJob(r.controller, r.subject);
+      jobs.set(job.key, job);
     }
   }
   return [...jobs.values()];
 }
 
+/** The job of one (controller, subject) step, keyed so a burst of changes is one pending run. */
+export function stepJob(c: Controller, subject: string | undefined): JobSpec {
+  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key: stepKey(c.name, subject) };
+}
+
+/** The job that lists a keyed controller's subjects and enqueues a step for each. */
+export function fanoutJob(c: Controller): JobSpec {
+  return { task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*` };
+}
+
 /**
- * Enqueue jobs on the given connection, inside the caller's transaction, deduplicated
+ * Enqueue keyed jobs on the given connection, inside the caller's transaction, deduplicated
  * by job key (graphile-worker's add_jobs): a burst of writes is one pending run.
- */
-/**
- * Add keyed jobs. `preserveRunAt`: a pending job with the same key keeps its run_at (a
- * watchdog's re-add never postpones it); in every mode a job locked by a worker (running,
- * or held by a dead pod) loses its key and a new one is made.
+ * `preserveRunAt`: a pending job with the same key keeps its run_at (a watchdog's re-add
+ * never postpones it); in every mode a job locked by a worker (running, or held by a dead
+ * pod) loses its key and a new one is made.
  */
 export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
   if (jobs.length === 0) return;

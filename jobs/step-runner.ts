@@ -1,30 +1,56 @@
-import { makeDiagnostic } from '../core/diagnostics/error.js';
-import { isCcaError } from '../core/diagnostics/error.js';
+import { isCcaError, makeDiagnostic } from '../core/diagnostics/error.js';
 import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
 import type { Controller, Wakeup } from './controller.js';
 import { messageOf } from '../core/diagnostics/index.js';
 
 export type StepOutcome = { ok: true; wake: Wakeup } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
+export type StepFailure = Extract<StepOutcome, { ok: false }>;
 
-/** Run one step; turn whatever it throws into a coded diagnostic (store down = environment). */
+/**
+ * Run one step; turn whatever it throws into a coded diagnostic. Pure but for the store it
+ * is handed (a graphile job's transaction, the in-process driver's store, the simulation's).
+ */
 export async function runStep(c: Controller, store: Store, now: number, random: () => number, subject: string | undefined): Promise<StepOutcome> {
   try {
     const wake = await c.reconcile({ store, now, random, ...(subject !== undefined ? { subject } : {}) });
     return { ok: true, wake };
   } catch (e) {
-    if (isCcaError(e) && e.blame === 'environment') {
-      return { ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: e.diagnostic.message }) };
-    }
-    const reason = isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : messageOf(e);
-    return { ok: false, storeDown: false, diagnostic: makeDiagnostic('CCA-E0404', { controller: c.name, reason }) };
+    return stepFailure(c, e);
   }
 }
+
+/**
+ * What a failed step means: the store unavailable (environment-blamed, CCA-E0403) or a bug in
+ * the step (CCA-E0404). Also for failures around a step (a job's BEGIN or COMMIT).
+ */
+export function stepFailure(c: Controller, e: unknown): StepFailure {
+  if (isCcaError(e) && e.blame === 'environment') {
+    return { ok: false, storeDown: true, diagnostic: storeDown(e.diagnostic.message) };
+  }
+  const reason = isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : messageOf(e);
+  return { ok: false, storeDown: false, diagnostic: makeDiagnostic('CCA-E0404', { controller: c.name, reason }) };
+}
+
+const storeDown = (reason: string): Diagnostic => makeDiagnostic('CCA-E0403', { reason });
 
 /** Exponential backoff after consecutive failures, capped; `random` spreads retries apart. */
 export function backoffMs(failures: number, random: () => number, baseMs = 100, maxMs = 5_000): number {
   const d = Math.min(maxMs, baseMs * 2 ** Math.min(failures - 1, 16));
   return Math.round(d * (0.75 + 0.5 * random()));
+}
+
+/** One step as a driver saw it, for metrics and traces. */
+export interface StepInfo {
+  controller: string;
+  subject?: string;
+  ok: boolean;
+  ms: number;
+}
+
+/** Where a driver counts its steps (the server's metrics); injected, so drivers import no HTTP layer. */
+export interface StepMetrics {
+  step(info: StepInfo): void;
 }
 
 /**
@@ -36,7 +62,7 @@ export class FailureReporter {
   private seen = new Set<string>();
   constructor(private readonly sink: (d: Diagnostic) => void) {}
 
-  report(outcome: Extract<StepOutcome, { ok: false }>): void {
+  report(outcome: StepFailure): void {
     if (outcome.storeDown) {
       if (this.storeReported) return;
       this.storeReported = true;
@@ -51,5 +77,50 @@ export class FailureReporter {
 
   recovered(): void {
     this.storeReported = false;
+  }
+}
+
+/**
+ * The bookkeeping after every step, the same in every driver (in-process, graphile-worker,
+ * simulation): consecutive failures per step and the backoff they earn, failures reported
+ * through one `FailureReporter`, and the store's recovery noticed once.
+ */
+export class StepBook {
+  private readonly failures = new Map<string, number>();
+  private readonly reporter: FailureReporter;
+  private storeDown = false;
+
+  constructor(
+    sink: (d: Diagnostic) => void,
+    private readonly opts: { onRecovered?: () => void; maxBackoffMs?: number } = {},
+  ) {
+    this.reporter = new FailureReporter(sink);
+  }
+
+  /**
+   * Book a step's outcome (`stepKey`: its controller and subject); the answer is when it is
+   * due again: its own wakeup after a success, a backoff after a failure.
+   */
+  settle(stepKey: string, out: StepOutcome, now: number, random: () => number): number | undefined {
+    if (out.ok) {
+      this.failures.delete(stepKey);
+      if (this.storeDown) {
+        this.storeDown = false;
+        this.reporter.recovered();
+        this.opts.onRecovered?.();
+      }
+      return out.wake.at;
+    }
+    const n = (this.failures.get(stepKey) ?? 0) + 1;
+    this.failures.set(stepKey, n);
+    if (out.storeDown) this.storeDown = true;
+    this.reporter.report(out);
+    return now + backoffMs(n, random, 100, this.opts.maxBackoffMs ?? 5_000);
+  }
+
+  /** The store failed outside any step (a driver's watch): one report per outage, like a step's. */
+  storeFailed(reason: string): void {
+    this.storeDown = true;
+    this.reporter.report({ ok: false, storeDown: true, diagnostic: storeDown(reason) });
   }
 }

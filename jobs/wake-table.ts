@@ -1,4 +1,4 @@
-import { stepKey, wakesOn, type Controller } from './controller.js';
+import { route, stepKey, type Controller } from './controller.js';
 
 export interface DueStep {
   controller: Controller;
@@ -19,8 +19,6 @@ interface Entry extends DueStep {
 export class WakeTable {
   private due = new Map<string, Entry>();
   private running = new Set<string>();
-  /** Changed while running: due again as soon as the running step ends. */
-  private dirty = new Set<string>();
   readonly fanouts = new Set<Controller>();
 
   constructor(readonly controllers: readonly Controller[]) {}
@@ -35,27 +33,16 @@ export class WakeTable {
 
   changed(keys: Iterable<string>, now: number): void {
     for (const key of keys) {
-      for (const c of this.controllers) {
-        if (!wakesOn(c.watches, key)) continue;
-        if (!c.subjectOf) this.wake(c, undefined, now);
-        else {
-          const subject = c.subjectOf(key);
-          if (subject === undefined) this.fanouts.add(c);
-          else this.wake(c, subject, now);
-        }
+      for (const r of route(this.controllers, key)) {
+        if (r.fanout) this.fanouts.add(r.controller);
+        else this.wake(r.controller, r.subject, now);
       }
     }
   }
 
-  /** Due at `at` (the earlier of this and any time already due). */
+  /** Due at `at` (the earlier of this and any time already due; a running step is due again once it ends). */
   wake(controller: Controller, subject: string | undefined, at: number): void {
     const key = stepKey(controller.name, subject);
-    if (this.running.has(key) && at <= Number.MAX_SAFE_INTEGER) {
-      const cur = this.due.get(key);
-      if (!cur || at < cur.at) this.due.set(key, { controller, subject, key, at });
-      this.dirty.add(key);
-      return;
-    }
     const cur = this.due.get(key);
     if (!cur || at < cur.at) this.due.set(key, { controller, subject, key, at });
   }
@@ -74,7 +61,6 @@ export class WakeTable {
 
   done(step: DueStep): void {
     this.running.delete(step.key);
-    this.dirty.delete(step.key);
   }
 
   /** The earliest time a non-running step is due, or undefined. */
@@ -82,13 +68,5 @@ export class WakeTable {
     let min: number | undefined;
     for (const [key, e] of this.due) if (!this.running.has(key) && (min === undefined || e.at < min)) min = e.at;
     return min;
-  }
-
-  runningCount(): number {
-    return this.running.size;
-  }
-
-  pending(): number {
-    return this.due.size + this.fanouts.size;
   }
 }

@@ -20,7 +20,7 @@ import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
 import { listen } from '../handlers/serve.js';
-import { watchStoreHealth } from './store-health.js';
+import { oneReportPerOutage, watchStoreHealth } from './store-health.js';
 import { loadServerTls } from './tls.js';
 
 export interface ServerConfig {
@@ -71,7 +71,9 @@ export interface RunningServer {
  */
 export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const controllers = allControllers(cfg.controllers);
-  const report = cfg.onDiagnostic ?? (() => undefined);
+  // The health probe and the drivers each meet a failing store: the pod reports it once.
+  const outage = oneReportPerOutage(cfg.onDiagnostic ?? (() => undefined));
+  const report = (d: Diagnostic) => outage.report(d);
   const metrics = new ServerMetrics();
   if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) {
     throw new CcaError('CCA-E0603', { where: 'the server setting tls', reason: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)' });
@@ -121,10 +123,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             store: s,
             controllers,
             onDiagnostic: report,
-            onStep: (st) => {
-              metrics.jobRuns.inc({ controller: st.controller, result: st.ok ? 'ok' : 'error' });
-              metrics.stepDuration.observe({ controller: st.controller }, st.ms / 1000);
-            },
+            metrics,
           });
           const compaction = setInterval(() => void compactOnce(s).catch(() => undefined), 60_000);
           compaction.unref();
@@ -157,7 +156,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         }
       }
     }
-    const health = watchStoreHealth(store, report, () => cfg.onRecovered?.());
+    const health = watchStoreHealth(store, report, () => cfg.onRecovered?.(), 1_000, () => outage.answered());
     stops.unshift(async () => health.stop());
     const tokens = await ensureTokens(store, {
       ...(cfg.adminToken ? { admin: cfg.adminToken } : {}),

@@ -11,6 +11,7 @@ export function watchStoreHealth(
   report: (d: Diagnostic) => void,
   recovered: () => void,
   everyMs = 1_000,
+  answered: () => void = () => undefined,
 ): { stop(): void } {
   let failing = false;
   let busy = false;
@@ -19,6 +20,7 @@ export function watchStoreHealth(
     busy = true;
     try {
       await store.revision();
+      answered();
       if (failing) recovered();
       failing = false;
     } catch (e) {
@@ -30,4 +32,27 @@ export function watchStoreHealth(
   }, everyMs);
   timer.unref();
   return { stop: () => clearInterval(timer) };
+}
+
+/** The diagnostics that say "the store is failing", whoever meets it (the health probe, a driver). */
+const STORE_FAILING = new Set(['CCA-E0111', 'CCA-E0112', 'CCA-E0403']);
+
+/**
+ * One report per outage for the whole pod: the health probe and the controller drivers each
+ * report a failing store once, and this gate lets only the first of them through until the
+ * store answers the health probe again (`answered`). Other diagnostics pass unchanged.
+ */
+export function oneReportPerOutage(sink: (d: Diagnostic) => void): { report(d: Diagnostic): void; answered(): void } {
+  let open = true;
+  return {
+    report(d) {
+      if (!STORE_FAILING.has(d.code)) return sink(d);
+      if (!open) return;
+      open = false;
+      sink(d);
+    },
+    answered() {
+      open = true;
+    },
+  };
 }

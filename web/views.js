@@ -1,12 +1,12 @@
 // The four views, rendered from the same status views the server's API answers with
-// (handlers/status.ts), computed here over a store: the live mirror or the simulation's.
-import { serviceStatuses, replicaViews, nodeViews } from '/src/handlers/status.js';
-import { listFacts } from '/src/handlers/facts.js';
+// (jobs/views/status.ts), computed here over a store: the live mirror or the simulation's.
+import { serviceStatuses, replicaViews, nodeViews } from '/src/jobs/views/status.js';
+import { readFacts } from '/src/jobs/facts.js';
 import { h, keyedTable, patch, ago, bytes, clock } from './dom.js';
 
 /** Read all three views at one revision of `store`. */
 export async function readViews(store) {
-  const [{ services }, { replicas }, { nodes }, status] = await Promise.all([serviceStatuses(store), replicaViews(store), nodeViews(store), listFacts(store, 'nodeStatus')]);
+  const [{ services }, { replicas }, { nodes }, status] = await Promise.all([serviceStatuses(store), replicaViews(store), nodeViews(store), readFacts(store, 'nodeStatus')]);
   // How long the node has been in its state under its current tenure (its lease's age while ready).
   const since = new Map(status.facts.map((f) => [f.value.node, f.value]));
   for (const n of nodes) {

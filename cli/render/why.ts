@@ -1,3 +1,5 @@
+import { decodeFact, parseKey } from '../../core/keys.js';
+import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { WhyAnswer } from '../api.js';
 import { paint } from './color.js';
 
@@ -24,6 +26,23 @@ export function evidenceText(value: string, full: boolean): string {
     // Not JSON: shown as it is.
   }
   return full ? text : clip(text, EVIDENCE_WIDTH);
+}
+
+/**
+ * A replica record as one-line evidence: its outcome is typed (objects the summary skips),
+ * so the sentence rendered from those fields leads the line as `reason=`. Other values,
+ * and records with nothing to say, are unchanged.
+ */
+export function shownValue(key: string, value: string): string {
+  if (value === '' || parseKey(key)?.kind !== 'replica') return value;
+  try {
+    const reason = replicaReason(decodeFact('replica', key, value));
+    if (reason === '') return value;
+    const { reason: _stored, ...rest } = JSON.parse(value) as Record<string, unknown>;
+    return JSON.stringify({ reason, ...rest });
+  } catch {
+    return value;
+  }
 }
 
 function clip(s: string, width: number): string {
@@ -59,7 +78,7 @@ function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean
   }
   if (d.evidence.length > 0) {
     lines.push(`${inner}evidence:`);
-    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', evidenceText(e.value, full))}`);
+    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', evidenceText(full ? e.value : shownValue(e.key, e.value), full))}`);
   }
   return lines;
 }

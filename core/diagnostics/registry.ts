@@ -1,5 +1,6 @@
 import type { DiagnosticDef } from './types.js';
 import { agentCodes } from './codes/agent.js';
+import { agentRecoveryCodes } from './codes/agent-recovery.js';
 import { cliCodes } from './codes/cli.js';
 import { controllerCodes } from './codes/controllers.js';
 import { generalCodes } from './codes/general.js';
@@ -20,6 +21,7 @@ const areas = [
   specCodes,
   controllerCodes,
   agentCodes,
+  agentRecoveryCodes,
   serverCodes,
   cliCodes,
   rolloutCodes,

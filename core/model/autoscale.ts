@@ -1,6 +1,6 @@
 /**
  * The autoscaler's arithmetic, pure, shared by the controller (jobs/controllers/autoscaler.ts)
- * and the status view (handlers/status.ts) so both say the same utilisation. docs/autoscaling.md
+ * and the status view (jobs/views/status.ts) so both say the same utilisation. docs/autoscaling.md
  * states the same rules in prose.
  */
 

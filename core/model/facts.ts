@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { storedServiceSpecSchema } from './service.js';
 import { DEFAULTS } from './defaults.js';
+import { replacesSchema, replicaEndedSchema, replicaOriginSchema, stopBySchema, withLegacyOutcome } from './replica-outcome.js';
 
 /**
  * Value schemas of the facts controllers and agents write. Kept small: each is the least
@@ -12,31 +13,46 @@ const ms = z.int().min(0);
 const resources = z.object({ cpuMillis: z.int().min(0), memoryBytes: z.int().min(0) });
 
 /** `/replicas/<service>/<replica>`: one replica the replica controller wants to exist, or is stopping. */
-export const replicaRecordSchema = z.object({
-  id: z.string(),
-  service: z.string(),
-  /** The mod revision of `/services/<service>` this replica was made from (rollouts compare it). */
-  specRevision: z.int().min(0),
-  /** The template hash (core/model/template.ts) of the spec it was made from; '' from writers before rollouts. */
-  template: z.string().default(''),
-  desired: z.enum(['run', 'stop']),
-  createdAt: ms,
-  /** When `desired` became stop; the grace period runs from here. */
-  stopRequestedAt: ms.optional(),
-  /** Set once stopped (or lost) for good; the record is deleted after retention. */
-  retired: z.boolean().default(false),
-  reason: z.string().default(''),
-  /** Consecutive failures of the replicas this one replaces (0: not a replacement of a failure). */
-  attempt: z.int().min(0).optional(),
-  /** Backoff: the scheduler places it no earlier than this (jobs/controllers/backoff.ts). */
-  notBefore: ms.optional(),
-  /** What the replaced replica failed with, for the pending reason ("init step migrate failed (code 1)"). */
-  failure: z.string().optional(),
-  /** The agent's coded diagnostic of that failure (e.g. CCA-E0530: the command cannot be started). */
-  failureDiagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
-  /** Stopped by a node drain: a stateful one retires only on a proof of the stop (its node's report, or loss with a proof), never on the grace alone. */
-  drained: z.boolean().optional(),
-});
+export const replicaRecordSchema = z
+  .object({
+    id: z.string(),
+    service: z.string(),
+    /** The mod revision of `/services/<service>` this replica was made from (rollouts compare it). */
+    specRevision: z.int().min(0),
+    /** The template hash (core/model/template.ts) of the spec it was made from; '' from writers before rollouts. */
+    template: z.string().default(''),
+    desired: z.enum(['run', 'stop']),
+    createdAt: ms,
+    /** When `desired` became stop; the grace period runs from here. */
+    stopRequestedAt: ms.optional(),
+    /** Set once stopped (or lost) for good; the record is deleted after retention. */
+    retired: z.boolean().default(false),
+    /**
+     * The sentence writers before typed outcomes stored; new writers leave it empty. Shown for
+     * old records only: sentences are rendered from the typed fields (replica-outcome.ts).
+     */
+    reason: z.string().default(''),
+    /** Why it was created (absent only on records from before typed outcomes). */
+    origin: replicaOriginSchema.optional(),
+    /** A replacement: the replica it replaces and how that one ended. */
+    replaces: replacesSchema.optional(),
+    /** Why the replica controller asked it to stop (set with `desired: stop`, unless it ended by itself). */
+    stopBy: stopBySchema.optional(),
+    /** How it ended (set with `retired`). */
+    ended: replicaEndedSchema.optional(),
+    /** Consecutive failures of the replicas this one replaces (0: not a replacement of a failure). */
+    attempt: z.int().min(0).optional(),
+    /** Backoff: the scheduler places it no earlier than this (jobs/controllers/backoff.ts). */
+    notBefore: ms.optional(),
+    /** What the replaced replica failed with, for the pending reason ("init step migrate failed (code 1)"). */
+    failure: z.string().optional(),
+    /** The agent's coded diagnostic of that failure (e.g. CCA-E0530: the command cannot be started). */
+    failureDiagnostic: z.object({ code: z.string(), message: z.string() }).optional(),
+    /** Stopped by a node drain: a stateful one retires only on a proof of the stop (its node's report, or loss with a proof), never on the grace alone. */
+    drained: z.boolean().optional(),
+  })
+  // Old records: their `completed` sentence read once, here (see withLegacyOutcome).
+  .transform(withLegacyOutcome);
 
 /** `/assigned/<node>/<replica>`: the scheduler's placement, with everything the agent needs to run it. */
 export const assignmentSchema = z.object({

@@ -11,6 +11,7 @@ export * from './suggest.js';
 export * from './validate.js';
 export * from './node.js';
 export * from './facts.js';
+export * from './replica-outcome.js';
 export * from './auth.js';
 export * from './resolve.js';
 export * from './autoscale.js';

@@ -10,7 +10,7 @@ import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
-import { listFacts } from '../facts.js';
+import { readFacts } from '../../jobs/facts.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 
@@ -65,7 +65,7 @@ const STOPPED = new Set(['exited', 'failed', 'lost']);
  * release racing the report makes it write nothing rather than leave a key nobody owns.
  */
 async function admit(store: Store, node: string, tenure: number, observations: Observation[]): Promise<Compare[]> {
-  const { facts } = await listFacts(store, 'assigned', [node]);
+  const { facts } = await readFacts(store, 'assigned', [node]);
   const byReplica = new Map(facts.map((f) => [f.value.replica, f]));
   const compares = new Map<string, Compare>();
   for (const o of observations) {
@@ -76,7 +76,7 @@ async function admit(store: Store, node: string, tenure: number, observations: O
       const reason = t > tenure ? `it is assigned under tenure ${t}, newer than the report's ${tenure}` : `it was assigned under the past tenure ${t}: only its stop can be reported now, not ${o.state}`;
       throw new CcaError('CCA-E0634', { node, replica: o.replica, reason });
     }
-    compares.set(a.key, { key: a.key, target: 'modRevision', op: '=', value: a.modRevision });
+    compares.set(a.key, { key: a.key, target: 'modRevision', op: '=', value: a.kv.modRevision });
   }
   return [...compares.values()];
 }
@@ -220,6 +220,13 @@ export function agentRoutes(deps: ServerDeps) {
     const { lease } = parseBody(keepaliveBody, await jsonBody(c));
     const kv = await store.get(buildKey('node', node));
     if (!kv || kv.lease !== lease) throw new CcaError('CCA-E0107', { lease });
+    // The node controller expired this tenure (docs/fencing.md) and revokes the lease: no renewal from that write on.
+    const st = await store.get(buildKey('nodeStatus', node));
+    const status = st ? decodeFact('nodeStatus', st.key, st.value) : undefined;
+    if (status?.state === 'lost' && status.expired && status.tenure === kv.createRevision) {
+      await store.revokeLease(lease).catch(() => undefined);
+      throw new CcaError('CCA-E0107', { lease });
+    }
     const renewed = await store.keepAlive(lease);
     // The agent fences by the TTL it registered with, not the backstop's.
     return c.json({ ttl: decodeFact('node', kv.key, kv.value).leaseTtlSeconds ?? renewed.ttl });
@@ -229,7 +236,7 @@ export function agentRoutes(deps: ServerDeps) {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
     const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
-    const { revision, facts } = await listFacts(store, 'assigned', [node]);
+    const { revision, facts } = await readFacts(store, 'assigned', [node]);
     // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
     const m = await store.get(buildKey('membership', 'nodes'), { revision });
     const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
@@ -270,7 +277,7 @@ export function agentRoutes(deps: ServerDeps) {
 
 
   app.get('/v1/agent/nodes/:node/volumes', requireNode('read volumes'), async (c) => {
-    const { revision, facts } = await listFacts(store, 'volume', [c.req.param('node')]);
+    const { revision, facts } = await readFacts(store, 'volume', [c.req.param('node')]);
     return c.json({ revision, volumes: facts.map((f) => f.value) });
   });
 

@@ -1,23 +1,16 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import { dirname, extname, join, normalize, sep } from 'node:path';
+import { dirname, extname, join, normalize, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { CcaError } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
 import { publicRoute } from '../auth.js';
 import { errorResponse } from '../errors.js';
+import { CONSOLE_TS, consoleSources, type ConsoleSources } from '../console-sources.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const WEB = join(ROOT, 'web');
 const ZOD = join(ROOT, 'node_modules', 'zod');
-
-/**
- * The environment-free TypeScript the console imports (the simulation, the controllers,
- * the MemoryStore, the status views), by top folder. Nothing else of the tree is served.
- */
-const SOURCE_ROOTS = ['core/', 'jobs/', 'db/', 'agent/core/', 'handlers/status.ts', 'handlers/facts.ts'];
-const SOURCE_DENY = ['db/postgres/', 'db/etcd/', 'jobs/graphile-driver.ts', 'jobs/job-hook.ts'];
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -34,10 +27,25 @@ export const IMPORT_MAP = JSON.stringify({ imports: { zod: '/vendor/zod/index.js
  * The console: plain files from web/, the shared TypeScript modules it imports transpiled
  * on request (esbuild's `transform`, one file at a time: no bundle, no build step), and zod's
  * own ESM files. Everything is public and static; the data comes from the API, which checks
- * the caller. The page may talk to its own origin only (Content-Security-Policy).
+ * the caller. The page may talk to its own origin only (Content-Security-Policy). `root` is
+ * the repository (tests pass a fixture tree).
  */
-export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
+export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>, root = ROOT) {
+  const web = join(root, 'web');
   const transpiled = new Map<string, { mtimeMs: number; size: number; code: string; etag: string }>();
+  // What /src may serve: the import graph of web/, followed on the first request (a pod that
+  // never serves the console never starts esbuild), and again once a file in it has changed
+  // since (an edit may add an import). See console-sources.ts.
+  let sources: Promise<ConsoleSources> | undefined;
+  const serveSet = async (rel: string, mtimeMs: number): Promise<ConsoleSources> => {
+    const seen = sources && (await sources.catch(() => undefined))?.files.get(rel);
+    if (!sources || (seen !== undefined && seen !== mtimeMs)) {
+      const next = consoleSources(root);
+      sources = next;
+      next.catch(() => sources === next && (sources = undefined)); // retried by the next request
+    }
+    return sources;
+  };
   const mapHash = createHash('sha256').update(IMPORT_MAP).digest('base64');
   const csp = [
     "default-src 'self'",
@@ -65,7 +73,7 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
   };
 
   const page = async (c: Context) => {
-    const html = await readFile(join(WEB, 'index.html'), 'utf8');
+    const html = await readFile(join(web, 'index.html'), 'utf8');
     return send(c, html.replace('<!--IMPORT-MAP-->', `<script type="importmap">${IMPORT_MAP}</script>`), TYPES['.html']!);
   };
 
@@ -76,7 +84,7 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
     .get('/', publicRoute(), page)
     .get('/index.html', publicRoute(), page)
     .get('/web/*', publicRoute(), async (c) => {
-      const file = inside(WEB, c.req.path.slice('/web/'.length));
+      const file = inside(web, c.req.path.slice('/web/'.length));
       const type = file && TYPES[extname(file)];
       if (!file || !type) return notFound(c);
       const body = await readFile(file).catch(() => undefined);
@@ -90,11 +98,15 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
     })
     .get('/src/*', publicRoute(), async (c) => {
       // Source imports say `./keys.js` (NodeNext); the file is keys.ts.
-      const rel = c.req.path.slice('/src/'.length).replace(/\.js$/, '.ts');
-      if (!rel.endsWith('.ts') || !SOURCE_ROOTS.some((r) => rel.startsWith(r)) || SOURCE_DENY.some((d) => rel.startsWith(d))) return notFound(c);
-      const file = inside(ROOT, rel);
+      const asked = c.req.path.slice('/src/'.length).replace(/\.js$/, '.ts');
+      const file = asked.endsWith('.ts') ? inside(root, asked) : undefined;
       const st = file ? await stat(file).catch(() => undefined) : undefined;
       if (!file || !st?.isFile()) return notFound(c);
+      const rel = relative(root, file).split(sep).join('/');
+      const { files, foreign } = await serveSet(rel, st.mtimeMs);
+      // A module a browser cannot run would break the page in a way no test of the page sees first.
+      if (foreign[0]) throw new CcaError('CCA-E0780', foreign[0]);
+      if (!files.has(rel)) return notFound(c);
       let hit = transpiled.get(file);
       if (!hit || hit.mtimeMs !== st.mtimeMs || hit.size !== st.size) {
         const source = await readFile(file, 'utf8');
@@ -106,7 +118,7 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>) {
           target: 'es2022',
           sourcefile: `/src/${rel}`,
           sourcemap: 'inline',
-          tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true } },
+          tsconfigRaw: CONSOLE_TS,
         });
         hit = { mtimeMs: st.mtimeMs, size: st.size, code: out.code, etag: etagOf(out.code) };
         transpiled.set(file, hit);

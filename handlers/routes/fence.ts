@@ -6,7 +6,7 @@ import type { Fence } from '../../core/model/facts.js';
 import { requireRole, type AuthEnv } from '../auth.js';
 import { jsonBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
-import { listFacts } from '../facts.js';
+import { readFacts } from '../../jobs/facts.js';
 
 const fenceBody = z.strictObject({ confirm: z.literal(true) });
 
@@ -26,7 +26,7 @@ export function fenceRoutes(deps: ServerDeps) {
     if (!parsed.success) throw new CcaError('CCA-E0603', { where: 'the body at confirm', reason: 'a fence must be confirmed with {"confirm": true}' });
     const nodeKey = buildKey('node', node);
     const statusKey = buildKey('nodeStatus', node);
-    const [reg, statusKv, assigned] = await Promise.all([store.get(nodeKey), store.get(statusKey), listFacts(store, 'assigned', [node])]);
+    const [reg, statusKv, assigned] = await Promise.all([store.get(nodeKey), store.get(statusKey), readFacts(store, 'assigned', [node])]);
     const status = statusKv ? decodeFact('nodeStatus', statusKey, statusKv.value) : undefined;
     if (!reg && !status && assigned.facts.length === 0) throw new CcaError('CCA-E0619', { node });
     const current = reg?.createRevision ?? 0;

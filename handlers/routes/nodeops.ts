@@ -6,7 +6,7 @@ import { nodeRecordSchema } from '../../core/model/index.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import { principalName, requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
-import { listFacts } from '../facts.js';
+import { readFacts } from '../../jobs/facts.js';
 
 /**
  * Node operations (admin; `cca node cordon|uncordon|drain|remove NAME`, `cca repair node
@@ -40,7 +40,7 @@ async function readNode(store: Store, node: string): Promise<Read> {
     store.get(buildKey('nodeStatus', node)),
     store.get(buildKey('nodeOp', node)),
     store.get(buildKey('audit', node)),
-    listFacts(store, 'assigned', [node]),
+    readFacts(store, 'assigned', [node]),
   ]);
   if (!reg && !status && assigned.facts.length === 0) throw new CcaError('CCA-E0619', { node });
   return { node, reg, status, op, audit, tenures: assigned.facts.map((a) => a.value.tenure) };

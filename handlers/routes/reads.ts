@@ -5,7 +5,7 @@ import { requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
 import { parseQuery } from '../query.js';
 import { redactDeep } from '../../core/keys.js';
-import { nodeViews, replicaViews } from '../status.js';
+import { nodeViews, replicaViews } from '../../jobs/views/status.js';
 
 const replicasQuery = z.strictObject({ service: z.string().min(1).max(63).optional(), all: z.enum(['0', '1']).optional() });
 

@@ -8,7 +8,7 @@ import { requireRole, type AuthEnv } from '../auth.js';
 import { jsonBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { parseQuery } from '../query.js';
-import { serviceStatuses } from '../status.js';
+import { serviceStatuses } from '../../jobs/views/status.js';
 
 const applyQuery = z.strictObject({
   dry_run: z.enum(['0', '1', 'true', 'false']).optional(),

@@ -7,7 +7,7 @@ import { dnsLabelProblem } from '../../core/model/index.js';
 import type { Store } from '../../db/store.js';
 import { principalName, requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
-import { listFacts } from '../facts.js';
+import { readFacts } from '../../jobs/facts.js';
 import { parseQuery } from '../query.js';
 
 const volumesQuery = z.strictObject({ service: z.string().min(1).max(63).optional() });
@@ -55,8 +55,8 @@ export interface VolumeView {
 export async function volumeViews(store: Store, service?: string, now = Date.now()): Promise<{ revision: number; volumes: VolumeView[] }> {
   const revision = await store.revision();
   const [desired, observed, spec] = await Promise.all([
-    listFacts(store, 'volume', [], revision),
-    listFacts(store, 'observedVolume', [], revision),
+    readFacts(store, 'volume', [], revision),
+    readFacts(store, 'observedVolume', [], revision),
     service ? store.get(buildKey('service', service), { revision }) : Promise.resolve(undefined),
   ]);
   const byKey = new Map<string, { node: string; service: string; volume: string; desired?: VolumeRecord; observed?: VolumeObservation }>();
@@ -128,7 +128,7 @@ export function volumeRoutes(deps: ServerDeps) {
     .delete('/v1/volumes/:service/:volume/hold', requireRole('deployer'), async (c) => {
       const { service, volume } = c.req.param();
       const node = parseQuery(c, holdQuery).node;
-      const holds = await listFacts(deps.store, 'volumeHold', []);
+      const holds = await readFacts(deps.store, 'volumeHold', []);
       const mine = holds.facts.filter((f) => {
         const [n, s, v] = f.key.split('/').slice(-3);
         return s === service && v === volume && (node === undefined || n === node);

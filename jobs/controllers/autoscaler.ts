@@ -1,15 +1,17 @@
-import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { AUTOSCALE, recommend, recordRecommendation, stabilise, type CpuSample } from '../../core/model/autoscale.js';
 import type { AutoscaleIntent } from '../../core/model/facts.js';
+import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { admissibleObservation, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
+import { retrySoon } from '../retry.js';
+import { serviceOfKey } from '../ids.js';
 
 export const AUTOSCALER = 'autoscaler';
-const RETRY_MS = 100;
 /** Samples embedded as evidence in one decision (the rest are counted in its reasons). */
 const MAX_EVIDENCE = 32;
 
@@ -41,15 +43,12 @@ export function autoscaler(opts: AutoscalerOptions = {}): Controller {
     // Not its own prefix: a step woken by its own write would re-plan before the replica
     // controller acted, and scale up twice on the same samples. Usage is polled (syncMs).
     watches: [prefixOf('service')],
-    subjectOf(key) {
-      const p = parseKey(key);
-      return p && (p.kind === 'service' || p.kind === 'autoscale') ? p.params.service : undefined;
-    },
+    subjectOf: serviceOfKey,
     subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('autoscale')]),
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       if (ctx.subject === undefined) return {};
       const r = await step(ctx, ctx.subject, opts);
-      if (r === 'retry') return { at: ctx.now + RETRY_MS };
+      if (r === 'retry') return retrySoon(ctx.now);
       return r === 'idle' ? {} : { at: ctx.now + syncMs };
     },
   };
@@ -74,7 +73,7 @@ async function step(ctx: StepContext, service: string, opts: AutoscalerOptions):
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
   const live: ReplicaState[] = [];
   // Replicas that ran to completion count toward the desired number (restart never / on-failure).
-  const completed = records.filter((r) => r.value.retired && r.value.reason.startsWith('completed')).length;
+  const completed = records.filter((r) => ranToCompletion(r.value)).length;
   for (const s of await readReplicaStates(store, records.filter((r) => r.value.desired === 'run' && !r.value.retired))) {
     if (isLive(s) && !s.lost) live.push(s);
   }

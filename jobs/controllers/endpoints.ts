@@ -1,15 +1,16 @@
-import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
+import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
-import { serviceOfReplica } from '../ids.js';
+import { serviceOfKey } from '../ids.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
+import { retrySoon } from '../retry.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
-const RETRY_MS = 100;
 /** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
 const MAX_CHANGES = 16;
 /** Txns per step; a larger change continues in the next step, at once. */
@@ -57,14 +58,8 @@ interface Standing {
 export const endpointController: Controller = {
   name: ENDPOINT_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
-  subjectOf(key) {
-    const p = parseKey(key);
-    if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'endpoints') return p.params.service;
-    if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'assigned') return serviceOfReplica(p.params.replica!);
-    // A node's registration or status concerns every service with a replica there.
-    return undefined;
-  },
+  // A node's registration or status concerns every service with a replica there.
+  subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('endpoints')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};
@@ -110,12 +105,12 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
   // comparing the set the previous one wrote.
   changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
-  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : { at: now + RETRY_MS };
+  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : retrySoon(now);
   let published = current;
   for (let i = 0; i < changes.length; i += MAX_CHANGES) {
     if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
     const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_);
-    if (!r.ok) return { at: now + RETRY_MS };
+    if (!r.ok) return retrySoon(now);
     published = r.written;
   }
   return {};
@@ -188,7 +183,8 @@ function standingOf(s: ReplicaState): Omit<Standing, 'readSet'> {
   const evidence: Evidence[] = [evidenceOf(s.record)];
   if (rec.desired !== 'run' || rec.retired) {
     const at = rec.stopRequestedAt ?? rec.createdAt;
-    return { replica: id, why: `${id} left: the replica controller is stopping it${rec.reason ? ` (${rec.reason})` : ''}`, cause: causedBy(decisionKey('replica', id, at, 'rc-stop')), evidence };
+    const reason = replicaReason(rec);
+    return { replica: id, why: `${id} left: the replica controller is stopping it${reason ? ` (${reason})` : ''}`, cause: causedBy(decisionKey('replica', id, at, 'rc-stop')), evidence };
   }
   if (!s.placement) return { replica: id, why: `${id} is not placed`, cause: causedByFact(s.record), evidence };
   const node = s.placement.value.node;

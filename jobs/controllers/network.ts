@@ -2,14 +2,15 @@ import { makeDiagnostic } from '../../core/diagnostics/error.js';
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { NetworkRule, NetworkRules, ReplicaPolicy } from '../../core/model/facts.js';
 import type { ServiceSpec } from '../../core/model/service.js';
-import type { Compare, KeyValue, Op } from '../../db/store.js';
+import type { KeyValue } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { deleteKey, listFacts, putFact, sameTenure, uniqueCompares, unchanged, type Fact } from '../facts.js';
+import { deleteKey, putFact, sameTenure, uniqueCompares, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
-import { indexBy } from './view.js';
+import { groupBy, indexBy, listEvery } from './view.js';
+import { commitEach, type Write } from '../write.js';
+import { afterCommits } from '../retry.js';
 
 export const NETWORK_CONTROLLER = 'network';
-const RETRY_MS = 100;
 /** The store's bound on compares per txn (etcd's --max-txn-ops); one goes to the decision. */
 const MAX_COMPARES = 127;
 const LIVE_STATES = new Set(['pending', 'pulling', 'init', 'starting', 'running', 'stopping']);
@@ -39,21 +40,8 @@ export interface NetworkView {
 
 export async function readNetworkView(ctx: Pick<StepContext, 'store'>): Promise<NetworkView> {
   const { store } = ctx;
-  const [services, assignments, placements, observations, nodes, statuses, records] = await Promise.all([
-    listFacts(store, 'service', prefixOf('service')),
-    listFacts(store, 'assigned', prefixOf('assigned')),
-    listFacts(store, 'placement', prefixOf('placement')),
-    listFacts(store, 'observed', prefixOf('observed')),
-    listFacts(store, 'node', prefixOf('node')),
-    listFacts(store, 'nodeStatus', prefixOf('nodeStatus')),
-    listFacts(store, 'network', prefixOf('network')),
-  ]);
-  const byNode = new Map<string, Fact<'assigned'>[]>();
-  for (const a of [...assignments].sort((x, y) => (x.value.replica < y.value.replica ? -1 : 1))) {
-    const list = byNode.get(a.value.node) ?? [];
-    list.push(a);
-    byNode.set(a.value.node, list);
-  }
+  const [services, assignments, placements, observations, nodes, statuses, records] = await listEvery(store, 'service', 'assigned', 'placement', 'observed', 'node', 'nodeStatus', 'network');
+  const byNode = groupBy([...assignments].sort((x, y) => (x.value.replica < y.value.replica ? -1 : 1)), (a) => a.value.node);
   return {
     services: indexBy(services, (s) => s.value.name),
     assignments,
@@ -200,16 +188,12 @@ export const networkController: Controller = {
     const view = await readNetworkView(ctx);
     const clients = clientAddresses(view);
     const nodes = new Set([...view.assignments.map((a) => a.value.node), ...view.records.keys()]);
-    let failed = 0;
-    for (const node of [...nodes].sort()) {
-      const txn = planWrite(ctx, view, node, clients);
-      if (txn && !(await ctx.store.txn({ compare: txn.compares, success: txn.ops })).succeeded) failed++;
-    }
-    return failed > 0 ? { at: ctx.now + RETRY_MS } : {};
+    const writes = [...nodes].sort().flatMap((node) => planWrite(ctx, view, node, clients) ?? []);
+    return afterCommits(ctx.now, await commitEach(ctx.store, writes));
   },
 };
 
-function planWrite(ctx: StepContext, view: NetworkView, node: string, clients: Map<string, ClientAddress[]>): { compares: Compare[]; ops: Op[] } | undefined {
+function planWrite(ctx: StepContext, view: NetworkView, node: string, clients: Map<string, ClientAddress[]>): Write | undefined {
   const key = buildKey('network', node);
   const record = view.records.get(node);
   const plan = planNode(view, node, clients);

@@ -1,20 +1,14 @@
 import { makeDiagnostic } from '../../core/diagnostics/error.js';
 import { buildKey } from '../../core/keys.js';
 import type { LostReplica } from '../../core/model/facts.js';
-import type { Compare, Op, Store } from '../../db/store.js';
+import type { Compare, Store } from '../../db/store.js';
 import { absent, getFact, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
 import type { ClusterView } from './view.js';
+import type { Write } from '../write.js';
 
 const NODE_CONTROLLER = 'node';
-/** While a stateful replica waits for a proof, look for one this often (observations do not wake the node controller). */
-export const PROOF_POLL_MS = 1_000;
 const TERMINAL = new Set(['exited', 'failed', 'lost']);
-
-interface Txn {
-  compares: Compare[];
-  ops: Op[];
-}
 
 /** What the node controller needs to decide a stateful replica's fate, read before the pure plan. */
 export interface Proofs {
@@ -96,8 +90,8 @@ export function planStateful(
   node: Fact<'node'> | undefined,
   status: Fact<'nodeStatus'> | undefined,
   now: number,
-): { txns: Txn[]; waiting: boolean } {
-  const txns: Txn[] = [];
+): { txns: Write[]; waiting: boolean } {
+  const txns: Write[] = [];
   let waiting = false;
   const statusKey = buildKey('nodeStatus', name);
   for (const a of orphans) {

@@ -1,7 +1,7 @@
 import { buildKey } from '../../core/keys.js';
 import { historyWindowMs, isMajority, QUORUM, renewingWithinMs, type Member, type Membership, type MembershipVersion } from '../../core/model/quorum.js';
 import type { Compare, Op, Store } from '../../db/store.js';
-import { deleteKey, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
+import { putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import type { ClusterView } from './view.js';
 
@@ -180,7 +180,9 @@ function expire(node: Fact<'node'>, status: Fact<'nodeStatus'> | undefined, memb
   const statusKey = buildKey('nodeStatus', name);
   return {
     compares: [unchanged(node), unchanged(membership), unchanged(status, statusKey), ...d.compares],
-    ops: [deleteKey(node.key), putFact('nodeStatus', [name], { node: name, tenure: node.kv.createRevision, state: 'lost', since: now, reason: 'its lease expired (node controller)', expired: true }), ...d.ops],
+    // The record goes with the lease, revoked right after (expiredLeases): the agent's key is
+    // never deleted by another writer, and from this write on the keepalive route refuses it.
+    ops: [putFact('nodeStatus', [name], { node: name, tenure: node.kv.createRevision, state: 'lost', since: now, reason: 'its lease expired (node controller)', expired: true }), ...d.ops],
   };
 }
 
@@ -225,3 +227,15 @@ function returned(node: Fact<'node'>, status: Fact<'nodeStatus'>, m: Membership,
   };
 }
 
+
+/**
+ * Leases this controller expired (status lost, `expired`, under the record's own tenure) whose
+ * record is still there: revoke them — the store deletes the record with its lease. Run after
+ * every commit, so a crash between the two writes is finished by the next step.
+ */
+export async function revokeExpired(store: Store, view: ClusterView): Promise<void> {
+  for (const [name, node] of view.nodes) {
+    const st = view.statuses.get(name)?.value;
+    if (node.kv.lease !== 0 && st?.state === 'lost' && st.expired && st.tenure === node.kv.createRevision) await store.revokeLease(node.kv.lease).catch(() => undefined);
+  }
+}

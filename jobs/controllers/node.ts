@@ -3,22 +3,18 @@ import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
-import { isStateful, planStateful, PROOF_POLL_MS, readProofs, type Proofs } from './node-fencing.js';
-import { planQuorum, readRenewals } from './node-quorum.js';
+import { isStateful, planStateful, readProofs, type Proofs } from './node-fencing.js';
+import { commitEach, type Write } from '../write.js';
+import { RETRY, retrySoon } from '../retry.js';
+import { planQuorum, readRenewals, revokeExpired } from './node-quorum.js';
 import { indexBy, readClusterView, type ClusterView } from './view.js';
 import { QUORUM } from '../../core/model/quorum.js';
 
 export const NODE_CONTROLLER = 'node';
-const RETRY_MS = 100;
 
 export interface NodeControllerOptions {
   /** How long a lost node's replicas wait before they are declared lost and replaced. */
   lostGraceMs?: number;
-}
-
-interface Txn {
-  compares: Compare[];
-  ops: Op[];
 }
 
 /**
@@ -45,7 +41,7 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
       const proofs = await readProofs(store, view, lost, indexBy(fenceList, (f) => f.value.node));
       // The quorum rule (docs/fencing.md): membership, lease expiry, the hold.
       const quorum = planQuorum(view, membership, await readRenewals(store, view), now);
-      const txns: Txn[] = [...quorum.txns];
+      const txns: Write[] = [...quorum.txns];
       let timer: number | undefined = quorum.at;
       const names = new Set([...view.nodes.keys(), ...view.statuses.keys()]);
       for (const name of [...names].sort()) {
@@ -59,9 +55,9 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
           txns.push({ compares: [unchanged(l), absent(buildKey('assigned', l.value.node, l.value.replica))], ops: [deleteKey(l.key)] });
         }
       }
-      let failed = 0;
-      for (const t of txns) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
-      if (failed > 0) return { at: now + RETRY_MS };
+      const failed = await commitEach(store, txns);
+      if (quorum.txns.length > 0 || failed > 0) await revokeExpired(store, await readClusterView(store));
+      if (failed > 0) return retrySoon(now);
       return timer !== undefined ? { at: timer } : {};
     },
   };
@@ -81,7 +77,7 @@ function nodeFacts(view: ClusterView, name: string) {
   };
 }
 
-function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Proofs, name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
+function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Proofs, name: string, now: number, grace: number): { txns?: Write[]; at?: number } {
   const { node, status, tenure, nodeKey, nodeCompare } = nodeFacts(view, name);
 
   if (status && (status.value.state === 'ready' || status.value.state === 'unreachable') && status.value.tenure !== tenure) {
@@ -121,11 +117,11 @@ function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Pr
     const forget = planForget(view, name, now);
     if (forget) return { txns: [forget] };
   }
-  return held.waiting ? { ...r, at: Math.min(r.at ?? Infinity, now + PROOF_POLL_MS) } : r;
+  return held.waiting ? { ...r, at: Math.min(r.at ?? Infinity, now + RETRY.proofPollMs) } : r;
 }
 
 /** The stateless orphans of a node past its grace, then its readiness under a new tenure. */
-function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: string, now: number, grace: number): { txns?: Txn[]; at?: number } {
+function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: string, now: number, grace: number): { txns?: Write[]; at?: number } {
   const { node, status, tenure, nodeKey, nodeCompare, statusKey } = nodeFacts(view, name);
   if (orphans.length > 0) {
     const lostSince = status?.value.state === 'lost' ? status.value.since : undefined;
@@ -154,6 +150,8 @@ function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: stri
     return { txns: [{ compares, ops }], ...(orphans.length > 40 ? { at: now } : {}) };
   }
 
+  // Expired by this controller, its lease being revoked (node-quorum.ts revokeExpired): never ready again under that tenure.
+  if (node && status?.value.state === 'lost' && status.value.expired && status.value.tenure === tenure) return {};
   // Unreachable under its tenure: the quorum rule (node-quorum.ts) says when it is ready again.
   if (node && status?.value.state === 'unreachable' && status.value.tenure === tenure) return {};
   if (node && (!status || status.value.tenure !== tenure || status.value.state !== 'ready')) {
@@ -191,7 +189,7 @@ function removal(view: ClusterView, name: string): Fact<'nodeOp'> | undefined {
  * grace: the operator said it is gone; stateful ones still wait for a fence) is forgotten:
  * its status goes, with a decision citing the operator's request.
  */
-function planForget(view: ClusterView, name: string, now: number): Txn | undefined {
+function planForget(view: ClusterView, name: string, now: number): Write | undefined {
   const op = removal(view, name);
   const status = view.statuses.get(name);
   if (!op || !status || (view.byNode.get(name) ?? []).length > 0) return undefined;

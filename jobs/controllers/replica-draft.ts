@@ -4,26 +4,26 @@
  */
 import { buildKey } from '../../core/keys.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
+import { originText, type ReplicaEnded, type ReplicaOrigin } from '../../core/model/replica-outcome.js';
 import { templateHash } from '../../core/model/template.js';
-import type { Compare, Op } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { decide, evidenceOf, type Cause } from '../decisions/record.js';
 import { absent, putFact, type Fact } from '../facts.js';
 import { newReplicaId } from '../ids.js';
+import type { Write } from '../write.js';
 import { isRunning, type ReplicaState } from './replica-state.js';
 
 export const REPLICA_CONTROLLER = 'replica';
 
-export interface Txn {
-  compares: Compare[];
-  ops: Op[];
-}
-
-export interface ReplicaDraft {
+export interface ReplicaDraft extends Write {
   record: ReplicaRecord;
   key: string;
-  compares: Compare[];
-  ops: Op[];
+}
+
+/** Why a replica is created: its typed origin, and for a replacement the replica it replaces. */
+export interface Why {
+  origin: ReplicaOrigin;
+  replaces?: { replica: string; ended: ReplicaEnded };
 }
 
 /** What a replacement of a failed replica carries: see backoff.ts. */
@@ -34,7 +34,7 @@ export interface Backoff {
   diagnostic?: { code: string; message: string };
 }
 
-export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, reason = '', backoff?: Backoff): ReplicaDraft {
+export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cause, why: Why = { origin: { by: 'scale' } }, backoff?: Backoff): ReplicaDraft {
   const service = spec.value.name;
   const id = newReplicaId(service, ctx.random);
   const record: ReplicaRecord = {
@@ -45,10 +45,13 @@ export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cau
     desired: 'run',
     createdAt: ctx.now,
     retired: false,
-    reason,
+    reason: '',
+    origin: why.origin,
+    ...(why.replaces ? { replaces: why.replaces } : {}),
     ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure, ...(backoff.diagnostic ? { failureDiagnostic: backoff.diagnostic } : {}) } : {}),
   };
   const key = buildKey('replica', service, id);
+  const reason = originText(record);
   const d = decide({
     kind: 'replica',
     subject: id,

@@ -1,10 +1,12 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import { templateHash } from '../../core/model/template.js';
+import { stopByText, type StopBy } from '../../core/model/replica-outcome.js';
 import type { Compare, Op } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { absentEvidence, causedBy, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { absent, getFact, listFacts, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
-import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Txn } from './replica-draft.js';
+import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Why } from './replica-draft.js';
+import type { Write } from '../write.js';
 import type { ReplicaState } from './replica-state.js';
 import { planRoll, rollBounds } from './rollout-plan.js';
 import { isReadyReplica, splitByTemplate } from './rollout-state.js';
@@ -12,7 +14,7 @@ import { isReadyReplica, splitByTemplate } from './rollout-state.js';
 /** Replicas created per step during a roll (as for scaling); the rest next step, at once. */
 const MAX_CREATE = 50;
 
-export type RollStep = { rolling: false } | { rolling: true; step?: { txn: Txn; more: boolean; stopping: boolean } };
+export type RollStep = { rolling: false } | { rolling: true; step?: { txn: Write; more: boolean; stopping: boolean } };
 
 /**
  * Every fact that decides whether a replica is ready (present ones unchanged, absent ones
@@ -54,7 +56,7 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
   const old = [...split.old, ...drained];
   if (old.length === 0) return { rolling: false };
   const drains = [...new Set(drained.map((s) => drainingNode(s)!))].sort();
-  const why = split.old.length > 0 ? `rolling update of ${service} to template ${target}` : `drain of node ${drains.join(', ')}`;
+  const why: Why = { origin: split.old.length > 0 ? { by: 'rollout' } : { by: 'drain', nodes: drains } };
   const rollout = await getFact(store, 'rollout', service);
   const paused = rollout?.value.state === 'stuck' && rollout.value.toTemplate === target;
   const freshReady = fresh.filter(isReadyReplica);
@@ -110,13 +112,14 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
   const readyAfter = counts.newReady + counts.oldReady - readyOld.length;
   for (const s of victims) {
     const node = drainingNode(s);
-    const by = drained.includes(s) ? `drain of node ${node}` : 'rolling update';
+    const stopBy: StopBy = node !== undefined && drained.includes(s) ? { by: 'drain', node } : { by: 'rollout' };
+    const by = stopByText(stopBy);
     const reason = readyOld.includes(s)
       ? `replaced by the ${by}: ${readyAfter} replica(s) stay ready, at least ${plan.minReady} must`
       : `replaced by the ${by}: not ready, so stopping it costs no availability`;
     const d = stopDecision(s, now, `stopping: ${by}`, causedBy(sd.key), [reason]);
     compares.push(...d.compares);
-    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: by, ...(drained.includes(s) ? { drained: true } : {}) }), ...d.ops);
+    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: '', stopBy, ...(drained.includes(s) ? { drained: true } : {}) }), ...d.ops);
   }
   return { rolling: true, step: { txn: { compares: uniqueCompares(compares), ops }, more: plan.create > create, stopping: victims.length > 0 } };
 }

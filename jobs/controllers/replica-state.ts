@@ -1,6 +1,8 @@
-import { buildKey, prefixOf } from '../../core/keys.js';
+import { buildKey } from '../../core/keys.js';
 import type { KeyValue, Store } from '../../db/store.js';
-import { getFact, listFacts, type Fact } from '../facts.js';
+import { ranToCompletion } from '../../core/model/replica-outcome.js';
+import { getFact, type Fact } from '../facts.js';
+import { indexBy, listEvery } from './view.js';
 
 /** One replica of a service with every fact about it that the replica controller acts on. */
 export interface ReplicaState {
@@ -51,15 +53,8 @@ export async function readReplicaStates(store: Store, records: readonly Fact<'re
     for (const r of records) out.push(await readReplicaState(store, r));
     return out;
   }
-  const [placements, assigned, observed, lost, nodes, statuses] = await Promise.all([
-    listFacts(store, 'placement', prefixOf('placement')),
-    listFacts(store, 'assigned', prefixOf('assigned')),
-    listFacts(store, 'observed', prefixOf('observed')),
-    listFacts(store, 'lost', prefixOf('lost')),
-    listFacts(store, 'node', prefixOf('node')),
-    listFacts(store, 'nodeStatus', prefixOf('nodeStatus')),
-  ]);
-  const byKey = <T extends { key: string }>(xs: readonly T[]) => new Map(xs.map((x) => [x.key, x]));
+  const [placements, assigned, observed, lost, nodes, statuses] = await listEvery(store, 'placement', 'assigned', 'observed', 'lost', 'node', 'nodeStatus');
+  const byKey = <T extends { key: string }>(xs: readonly T[]) => indexBy(xs, (x) => x.key);
   const [p, a, o, l, st] = [byKey(placements), byKey(assigned), byKey(observed), byKey(lost), byKey(statuses)];
   const n = new Map(nodes.map((f) => [f.key, f.kv]));
   return records.map((record) => {
@@ -109,7 +104,7 @@ export function isLive(s: ReplicaState): boolean {
 
 /** Kept to count against the desired replicas: it ran to completion under a no-restart policy. */
 export function isCompleted(s: ReplicaState): boolean {
-  return s.record.value.retired && s.record.value.reason.startsWith('completed');
+  return ranToCompletion(s.record.value);
 }
 
 export function isRunning(s: ReplicaState): boolean {

@@ -1,22 +1,22 @@
-import { buildKey, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { DEFAULTS } from '../../core/model/defaults.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
+import { endedText, exitText, originText, stopSeenText, type ReplicaEnded, type ReplicaExit, type ReplicaOrigin } from '../../core/model/replica-outcome.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
-import { serviceOfReplica } from '../ids.js';
+import { newReplicaId, serviceOfKey } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { backoffDelay, nextAttempt } from './backoff.js';
-import { admissibleObservation, isCompleted, isLive, readReplicaStates, type ReplicaState } from './replica-state.js';
+import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
-import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Txn } from './replica-draft.js';
+import { commitEach, type Write } from '../write.js';
+import { RETRY, retrySoon } from '../retry.js';
+import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Why } from './replica-draft.js';
 
-const RETRY_MS = 100;
 /** Replicas created per step; more are created by the next step, at once. */
 const MAX_CREATE = 50;
-/** A drained stateful replica waits for the proof of its stop (its node's report): look again this often. */
-const DRAIN_PROOF_POLL_MS = 1_000;
 
 /**
  * The replica controller, one step per service: desired replicas → replica records with
@@ -29,13 +29,7 @@ const DRAIN_PROOF_POLL_MS = 1_000;
 export const replicaController: Controller = {
   name: REPLICA_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
-  subjectOf(key) {
-    const p = parseKey(key);
-    if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'autoscale' || p.kind === 'rollout') return p.params.service;
-    if (p.kind === 'placement' || p.kind === 'observed' || p.kind === 'lost') return serviceOfReplica(p.params.replica!);
-    return undefined;
-  },
+  subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('replica')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};
@@ -54,14 +48,14 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const desired = spec ? desiredReplicas(spec.value, intent?.value.desired) : 0;
   let live = states.filter(isLive).length;
   const completed = spec ? states.filter(isCompleted).length : 0;
-  const txns: Txn[] = [];
+  const txns: Write[] = [];
   let timer: number | undefined;
   let drafted = 0;
-  const replaceIfShort = (cause: Cause, reason: string, backoff?: Backoff): ReplicaDraft | undefined => {
+  const replaceIfShort = (cause: Cause, why: Why, backoff?: Backoff): ReplicaDraft | undefined => {
     if (!spec || live + completed >= desired) return undefined;
     live++;
     drafted++;
-    const d = draftReplica(ctx, spec, cause, reason, backoff);
+    const d = draftReplica(ctx, spec, cause, why, backoff);
     d.compares.push(...intentRead);
     return d;
   };
@@ -101,9 +95,9 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
     if (scale.stopping) timer = Math.min(timer ?? Infinity, now + (spec?.value.stopGraceMs ?? DEFAULTS.stopGraceMs));
   }
 
-  let failed = 0;
-  for (const t of txns) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
-  if (failed > 0 || scale?.more) return { at: scale?.more && failed === 0 ? now : now + RETRY_MS };
+  const failed = await commitEach(store, txns);
+  if (failed > 0) return retrySoon(now);
+  if (scale?.more) return { at: now };
   return timer !== undefined ? { at: timer } : {};
 }
 
@@ -117,19 +111,19 @@ function retireLiveIfDone(
   s: ReplicaState,
   spec: Fact<'service'> | undefined,
   dropLive: () => void,
-  replaceIfShort: (cause: Cause, reason: string, backoff?: Backoff) => ReplicaDraft | undefined,
-): Txn | undefined {
+  replaceIfShort: (cause: Cause, why: Why, backoff?: Backoff) => ReplicaDraft | undefined,
+): Write | undefined {
   const { now } = ctx;
   const rec = s.record.value;
   const compares: Compare[] = [unchanged(s.record), unchanged(spec, buildKey('service', rec.service))];
-  let reason: string;
+  let ended: ReplicaEnded;
   let cause: Cause;
   let replace = true;
   let backoff: Backoff | undefined;
   const detail: string[] = [];
   const evidence = [evidenceOf(s.record)];
   if (s.lost && s.placement && s.lost.value.tenure === s.placement.value.tenure) {
-    reason = `lost with node ${s.lost.value.node}`;
+    ended = { outcome: 'lost', node: s.lost.value.node };
     cause = causedBy(decisionKey('replica', rec.id, s.lost.value.at, 'node-lost'));
     compares.push(unchanged(s.lost), unchanged(s.placement));
     evidence.push(evidenceOf(s.lost));
@@ -142,12 +136,16 @@ function retireLiveIfDone(
     const policy = spec?.value.restart ?? 'always';
     replace = policy === 'always' || (policy === 'on-failure' && failed);
     const init = obs.value.init?.state === 'failed' ? obs.value.init : undefined;
-    const failure = init
-      ? `init step ${init.step} ${init.timedOut ? 'timed out' : `failed (code ${init.exitCode ?? code ?? '?'})`}`
-      : `${obs.value.state}${code !== undefined ? ` with code ${code}` : ''}`;
-    // The agent's diagnostic says why (e.g. "liveness failed: …"): the reason `cca why` shows.
-    const because = !init && obs.value.diagnostic ? `: ${obs.value.diagnostic.message}` : '';
-    reason = `${replace ? '' : 'completed: '}${failure} on ${obs.value.node} (restart ${policy})${because}`;
+    const exit: ReplicaExit = {
+      state: obs.value.state as ReplicaExit['state'],
+      ...(code !== undefined ? { code } : {}),
+      restart: policy,
+      ...(init ? { init: { step: init.step, ...(init.exitCode !== undefined ? { code: init.exitCode } : {}), ...(init.timedOut ? { timedOut: true } : {}) } } : {}),
+      // The agent's diagnostic says why (e.g. "liveness failed: …"): the reason `cca why` shows.
+      ...(!init && obs.value.diagnostic ? { message: obs.value.diagnostic.message } : {}),
+    };
+    ended = { outcome: replace ? 'restarted' : 'completed', node: obs.value.node, exit };
+    const failure = exitText(exit);
     // The step's last output lines, so `cca why` shows what failed without the evidence's full text.
     if (init) detail.push(...tailLines(init.tail).map((l) => `output: ${l}`));
     if (obs.value.diagnostic) detail.push(`${obs.value.diagnostic.code} ${obs.value.diagnostic.message}`);
@@ -163,9 +161,10 @@ function retireLiveIfDone(
     evidence.push(evidenceOf(obs), evidenceOf(s.assignment!), evidenceOf(s.status!));
   }
   dropLive();
+  const reason = endedText(ended);
   const d = stopDecision(s, now, `retired: ${reason}`, cause, [reason, ...detail], evidence);
-  const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason };
-  const draft = replace ? replaceIfShort(causedBy(d.key), `replaces ${rec.id} (${reason})`, backoff) : undefined;
+  const retired: ReplicaRecord = { ...rec, desired: 'stop', stopRequestedAt: now, retired: true, reason: '', ended };
+  const draft = replace ? replaceIfShort(causedBy(d.key), { origin: { by: 'replacement' }, replaces: { replica: rec.id, ended } }, backoff) : undefined;
   return {
     compares: [...compares, ...d.compares, ...(draft?.compares ?? [])],
     ops: [putFact('replica', [rec.service, rec.id], retired), ...d.ops, ...(draft?.ops ?? [])],
@@ -182,19 +181,20 @@ function isStopped(state: string): boolean {
 }
 
 /** A stopping replica retires once it is observed stopped, was never placed, or its grace ran out. */
-function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: number): { txn: Txn } | { at: number } {
+function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: number): { txn: Write } | { at: number } {
   const rec = s.record.value;
   const grace = spec?.value.stopGraceMs ?? s.assignment?.value.spec.stopGraceMs ?? DEFAULTS.stopGraceMs;
   const deadline = (rec.stopRequestedAt ?? now) + grace;
   const obs = s.observation && s.placement && s.observation.value.tenure === s.placement.value.tenure ? s.observation : undefined;
   const stopped = obs && isStopped(obs.value.state);
-  let why: string;
-  if (!s.placement) why = 'it was never placed';
-  else if (stopped) why = `${obs.value.node} reports it ${obs.value.state}`;
-  else if (s.lost) why = `lost with node ${s.lost.value.node}`;
-  else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + DRAIN_PROOF_POLL_MS) };
-  else if (now >= deadline) why = `the grace period of ${grace} ms ran out`;
+  let ended: ReplicaEnded;
+  if (!s.placement) ended = { outcome: 'stopped', seen: 'never-placed' };
+  else if (stopped) ended = { outcome: 'stopped', node: obs.value.node, seen: 'reported', reported: obs.value.state as NonNullable<ReplicaEnded['reported']> };
+  else if (s.lost) ended = { outcome: 'stopped', node: s.lost.value.node, seen: 'lost-with-node' };
+  else if (rec.drained && (spec?.value.volumes.length ?? s.assignment?.value.spec.volumes.length ?? 0) > 0) return { at: Math.max(deadline, now + RETRY.proofPollMs) };
+  else if (now >= deadline) ended = { outcome: 'stopped', node: s.placement.value.node, seen: 'grace-expired', graceMs: grace };
   else return { at: deadline };
+  const why = stopSeenText(ended);
   const d = decide({
     kind: 'replica',
     subject: rec.id,
@@ -209,7 +209,7 @@ function retireStopped(s: ReplicaState, spec: Fact<'service'> | undefined, now: 
   return {
     txn: {
       compares: [unchanged(s.record), ...(obs ? [unchanged(obs)] : []), ...d.compares],
-      ops: [putFact('replica', [rec.service, rec.id], { ...rec, retired: true, reason: rec.reason || why }), ...d.ops],
+      ops: [putFact('replica', [rec.service, rec.id], { ...rec, retired: true, reason: '', ended }), ...d.ops],
     },
   };
 }
@@ -222,7 +222,7 @@ function planScale(
   states: ReplicaState[],
   diff: number,
   target: { desired: number; intent: Fact<'autoscale'> | undefined; compares: Compare[] },
-): { txn: Txn; more: boolean; stopping?: boolean } | undefined {
+): { txn: Write; more: boolean; stopping?: boolean } | undefined {
   const { now } = ctx;
   const liveStates = states.filter(isLive).filter((s) => !s.lost);
   if (diff === 0 || (diff < 0 && liveStates.length === 0)) return undefined;
@@ -256,7 +256,7 @@ function planScale(
   for (const s of victims) {
     const d = stopDecision(s, now, spec ? 'stopping: scaled down' : 'stopping: service deleted', causedBy(sd.key), [spec ? 'scale-down picks unplaced, then not running, then newest replicas' : 'the service was deleted']);
     compares.push(unchanged(s.record), ...d.compares);
-    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now }), ...d.ops);
+    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: '', stopBy: { by: spec ? 'scale-down' : 'deletion' } }), ...d.ops);
   }
   return { txn: { compares, ops }, more: -diff > victims.length, stopping: victims.length > 0 };
 }

@@ -1,19 +1,21 @@
-import { buildKey, decodeFact, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import { makeDiagnostic } from '../../core/diagnostics/error.js';
 import type { Rollout } from '../../core/model/facts.js';
 import { formatDuration } from '../../core/model/quantity.js';
 import { desiredReplicas, rolloutChanges } from '../../core/model/resolve.js';
 import { templateHash } from '../../core/model/template.js';
-import type { Compare, Op, Store } from '../../db/store.js';
+import { endedBadly, endedText } from '../../core/model/replica-outcome.js';
+import type { Compare, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { deleteKey, getFact, listFacts, putFact, unchanged, uniqueCompares, servicesUnder } from '../facts.js';
-import { serviceOfReplica } from '../ids.js';
+import { serviceOfKey } from '../ids.js';
 import { admissibleObservation, isCompleted, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { isReadyReplica, splitByTemplate, templateOfReplica } from './rollout-state.js';
+import { commit as commitWrite, type Write } from '../write.js';
+import { retrySoon } from '../retry.js';
 
 export const ROLLOUT_CONTROLLER = 'rollout';
-const RETRY_MS = 100;
 
 /**
  * The rollout controller: the single writer of `/rollouts/<service>`, one step per service.
@@ -27,24 +29,14 @@ const RETRY_MS = 100;
 export const rolloutController: Controller = {
   name: ROLLOUT_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('rollout'), prefixOf('nodeStatus'), prefixOf('autoscale')],
-  subjectOf(key) {
-    const p = parseKey(key);
-    if (!p) return undefined;
-    if (p.kind === 'service' || p.kind === 'replica' || p.kind === 'rollout' || p.kind === 'autoscale') return p.params.service;
-    if (p.kind === 'placement' || p.kind === 'observed') return serviceOfReplica(p.params.replica!);
-    return undefined; // a node's readiness changes: every service's counts may change
-  },
+  // A node's readiness change concerns every service (its counts may change).
+  subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('rollout')]),
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     if (ctx.subject === undefined) return {};
     return reconcileRollout(ctx, ctx.subject);
   },
 };
-
-interface Write {
-  compares: Compare[];
-  ops: Op[];
-}
 
 async function reconcileRollout(ctx: StepContext, service: string): Promise<Wakeup> {
   const { store, now } = ctx;
@@ -166,8 +158,7 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
 }
 
 async function commit(store: Store, w: Write, now: number): Promise<Wakeup> {
-  const res = await store.txn({ compare: uniqueCompares(w.compares), success: w.ops });
-  return res.succeeded ? {} : { at: now + RETRY_MS };
+  return (await commitWrite(store, { compares: uniqueCompares(w.compares), ops: w.ops })) ? {} : retrySoon(now);
 }
 
 function mostCommon(items: readonly string[]): string {
@@ -186,7 +177,8 @@ async function stuckReason(store: Store, unready: readonly ReplicaState[], all: 
   for (const s of unready) parts.push(await describeNotReady(store, s));
   for (const s of all) {
     const rec = s.record.value;
-    if (rec.retired && rec.desired === 'stop' && rec.template === target && rec.reason && !rec.reason.startsWith('completed') && rec.reason !== 'rolling update') parts.push(`a replica ${rec.reason}`);
+    // New replicas that ended by themselves or with their node (not ones stopped on purpose).
+    if (rec.template === target && rec.ended && endedBadly(rec)) parts.push(`a replica ${endedText(rec.ended)}`);
   }
   if (c.newLive < c.desired) parts.push(`${c.desired - c.newLive} not created yet (the roll waits for the others)`);
   const grouped = new Map<string, number>();

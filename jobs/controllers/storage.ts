@@ -1,22 +1,17 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { VolumeRecord } from '../../core/model/facts.js';
 import { formatDuration } from '../../core/model/quantity.js';
-import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, listFacts, putFact, unchanged, type Fact } from '../facts.js';
+import { absent, deleteKey, putFact, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
-import { indexBy } from './view.js';
+import { indexBy, listEvery } from './view.js';
 import { DEFAULTS } from '../../core/model/defaults.js';
+import { commitEach, type Write } from '../write.js';
+import { retrySoon } from '../retry.js';
 
 export const STORAGE_CONTROLLER = 'storage';
-const RETRY_MS = 100;
 /** Volume writes per step; the rest in the next step, at once. */
 const MAX_WRITES = 64;
-
-interface Txn {
-  compares: Compare[];
-  ops: Op[];
-}
 
 /** A volume some assignment needs on its node: the first assignment (by replica id) that needs it. */
 interface Want {
@@ -43,20 +38,13 @@ export const storageController: Controller = {
   watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('volume'), prefixOf('observedVolume'), prefixOf('volumeHold')],
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     const { store, now } = ctx;
-    const [services, assigned, volumes, allocations, observed, holdFacts] = await Promise.all([
-      listFacts(store, 'service', prefixOf('service')),
-      listFacts(store, 'assigned', prefixOf('assigned')),
-      listFacts(store, 'volume', prefixOf('volume')),
-      listFacts(store, 'allocation', prefixOf('allocation')),
-      listFacts(store, 'observedVolume', prefixOf('observedVolume')),
-      listFacts(store, 'volumeHold', prefixOf('volumeHold')),
-    ]);
+    const [services, assigned, volumes, allocations, observed, holdFacts] = await listEvery(store, 'service', 'assigned', 'volume', 'allocation', 'observedVolume', 'volumeHold');
     const holds = indexBy(holdFacts, (h) => h.key);
     const specs = indexBy(services, (s) => s.value.name);
     const allocs = indexBy(allocations, (a) => a.value.node);
     const records = indexBy(volumes, (v) => v.key);
     const wants = wanted(assigned, specs);
-    const txns: Txn[] = [];
+    const txns: Write[] = [];
     for (const w of wants.values()) {
       const key = buildKey('volume', w.node, w.service, w.volume);
       const existing = records.get(key);
@@ -101,9 +89,7 @@ export const storageController: Controller = {
       if (await store.get(key)) continue;
       txns.push(readyTxn(v, obs));
     }
-    let failed = 0;
-    for (const t of txns.slice(0, MAX_WRITES)) if (!(await store.txn({ compare: t.compares, success: t.ops })).succeeded) failed++;
-    if (failed > 0) return { at: now + RETRY_MS };
+    if ((await commitEach(store, txns.slice(0, MAX_WRITES))) > 0) return retrySoon(now);
     if (txns.length > MAX_WRITES) return { at: now };
     return next === undefined ? {} : { at: next };
   },
@@ -132,7 +118,7 @@ export function wanted(assigned: readonly Fact<'assigned'>[], specs: Map<string,
   return out;
 }
 
-function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Txn {
+function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spec: Fact<'service'> | undefined, now: number): Write {
   const serviceKey = buildKey('service', w.service);
   const keepForMs = declaredIn(spec, w.volume)?.keepForMs ?? declaredIn(w.assignment, w.volume)?.keepForMs ?? DEFAULTS.volumeKeepForMs;
   const record: VolumeRecord = { node: w.node, service: w.service, volume: w.volume, sizeBytes: w.sizeBytes, replica: existing?.value.replica ?? w.assignment.value.replica, at: existing?.value.at ?? now, usedAt: Math.max(existing?.value.usedAt ?? 0, w.latest.value.placedAt), usedBy: w.latest.value.replica, keepForMs, kept: false };
@@ -156,7 +142,7 @@ function wantTxn(w: Want, key: string, existing: Fact<'volume'> | undefined, spe
 }
 
 /** A new replica placed with the volume on its node: the record names the volume's last user. */
-function usedTxn(w: Want, existing: Fact<'volume'>, now: number): Txn {
+function usedTxn(w: Want, existing: Fact<'volume'>, now: number): Write {
   const a = w.latest.value;
   const d = decide({
     kind: 'service',
@@ -180,7 +166,7 @@ function readyKey(v: Fact<'volume'>): string {
   return decisionKey('service', v.value.service, v.value.at, `storage-ready-${v.value.node}-${v.value.volume}-${v.value.sizeBytes}`);
 }
 
-function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
+function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Write {
   const { node, service, volume } = v.value;
   const d = decide({
     kind: 'service',
@@ -197,7 +183,7 @@ function readyTxn(v: Fact<'volume'>, obs: Fact<'observedVolume'>): Txn {
 }
 
 /** A retained volume (no replica on its node now) follows the spec's size and keep_for too. */
-function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, declared: { sizeBytes: number; keepForMs: number }, now: number): Txn {
+function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, declared: { sizeBytes: number; keepForMs: number }, now: number): Write {
   const { node, service, volume } = v.value;
   const { sizeBytes, keepForMs } = declared;
   if (sizeBytes === v.value.sizeBytes) {
@@ -233,7 +219,7 @@ function resizeTxn(v: Fact<'volume'>, spec: Fact<'service'>, declared: { sizeByt
  * allocation record changes with every placement and release there, so comparing it
  * rules out an assignment placed on the node since the read.
  */
-function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Txn {
+function releaseTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Write {
   const { node, service, volume } = v.value;
   const serviceKey = buildKey('service', service);
   const allocKey = buildKey('allocation', node);
@@ -267,7 +253,7 @@ function declaredIn(f: Fact<'service'> | Fact<'assigned'> | undefined, volume: s
  * Released, not deleted: the record stays (and the agent keeps the data) until `deleteAt`,
  * so `cca volume keep` or applying the service again can still save it.
  */
-function releasingTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Txn {
+function releasingTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, alloc: Fact<'allocation'> | undefined, holdKey: string, now: number): Write {
   const { node, service, volume, keepForMs } = v.value;
   const serviceKey = buildKey('service', service);
   const allocKey = buildKey('allocation', node);
@@ -294,7 +280,7 @@ function releasingTxn(v: Fact<'volume'>, spec: Fact<'service'> | undefined, allo
 }
 
 /** An operator's hold: the pending deletion is cancelled while the hold stays. */
-function keepTxn(v: Fact<'volume'>, hold: Fact<'volumeHold'>, now: number): Txn {
+function keepTxn(v: Fact<'volume'>, hold: Fact<'volumeHold'>, now: number): Write {
   const { node, service, volume } = v.value;
   const { releasing: _, ...rest } = v.value;
   const d = decide({
@@ -312,7 +298,7 @@ function keepTxn(v: Fact<'volume'>, hold: Fact<'volumeHold'>, now: number): Txn 
 }
 
 /** Wanted or declared again while released or kept: back to an ordinary retained volume. */
-function restoreTxn(v: Fact<'volume'>, cause: Fact<'service'> | Fact<'assigned'>, now: number): Txn {
+function restoreTxn(v: Fact<'volume'>, cause: Fact<'service'> | Fact<'assigned'>, now: number): Write {
   const { node, service, volume } = v.value;
   const { releasing: _, ...rest } = v.value;
   const d = decide({

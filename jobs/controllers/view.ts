@@ -1,4 +1,4 @@
-import { prefixOf } from '../../core/keys.js';
+import { prefixOf, type KeyKind } from '../../core/keys.js';
 import type { Store } from '../../db/store.js';
 import { listFacts, type Fact } from '../facts.js';
 
@@ -24,21 +24,25 @@ export function indexBy<T>(items: readonly T[], key: (t: T) => string): Map<stri
   return new Map(items.map((t) => [key(t), t]));
 }
 
-export async function readClusterView(store: Store): Promise<ClusterView> {
-  const [nodes, statuses, allocations, audits, assigned, nodeOps] = await Promise.all([
-    listFacts(store, 'node', prefixOf('node')),
-    listFacts(store, 'nodeStatus', prefixOf('nodeStatus')),
-    listFacts(store, 'allocation', prefixOf('allocation')),
-    listFacts(store, 'audit', prefixOf('audit')),
-    listFacts(store, 'assigned', prefixOf('assigned')),
-    listFacts(store, 'nodeOp', prefixOf('nodeOp')),
-  ]);
-  const byNode = new Map<string, Fact<'assigned'>[]>();
-  for (const a of assigned) {
-    const list = byNode.get(a.value.node) ?? [];
-    list.push(a);
-    byNode.set(a.value.node, list);
+/** Items grouped under a key, each group in the items' order. */
+export function groupBy<T>(items: readonly T[], key: (t: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const t of items) {
+    const k = key(t);
+    const list = out.get(k);
+    if (list) list.push(t);
+    else out.set(k, [t]);
   }
+  return out;
+}
+
+/** Every fact of each kind, the prefixes read in parallel: for steps that join whole prefixes in memory. */
+export function listEvery<const K extends readonly KeyKind[]>(store: Store, ...kinds: K): Promise<{ -readonly [I in keyof K]: Fact<K[I]>[] }> {
+  return Promise.all(kinds.map((k) => listFacts(store, k, prefixOf(k)))) as Promise<{ -readonly [I in keyof K]: Fact<K[I]>[] }>;
+}
+
+export async function readClusterView(store: Store): Promise<ClusterView> {
+  const [nodes, statuses, allocations, audits, assigned, nodeOps] = await listEvery(store, 'node', 'nodeStatus', 'allocation', 'audit', 'assigned', 'nodeOp');
   return {
     nodes: indexBy(nodes, (n) => n.value.name),
     statuses: indexBy(statuses, (s) => s.value.node),
@@ -46,7 +50,7 @@ export async function readClusterView(store: Store): Promise<ClusterView> {
     audits: indexBy(audits, (a) => a.value.node),
     nodeOps: indexBy(nodeOps, (o) => o.value.node),
     assignments: indexBy(assigned, (a) => a.value.replica),
-    byNode,
+    byNode: groupBy(assigned, (a) => a.value.node),
   };
 }
 

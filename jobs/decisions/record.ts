@@ -1,8 +1,9 @@
 import { buildKey, decodeFact, encodeFact, parseKey, redactStoredValue } from '../../core/keys.js';
 import type { Decision, Repeat } from '../../core/model/facts.js';
-import type { Compare, KeyValue, Op } from '../../db/store.js';
+import type { KeyValue } from '../../db/store.js';
 import { absent, putFact, unchanged, type Fact } from '../facts.js';
 import { timeTag } from '../ids.js';
+import type { Write } from '../write.js';
 
 export type DecisionKind = Decision['kind'];
 export type Evidence = Decision['evidence'][number];
@@ -50,11 +51,9 @@ export interface DecisionInput {
   basis?: string;
 }
 
-export interface DecisionWrite {
+export interface DecisionWrite extends Write {
   key: string;
   decision: Decision;
-  compares: Compare[];
-  ops: Op[];
 }
 
 /**
@@ -95,7 +94,7 @@ export function repeatOnce(
   current: Fact<'repeat'> | undefined,
   at: number,
   basis?: string,
-): { compares: Compare[]; ops: Op[] } {
+): Write {
   const key = buildKey('repeat', controller, kind, subject);
   const prev: Repeat | undefined = current?.value;
   const base: Repeat = prev && prev.decision === decision ? { ...prev, count: prev.count + 1, last: at } : { decision, count: 1, first: at, last: at };

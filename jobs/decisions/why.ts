@@ -22,6 +22,8 @@ export interface WhyAnswer {
   terminal?: { fact: string; modRevision: number; current?: string };
   /** Why the chain stops short, when it does. */
   truncated?: string;
+  /** The decision the chain needed that retention evicted, when that is why it stops short. */
+  evicted?: string;
   /** Repetition summaries about this subject (never part of the chain). */
   repeats: { controller: string; repeat: Repeat }[];
 }
@@ -74,6 +76,7 @@ export async function why(store: Store, kind: DecisionKind, name: string): Promi
     const kv = await store.get(cause.decision);
     if (!kv) {
       answer.truncated = `${cause.decision} is no longer kept (evicted by retention)`;
+      answer.evicted = cause.decision;
       break;
     }
     link = { key: kv.key, decision: decodeFact('decision', kv.key, kv.value) };

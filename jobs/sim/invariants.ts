@@ -1,5 +1,6 @@
 import { decodeFact, parseKey, prefixOf } from '../../core/keys.js';
 import { desiredReplicas } from '../../core/model/resolve.js';
+import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import type { Store, WatchBatch } from '../../db/store.js';
 import { listFacts } from '../facts.js';
 import { why } from '../decisions/why.js';
@@ -26,6 +27,7 @@ export const INVARIANTS = {
   eventuallyRunning: 'eventually-running',
   storeReportedOnce: 'store-failure-reported-once',
   statefulProven: 'stateful-replaced-only-with-proof',
+  singleWriter: 'single-writer',
 } as const;
 
 /** What the world mirrors from the watch: assignments and node capacities, decoded once per change. */
@@ -73,7 +75,7 @@ export async function checkNewAssignments(store: Store, batch: WatchBatch): Prom
  * with a proof that the old copy stopped — the node confirmed it or an operator fenced the
  * node, never a lease expiry alone — and only while the old copy runs nowhere.
  */
-export async function checkStatefulPlacements(store: Store, batch: WatchBatch, replaces: ReadonlyMap<string, string>, agents: Iterable<SimAgent>): Promise<string[]> {
+export function checkStatefulPlacements(batch: WatchBatch, replaces: ReadonlyMap<string, string>, lostProofs: ReadonlyMap<string, ReadonlySet<string>>, agents: Iterable<SimAgent>): string[] {
   const out: string[] = [];
   for (const e of batch.events) {
     if (e.type !== 'put' || e.kv.version !== 1 || parseKey(e.kv.key)?.kind !== 'assigned') continue;
@@ -83,9 +85,9 @@ export async function checkStatefulPlacements(store: Store, batch: WatchBatch, r
     for (const agent of agents) {
       if (agent.runtime.workloads.get(old)?.state === 'running') out.push(`${a.replica} placed on ${a.node} while ${old}, the stateful replica it replaces, still runs on ${agent.record.name}`);
     }
-    // The /lost/ record may already be gone (deleted once released); the decision stays.
-    const lostDecisions = (await store.range({ prefix: prefixOf('decision', 'replica', old) })).kvs.filter((kv) => kv.key.endsWith('-node-lost'));
-    const proven = lostDecisions.some((kv) => /\(proof: (node-confirmed|operator-fence)\)/.test(decodeFact('decision', kv.key, kv.value).action));
+    // The proofs the world saw on the old replica's /lost/ records (deleted once released).
+    const proofs = lostProofs.get(old);
+    const proven = proofs?.has('node-confirmed') || proofs?.has('operator-fence');
     if (!proven) out.push(`${a.replica} replaces stateful ${old} without a proof of its stop (a lease expiry alone)`);
   }
   return out;
@@ -134,7 +136,7 @@ export async function checkEventuallyRunning(store: Store, agents: ReadonlyMap<s
   for (const s of services) {
     const desired = desiredReplicas(s.value, intents.get(s.value.name));
     const mine = records.filter((r) => r.value.service === s.value.name && r.value.desired === 'run' && !r.value.retired);
-    const completed = records.filter((r) => r.value.service === s.value.name && r.value.retired && r.value.reason.startsWith('completed')).length;
+    const completed = records.filter((r) => r.value.service === s.value.name && ranToCompletion(r.value)).length;
     // Replicas that ran to completion (no-restart policies) count toward the desired number.
     const want = Math.max(0, desired - completed);
     if (mine.length !== want) out.push(`${s.value.name} wants ${desired} replicas (${completed} completed), has ${mine.length} live`);
@@ -165,7 +167,7 @@ export async function checkChains(store: Store, evicted: ReadonlySet<string>): P
     const [kind, subject] = s.split('\0') as ['service' | 'replica' | 'node', string];
     const a = await why(store, kind, subject);
     if (a.complete) continue;
-    const missing = /^(\S+) is no longer kept/.exec(a.truncated ?? '')?.[1];
+    const missing = a.evicted;
     if (!missing || !evicted.has(missing)) out.push(`why ${kind} ${subject} is truncated without an eviction: ${a.truncated}`);
   }
   return out;

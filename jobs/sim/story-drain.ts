@@ -21,7 +21,7 @@ const UPDATES: readonly Update[] = [
 
 /** An operator's intent as the API writes it (`cca node cordon|drain|uncordon`). */
 async function nodeOp(w: SimWorld, node: string, op: Pick<NodeOp, 'cordoned' | 'drain'>): Promise<void> {
-  await w.store.put(buildKey('nodeOp', node), encodeFact('nodeOp', { node, ...op, requestedBy: 'sim', at: w.t }));
+  await w.api.put(buildKey('nodeOp', node), encodeFact('nodeOp', { node, ...op, requestedBy: 'sim', at: w.t }));
   w.log(`${op.drain ? 'drain' : op.cordoned ? 'cordon' : 'uncordon'} ${node}`);
 }
 

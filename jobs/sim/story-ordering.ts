@@ -140,7 +140,7 @@ export async function simOrdering(opts: SimOptions): Promise<ScenarioResult> {
   const crashed = during[0];
   if (crashed) w.crashReplica(crashed, 1);
   await w.runFor(20_000);
-  const replacement = (await listFacts(w.store, 'replica', prefixOf('replica', 'api'))).find((r) => r.value.reason.startsWith(`replaces ${crashed} `));
+  const replacement = (await listFacts(w.store, 'replica', prefixOf('replica', 'api'))).find((r) => r.value.replaces?.replica === crashed);
   const waited = replacement
     ? (await w.store.range({ prefix: prefixOf('decision', 'replica', replacement.value.id) })).kvs
         .map((kv) => decodeFact('decision', kv.key, kv.value))

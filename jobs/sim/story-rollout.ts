@@ -75,7 +75,7 @@ export function checkAvailabilityBound(w: SimWorld, service: string): BoundStats
     const out: string[] = [];
     for (const rec of await listFacts(w.store, 'replica', prefixOf('replica', service))) {
       const r = rec.value;
-      if (r.reason !== 'rolling update' || r.stopRequestedAt === undefined || seen.has(r.id)) continue;
+      if (r.stopBy?.by !== 'rollout' || r.stopRequestedAt === undefined || seen.has(r.id)) continue;
       seen.add(r.id);
       stats.voluntaryStops++;
       const d = await w.store.get(decisionKey('replica', r.id, r.stopRequestedAt, 'rc-stop'));

@@ -31,7 +31,7 @@ async function operatorFence(w: SimWorld, node: string): Promise<void> {
   const kv = await w.store.get(buildKey('nodeStatus', node));
   if (!kv) return;
   const status = decodeFact('nodeStatus', kv.key, kv.value);
-  await w.store.put(buildKey('fence', node), encodeFact('fence', { node, tenure: status.tenure, assertedBy: 'operator', at: w.t }));
+  await w.api.put(buildKey('fence', node), encodeFact('fence', { node, tenure: status.tenure, assertedBy: 'operator', at: w.t }));
   w.log(`operator fences ${node} (tenure ${status.tenure})`);
 }
 

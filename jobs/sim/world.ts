@@ -1,16 +1,16 @@
 import { SimPeerNet } from './peer-net.js';
 import { QUORUM } from '../../core/model/quorum.js';
-import { makeDiagnostic } from '../../core/diagnostics/error.js';
 import type { Diagnostic } from '../../core/diagnostics/types.js';
 import { buildKey, decodeFact, encodeFact, parseKey } from '../../core/keys.js';
 import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
 import { MemoryStore } from '../../db/memory.js';
-import type { WatchBatch } from '../../db/store.js';
+import type { Store, WatchBatch } from '../../db/store.js';
 import type { Controller } from '../controller.js';
 import { controllers as allControllers } from '../controllers/index.js';
-import { backoffMs, FailureReporter, runStep } from '../step-runner.js';
+import { runStep, StepBook } from '../step-runner.js';
 import { WakeTable, type DueStep } from '../wake-table.js';
 import { SimAgent, type AgentEvent, type AgentTiming } from './agent.js';
+import { AttributingStore, type Component } from './attributing-store.js';
 import { GatedStore } from './gated-store.js';
 import * as inv from './invariants.js';
 import { Rng } from './rng.js';
@@ -75,16 +75,18 @@ export class SimWorld {
   readonly timing: AgentTiming & { tickMs: number };
   private readonly table: WakeTable;
   private readonly control: GatedStore;
+  /** Each controller's view of the store, its writes attributed to it (checked against core/keys.ts). */
+  private readonly controlOf = new Map<string, AttributingStore>();
+  /** The API's writes (apply, scale, delete, operator requests), attributed to the API. */
+  readonly api: AttributingStore;
   private readonly ctrlRng: Rng;
   private readonly agentRng: Rng;
-  private readonly reporter: FailureReporter;
-  private readonly failures = new Map<string, number>();
+  private readonly book: StepBook;
   private queue: Event[] = [];
   private seq = 0;
   private storeDownSince: number | undefined;
   private storeDownTotal = 0;
   private outageDepth = 0;
-  private storeWasDown = false;
   readonly partitions = new Set<string>();
   /** Which nodes can talk to each other (peer questions): same group. Absent = group 0. */
   readonly peerGroups = new Map<string, number>();
@@ -94,6 +96,8 @@ export class SimWorld {
   private consumed = 1;
   readonly evicted = new Set<string>();
   private readonly replaces = new Map<string, string>();
+  /** Every proof a `/lost/` record of each replica carried (the record is deleted once released). */
+  private readonly lostProofs = new Map<string, Set<string>>();
   private stepsThisInstant = 0;
   private readonly mirror: inv.Mirror = { assigned: new Map(), capacity: new Map() };
   private lastInstant = -1;
@@ -118,9 +122,11 @@ export class SimWorld {
     this.store = new MemoryStore({ now: () => this.storeClock() });
     this.control = new GatedStore(this.store, () => (this.storeDown ? 'store-down' : 'up'));
     this.controllers = allControllers({ node: { lostGraceMs: opts.lostGraceMs ?? 1_000 }, retention: { everyMs: 60_000 } });
+    for (const c of this.controllers) this.controlOf.set(c.name, this.attributed(this.control, { kind: 'controller', name: c.name }));
+    this.api = this.attributed(this.store, { kind: 'api' });
     this.table = new WakeTable(this.controllers);
     this.table.kickAll(0);
-    this.reporter = new FailureReporter((d) => {
+    this.book = new StepBook((d) => {
       this.diagnostics.push(d);
       this.log(`diagnostic ${d.code}: ${d.message}`);
     });
@@ -133,6 +139,11 @@ export class SimWorld {
 
   private storeClock(): number {
     return this.t - this.storeDownTotal - (this.storeDownSince !== undefined ? this.t - this.storeDownSince : 0);
+  }
+
+  /** A component's store: a write outside the prefixes core/keys.ts gives it is a violation. */
+  private attributed(inner: Store, who: Component): AttributingStore {
+    return new AttributingStore(inner, who, (detail) => this.violate(inv.INVARIANTS.singleWriter, detail));
   }
 
   log(line: string): void {
@@ -167,7 +178,7 @@ export class SimWorld {
       images: spec.images ?? DEFAULT_IMAGES,
       runtime: 'fake',
     };
-    const agent = new SimAgent(record, gated, this.timing, (e) => this.onAgentEvent(name, e));
+    const agent = new SimAgent(record, this.attributed(gated, { kind: 'agent', node: name }), this.timing, (e) => this.onAgentEvent(name, e));
     agent.runtime.cpuUsage = (w) => this.cpuUsage(w);
     agent.runtime.subnet = spec.subnet;
     this.agents.set(name, agent);
@@ -204,7 +215,7 @@ export class SimWorld {
   /** Apply a service as the API would: validated, written to `/services/<name>`. */
   async apply(input: ServiceSpecInput): Promise<void> {
     const spec = serviceSpecSchema.parse(input);
-    await this.store.put(buildKey('service', spec.name), encodeFact('service', spec));
+    await this.api.put(buildKey('service', spec.name), encodeFact('service', spec));
     this.log(`apply ${spec.name} (${spec.replicas} replicas, image ${spec.image})`);
   }
 
@@ -231,12 +242,12 @@ export class SimWorld {
     const kv = await this.store.get(buildKey('service', service));
     if (!kv) return;
     const spec = decodeFact('service', kv.key, kv.value);
-    await this.store.put(kv.key, encodeFact('service', { ...spec, replicas }));
+    await this.api.put(kv.key, encodeFact('service', { ...spec, replicas }));
     this.log(`scale ${service} to ${replicas}`);
   }
 
   async deleteService(service: string): Promise<void> {
-    await this.store.delete(buildKey('service', service));
+    await this.api.delete(buildKey('service', service));
     this.log(`delete service ${service}`);
   }
 
@@ -349,7 +360,10 @@ export class SimWorld {
     this.log(`fault: the next ${n} kill(s) on ${node} fail`);
   }
 
-  /** A bug's footprint: the allocation record of a node no longer matches its assignments. */
+  /**
+   * A bug's footprint: the allocation record of a node no longer matches its assignments.
+   * Written past the single-writer check on purpose: it stands for a scheduler bug.
+   */
   async corruptAllocation(node: string): Promise<void> {
     const kv = await this.store.get(buildKey('allocation', node));
     if (!kv) return;
@@ -364,7 +378,7 @@ export class SimWorld {
     if (!kv) return false;
     const f = decodeFact('audit', kv.key, kv.value);
     if (!f.open) return false;
-    await this.store.put(buildKey('repair', node), encodeFact('repair', { node, requestedBy: 'operator', at: this.t, finding: f.revision }));
+    await this.api.put(buildKey('repair', node), encodeFact('repair', { node, requestedBy: 'operator', at: this.t, finding: f.revision }));
     this.log(`operator requests repair of ${node}`);
     return true;
   }
@@ -407,8 +421,7 @@ export class SimWorld {
         await this.drain();
       } else {
         // The driver's watch fails too: that alone is worth one report per outage.
-        this.storeWasDown = true;
-        this.reporter.report({ ok: false, storeDown: true, diagnostic: makeDiagnostic('CCA-E0403', { reason: 'the watch on the store failed: simulated outage' }) });
+        this.book.storeFailed('the watch on the store failed: simulated outage');
       }
       await this.fanOut();
       for (const step of this.rng.shuffle(this.table.take(this.t))) await this.runController(step);
@@ -441,24 +454,12 @@ export class SimWorld {
       return;
     }
     const before = await this.store.revision();
-    const out = await runStep(c, this.control, this.t, () => this.ctrlRng.next(), subject);
+    const out = await runStep(c, this.controlOf.get(c.name)!, this.t, () => this.ctrlRng.next(), subject);
     this.table.done(step);
     this.stats.steps++;
-    if (out.ok) {
-      this.failures.delete(step.key);
-      if (this.storeWasDown) {
-        this.storeWasDown = false;
-        this.reporter.recovered();
-      }
-      if (out.wake.at !== undefined) this.table.wake(c, subject, out.wake.at);
-    } else {
-      this.stats.failedSteps++;
-      if (out.storeDown) this.storeWasDown = true;
-      const n = (this.failures.get(step.key) ?? 0) + 1;
-      this.failures.set(step.key, n);
-      this.reporter.report(out);
-      this.table.wake(c, subject, this.t + backoffMs(n, () => this.ctrlRng.next()));
-    }
+    if (!out.ok) this.stats.failedSteps++;
+    const next = this.book.settle(step.key, out, this.t, () => this.ctrlRng.next());
+    if (next !== undefined) this.table.wake(c, subject, next);
     const after = this.storeDown ? before : await this.store.revision();
     if (after !== before || !out.ok) this.log(`${step.key}: ${out.ok ? `wrote revisions ${before + 1}..${after}` : `failed (${out.diagnostic.code})`}`);
     await this.afterStep(step.key);
@@ -503,12 +504,15 @@ export class SimWorld {
         if (p?.kind === 'node' && e.type === 'put') this.mirror.capacity.set(p.params.node!, decodeFact('node', e.kv.key, e.kv.value).capacity);
         if (e.type === 'put' && e.kv.version === 1 && p?.kind === 'replica') {
           const rec = decodeFact('replica', e.kv.key, e.kv.value);
-          const m = /^replaces (\S+) \(lost/.exec(rec.reason);
-          if (m) this.replaces.set(rec.id, m[1]!);
+          if (rec.replaces?.ended.outcome === 'lost') this.replaces.set(rec.id, rec.replaces.replica);
+        }
+        if (e.type === 'put' && p?.kind === 'lost') {
+          const l = decodeFact('lost', e.kv.key, e.kv.value);
+          this.lostProofs.set(l.replica, (this.lostProofs.get(l.replica) ?? new Set()).add(l.proof));
         }
       }
       for (const d of await inv.checkNewAssignments(this.store, batch)) this.violate(inv.INVARIANTS.placedOnReady, d);
-      for (const d of await inv.checkStatefulPlacements(this.store, batch, this.replaces, this.agents.values())) this.violate(inv.INVARIANTS.statefulProven, d);
+      for (const d of inv.checkStatefulPlacements(batch, this.replaces, this.lostProofs, this.agents.values())) this.violate(inv.INVARIANTS.statefulProven, d);
     }
   }
 

@@ -5,7 +5,8 @@ import { AgentClient, ServerError } from '../../agent/client.js';
 import { deadlines, FENCE } from '../../agent/fence.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { FakeAgentServer } from './fake-server.js';
-import { sleep, startAgent, tempDir, waitFor, type TestAgent } from './support.js';
+import { sleep, startAgent, tempDir, type TestAgent } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 const web = { name: 'web', image: 'busybox:1.35', command: ['httpd', '-f'], stopGraceMs: 500 };
 
@@ -148,8 +149,8 @@ describe('agent with the fake runtime', () => {
     await waitFor('running', () => runtime.running().length === 2);
     server.cut(true);
     const cutAt = Date.now();
-    const fencedAt = await waitFor('fenced', () => (runtime.running().length === 0 ? Date.now() : undefined), 15_000, 20);
-    const expiry = await waitFor('lease expiry on the server', () => server.expiries[0], 15_000, 20);
+    const fencedAt = await waitFor('fenced', () => (runtime.running().length === 0 ? Date.now() : undefined), { timeoutMs: 15_000, everyMs: 20 });
+    const expiry = await waitFor('lease expiry on the server', () => server.expiries[0], { timeoutMs: 15_000, everyMs: 20 });
     // Stopped before the server could expire the lease, by at least the margin minus the kill budget.
     expect(fencedAt).toBeLessThan(expiry.at);
     expect(expiry.at - fencedAt).toBeGreaterThanOrEqual(FENCE.marginMs - FENCE.killMs - FENCE.checkMs - 100);

@@ -7,7 +7,8 @@ import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 
 /**
@@ -57,7 +58,7 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   expect(applied.plan?.added).toEqual(['burn']);
   const service = async () => (await api('GET', '/v1/services/burn')).service as Json;
 
-  await waitFor('scaled up to 3 running', async () => (await service())?.running === 3, 90_000, 500);
+  await waitFor('scaled up to 3 running', async () => (await service())?.running === 3, { timeoutMs: 90_000, everyMs: 500 });
   const up = await service();
   expect(up.desired).toBe(3);
   expect(up.spec.replicas).toBe(1); // the user's replicas stay the user's
@@ -81,9 +82,9 @@ it('a CPU-burning service scales up to max on the process runtime, and back down
   await waitFor('back down to 1 running', async () => {
     const s = await service();
     return s?.desired === 1 && s.running === 1 && s.replicas === 1;
-  }, 90_000, 500);
+  }, { timeoutMs: 90_000, everyMs: 500 });
   console.log(`autoscale e2e: back to 1 running ${((Date.now() - idleAt) / 1000).toFixed(1)} s after the burn stopped (window 8 s)`);
 
   await api('DELETE', '/v1/services/burn');
-  await waitFor('everything stopped', async () => runtime.list({ usage: false }).then((l) => l.every((w) => w.state !== 'running')), 30_000, 200);
+  await waitFor('everything stopped', async () => runtime.list({ usage: false }).then((l) => l.every((w) => w.state !== 'running')), { timeoutMs: 30_000, everyMs: 200 });
 }, 240_000);

@@ -4,7 +4,8 @@ import type { NetnsManager } from '../../agent/netns.js';
 import { ContainerdRuntime, type ContainerdRuntimeOptions } from '../../agent/runtime-containerd.js';
 import { buildImages } from '../../fixtures/images/build.js';
 import { FakeAgentServer } from './fake-server.js';
-import { startAgent, waitFor, type TestAgent } from './support.js';
+import { startAgent, type TestAgent } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 export interface ContainerdAgent {
   daemon: ContainerdDaemon;

@@ -8,7 +8,8 @@ import type { ContainerdRuntime } from '../../agent/runtime-containerd.js';
 import { startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
 import type { FakeAgentServer } from './fake-server.js';
 import { namespacesWith, probe } from './netns-support.js';
-import { tempDir, waitFor, type TestAgent } from './support.js';
+import { tempDir, type TestAgent } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 /** The containerd runtime with `--network netns`: containers join the namespace the agent made (`ctr run --with-ns`). */
@@ -50,7 +51,7 @@ describe.runIf(can)('containerd runtime in network namespaces', () => {
       network: { allow: [{ service: 'api', port: 'http' }] },
     });
     // Readiness passes: the agent probes the replica's own address, and the node is always admitted.
-    const obs = await waitFor('db ready', () => (server.observation('n1', 'db-1')?.health.readiness === 'passing' ? server.observation('n1', 'db-1') : undefined), 40_000, 100);
+    const obs = await waitFor('db ready', () => (server.observation('n1', 'db-1')?.health.readiness === 'passing' ? server.observation('n1', 'db-1') : undefined), { timeoutMs: 40_000, everyMs: 100 });
     const db = net.info('db-1')!;
     expect(obs.address).toBe(db.address);
     expect(obs.ports).toEqual({ http: 8080 });
@@ -70,6 +71,6 @@ describe.runIf(can)('containerd runtime in network namespaces', () => {
     await net.teardown('other-9');
     // Removal takes the namespace with it.
     server.unassign('n1', 'db-1');
-    await waitFor('removed with its namespace', async () => !(await runtime.ctr.containers()).has('cca-db-1') && namespacesWith(prefix).length === 0, 20_000, 100);
+    await waitFor('removed with its namespace', async () => !(await runtime.ctr.containers()).has('cca-db-1') && namespacesWith(prefix).length === 0, { timeoutMs: 20_000, everyMs: 100 });
   }, 90_000);
 });

@@ -6,7 +6,8 @@ import { FENCE } from '../../agent/fence.js';
 import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
 import { startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
 import type { FakeAgentServer } from './fake-server.js';
-import { startAgent, tempDir, waitFor, type TestAgent } from './support.js';
+import { startAgent, tempDir, type TestAgent } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 const available = needs('containerd');
@@ -189,7 +190,7 @@ describe.runIf(available)('containerd runtime (private containerd)', () => {
     const fenced = new ContainerdRuntime({ address: daemon.address, namespace, root: join(tmp.dir, 'state', 'replicas'), imagesDir: join(tmp.dir, 'images'), fence: { file: fenceFile, killMs: FENCE.killMs, pidFile: join(tmp.dir, 'fencer.pid') } });
     try {
       await waitFor('fencer up', () => fenced.fencerPid(), 10_000);
-      const stoppedAt = await waitFor('stopped by the fencer', async () => ((await runtime.ctr.tasks()).get('cca-fence-1')?.status === 'RUNNING' ? undefined : Date.now()), 15_000, 50);
+      const stoppedAt = await waitFor('stopped by the fencer', async () => ((await runtime.ctr.tasks()).get('cca-fence-1')?.status === 'RUNNING' ? undefined : Date.now()), { timeoutMs: 15_000, everyMs: 50 });
       expect(stoppedAt).toBeGreaterThanOrEqual(deadline);
       expect(stoppedAt - deadline).toBeLessThan(FENCE.killMs + 1_500);
     } finally {

@@ -5,7 +5,8 @@ import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { adminApi, tempDir, waitFor } from './support.js';
+import { adminApi, tempDir } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * A drain end to end: the real server (API + controllers on a MemoryStore) and four real
@@ -47,8 +48,8 @@ describe('drain against the real server and agents', () => {
     await api('POST', '/v1/apply', spec(3));
     const onNode = (node: string) => runtimes.get(node)!.running().length;
     const total = () => [...runtimes.keys()].reduce((n, node) => n + onNode(node), 0);
-    await waitFor('three running, one per node', () => total() === 3 && onNode('n1') === 1, 20_000, 100);
-    await waitFor('three reported running', async () => (await api('GET', '/v1/services/web')).service?.running === 3, 20_000, 100);
+    await waitFor('three running, one per node', () => total() === 3 && onNode('n1') === 1, { timeoutMs: 20_000, everyMs: 100 });
+    await waitFor('three reported running', async () => (await api('GET', '/v1/services/web')).service?.running === 3, { timeoutMs: 20_000, everyMs: 100 });
 
     let fewest = Infinity;
     let sampling = true;
@@ -63,13 +64,13 @@ describe('drain against the real server and agents', () => {
     await new Promise((r) => setTimeout(r, 1_500));
     expect(onNode('n1')).toBe(1); // no replacement could be placed: the old one stays
     await startAgent('n4', 'd', 4000);
-    await waitFor('n1 drained', () => onNode('n1') === 0 && total() === 3, 30_000, 50);
+    await waitFor('n1 drained', () => onNode('n1') === 0 && total() === 3, { timeoutMs: 30_000, everyMs: 50 });
     sampling = false;
     await sampler;
     expect(fewest).toBeGreaterThanOrEqual(3); // max_unavailable 0: a replacement runs before the old one stops
 
     await api('POST', '/v1/apply', spec(5));
-    await waitFor('five running', () => total() === 5, 20_000, 100);
+    await waitFor('five running', () => total() === 5, { timeoutMs: 20_000, everyMs: 100 });
     expect(onNode('n1')).toBe(0); // still cordoned
     expect(onNode('n4')).toBe(3);
     const why = await api('GET', '/v1/why/node/n1');

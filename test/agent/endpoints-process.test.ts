@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 /**
@@ -88,7 +89,7 @@ describe.runIf(haveBusybox)('endpoints on the process runtime', () => {
     const joined = await waitFor('web in its endpoints', async () => {
       const e = await api('GET', '/v1/services/web/endpoints');
       return e.endpoints?.length === 1 ? e : undefined;
-    }, 40_000, 200);
+    }, { timeoutMs: 40_000, everyMs: 200 });
     const replica = joined.endpoints[0].replica as string;
     expect(joined.endpoints[0]).toMatchObject({ node: 'p1', address: '127.0.0.1', ports: { http: port } });
     expect(await (await fetch(`http://127.0.0.1:${port}/ready.html`)).text()).toBe('ready\n');
@@ -116,12 +117,12 @@ describe.runIf(haveBusybox)('endpoints on the process runtime', () => {
     const left = await waitFor('web out of its endpoints', async () => {
       const e = await api('GET', '/v1/services/web/endpoints');
       return e.endpoints?.length === 0 ? e : undefined;
-    }, 20_000, 200);
+    }, { timeoutMs: 20_000, everyMs: 200 });
     expect(left.service).toBe('web');
     // A figure, not a threshold: readiness probes every 1 s, the API polled every 200 ms.
     console.log(`endpoints e2e: the replica left ${Date.now() - removedAt} ms after /ready.html was removed (readiness every 1 s, failures = 1)`);
-    await waitFor('the upstream file follows', () => readFileSync(out, 'utf8').includes('no ready endpoints'), 10_000, 100);
-    await waitFor('reloaded after the change', () => readFileSync(reloaded, 'utf8') === 'reloaded\nreloaded\n', 10_000, 100);
+    await waitFor('the upstream file follows', () => readFileSync(out, 'utf8').includes('no ready endpoints'), { timeoutMs: 10_000, everyMs: 100 });
+    await waitFor('reloaded after the change', () => readFileSync(reloaded, 'utf8') === 'reloaded\nreloaded\n', { timeoutMs: 10_000, everyMs: 100 });
     const why = await api('GET', '/v1/why/service/web');
     expect(why.chain[0].decision.reasons).toEqual([`${replica} is out: readiness failing (http /ready.html on http) on p1`]);
     expect(why.complete).toBe(true);
@@ -129,19 +130,19 @@ describe.runIf(haveBusybox)('endpoints on the process runtime', () => {
     const replicas = (await api('GET', '/v1/replicas?service=web')).replicas as Json[];
     expect(replicas.map((r) => [r.id, r.state])).toEqual([[replica, 'running']]);
     writeFileSync(join(www, 'ready.html'), 'ready again\n');
-    await waitFor('web back in its endpoints', async () => (await api('GET', '/v1/services/web/endpoints')).endpoints?.[0]?.replica === replica, 20_000, 200);
+    await waitFor('web back in its endpoints', async () => (await api('GET', '/v1/services/web/endpoints')).endpoints?.[0]?.replica === replica, { timeoutMs: 20_000, everyMs: 200 });
 
     // Liveness: the agent stops the replica, the replica controller replaces it (new id) with the reason.
     const first = await waitFor('live running', async () => {
       const rs = (await api('GET', '/v1/replicas?service=live')).replicas as Json[];
       return rs.length === 1 && rs[0]!.state === 'running' && rs[0]!.health?.liveness === 'passing' ? (rs[0]!.id as string) : undefined;
-    }, 30_000, 200);
+    }, { timeoutMs: 30_000, everyMs: 200 });
     rmSync(join(wwwLive, 'live.html'));
     // A retired record is deleted once released: its replacement's reason keeps the story.
     const replacement = await waitFor('live replaced', async () => {
       const all = (await api('GET', '/v1/replicas?service=live&all=1')).replicas as Json[];
       return all.find((r) => r.id !== first && String(r.reason).startsWith(`replaces ${first} `));
-    }, 30_000, 200).catch(async (e) => {
+    }, { timeoutMs: 30_000, everyMs: 200 }).catch(async (e) => {
       console.log(readFileSync(join(tmp.dir, 'agent.log'), 'utf8').slice(-3000));
       throw e;
     });
@@ -153,6 +154,6 @@ describe.runIf(haveBusybox)('endpoints on the process runtime', () => {
     await waitFor('a new live replica runs and passes liveness', async () => {
       const rs = ((await api('GET', '/v1/replicas?service=live')).replicas as Json[]).filter((r) => r.id !== first && r.state === 'running' && r.health?.liveness === 'passing');
       return rs.length === 1;
-    }, 30_000, 200);
+    }, { timeoutMs: 30_000, everyMs: 200 });
   }, 150_000);
 });

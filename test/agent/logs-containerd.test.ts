@@ -11,7 +11,8 @@ import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { needs } from '../support/prerequisites.js';
 import { stopContainerdAgent } from './containerd-harness.js';
-import { adminApi, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 const available = needs('containerd');
 
@@ -49,7 +50,7 @@ describe.runIf(available)('cca logs (containerd runtime, real server)', () => {
       'service ticker {\n  image = "busybox:1.35"\n  command = ["sh", "-c", "echo early; i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.1; done"]\n  replicas = 1\n  cpu = 0.1\n  memory = 32Mi\n}\n',
       'service chatty {\n  image = "busybox:1.35"\n  command = ["sh", "-c", "line=$(printf \'%0199d\' 0); while true; do yes $line | head -c 2000; sleep 0.5; done"]\n  replicas = 1\n  cpu = 0.1\n  memory = 32Mi\n}\n',
     ].join('\n'));
-    await waitFor('both running', async () => (await api('GET', '/v1/services/ticker')).service?.running === 1 && (await api('GET', '/v1/services/chatty')).service?.running === 1, 60_000, 250);
+    await waitFor('both running', async () => (await api('GET', '/v1/services/ticker')).service?.running === 1 && (await api('GET', '/v1/services/chatty')).service?.running === 1, { timeoutMs: 60_000, everyMs: 250 });
   }, 180_000);
 
   afterAll(async () => {
@@ -82,7 +83,7 @@ describe.runIf(available)('cca logs (containerd runtime, real server)', () => {
   it('the agent caps the shim\'s log file: one rotated copy, neither much over the cap', async () => {
     const id = await replicaOf('chatty');
     const dir = join(tmp.dir, 'state', 'replicas', id);
-    await waitFor('rotated', () => readdirSync(dir).includes('stdout.log.1'), 20_000, 200);
+    await waitFor('rotated', () => readdirSync(dir).includes('stdout.log.1'), { timeoutMs: 20_000, everyMs: 200 });
     // Checked every second: a file may overshoot by a second of output (4 KB/s here).
     const size = (f: string) => statSync(join(dir, f)).size;
     const seen: number[] = [];

@@ -8,7 +8,8 @@ import { FENCE } from '../../agent/fence.js';
 import { startServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * `cca logs` end to end on the process runtime: the real server (handlers, controllers, the
@@ -48,7 +49,7 @@ describe('cca logs (process runtime, real server)', () => {
       'service ticker {\n  image = "ccattler/toolbox:1"\n  command = ["sh", "-c", "echo early; sleep 2; i=0; while true; do i=$((i+1)); echo tick $i; [ $((i % 10)) = 0 ] && echo oops $i >&2; sleep 0.1; done"]\n  replicas = 1\n  cpu = 0.1\n  memory = 32Mi\n}\n',
       'service chatty {\n  image = "ccattler/toolbox:1"\n  command = ["sh", "-c", "line=$(printf \'%0199d\' 0); while true; do yes $line | head -c 20000; sleep 0.5; done"]\n  replicas = 1\n  cpu = 0.1\n  memory = 32Mi\n}\n',
     ].join('\n'));
-    await waitFor('both running', async () => (await api('GET', '/v1/services/ticker')).service?.running === 1 && (await api('GET', '/v1/services/chatty')).service?.running === 1, 30_000, 200);
+    await waitFor('both running', async () => (await api('GET', '/v1/services/ticker')).service?.running === 1 && (await api('GET', '/v1/services/chatty')).service?.running === 1, { timeoutMs: 30_000, everyMs: 200 });
   }, 60_000);
 
   afterAll(async () => {
@@ -87,7 +88,7 @@ describe('cca logs (process runtime, real server)', () => {
   it('--tail N gives the last N lines; --since leaves out what is older', async () => {
     const id = await replicaOf('ticker');
     // Long enough that a second back is a small part of it.
-    await waitFor('40 ticks', async () => (await run(['logs', id])).stdout.includes('tick 40\n'), 20_000, 500);
+    await waitFor('40 ticks', async () => (await run(['logs', id])).stdout.includes('tick 40\n'), { timeoutMs: 20_000, everyMs: 500 });
     const tail = await run(['logs', id, '--tail', '3']);
     expect(tail.code, tail.stderr).toBe(0);
     const lines = tail.stdout.trimEnd().split('\n');
@@ -109,7 +110,7 @@ describe('cca logs (process runtime, real server)', () => {
   it('rotation keeps a chatty workload under the cap, and --previous reads the rotated file', async () => {
     const id = await replicaOf('chatty');
     const dir = join(replicasDir, id);
-    await waitFor('rotated', () => readdirSync(dir).includes('stdout.log.1'), 10_000, 100);
+    await waitFor('rotated', () => readdirSync(dir).includes('stdout.log.1'), { timeoutMs: 10_000, everyMs: 100 });
     // It keeps writing for a while: several rotations.
     await new Promise((r) => setTimeout(r, 1_500));
     // Sampled while it writes (a rotation renames then reopens: a missing file reads as empty).

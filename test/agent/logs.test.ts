@@ -9,7 +9,8 @@ import { StateDir } from '../../agent/state.js';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { LogFrame, LogRequest } from '../../core/model/index.js';
 import { ADMIN, liveServer } from '../cli/harness.js';
-import { tempDir, waitFor, type Json } from './support.js';
+import { tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 const req = (over: Partial<LogRequest> = {}): LogRequest => ({ id: '0'.repeat(32), replica: 'r-1', follow: false, previous: false, ...over });
 
@@ -139,12 +140,12 @@ describe('over TLS', () => {
       await waitFor('registered', () => agent.status().registered, 15_000);
       const api = (method: string, path: string, body?: string) => fetchTls(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${ADMIN}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) }).then((r) => r.json() as Promise<Json>);
       await api('POST', '/v1/apply', 'service hello {\n  image = "ccattler/toolbox:1"\n  command = ["sh", "-c", "echo hello over tls; sleep 600"]\n  replicas = 1\n  cpu = 0.1\n  memory = 32Mi\n}\n');
-      const id = await waitFor('placed', async () => ((await api('GET', '/v1/replicas?service=hello')).replicas as { id: string; state: string }[]).find((r) => r.state === 'running')?.id, 20_000, 200);
+      const id = await waitFor('placed', async () => ((await api('GET', '/v1/replicas?service=hello')).replicas as { id: string; state: string }[]).find((r) => r.state === 'running')?.id, { timeoutMs: 20_000, everyMs: 200 });
       const text = await waitFor('output', async () => {
         const r = await fetchTls(`${server.url}/v1/replicas/${id}/logs`, { headers: { authorization: `Bearer ${ADMIN}` } });
         const t = await r.text();
         return t.includes('hello over tls') ? t : undefined;
-      }, 10_000, 200);
+      }, { timeoutMs: 10_000, everyMs: 200 });
       expect(text.split('\n')[0]).toContain('"serving"');
       expect(text).toContain('{"stream":"stdout","text":"hello over tls\\n"}');
     } finally {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NetnsManager, type ReplicaNet } from '../../agent/netns.js';
 import { namespacesWith, probe } from './netns-support.js';
-import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 /**
@@ -86,7 +87,7 @@ describe.runIf(can)('network policies end to end (process runtime in network nam
     const applied = await api('POST', '/v1/apply', spec('  allow from service api on port http'));
     expect(applied.error, JSON.stringify(applied)).toBeUndefined();
     const running = async (svc: string, n: number) => (await api('GET', `/v1/services/${svc}`)).service?.running === n;
-    await waitFor('db, api and other running', async () => (await running('db', 1)) && (await running('api', 2)) && (await running('other', 1)), 40_000, 250).catch((e) => {
+    await waitFor('db, api and other running', async () => (await running('db', 1)) && (await running('api', 2)) && (await running('other', 1)), { timeoutMs: 40_000, everyMs: 250 }).catch((e) => {
       throw new Error(`${(e as Error).message}\nagent log:\n${agentLog}`);
     });
     const nets = () => new Map(net.all().map((n) => [n.replica, n] as [string, ReplicaNet]));
@@ -102,9 +103,9 @@ describe.runIf(can)('network policies end to end (process runtime in network nam
 
     const fromNs = (n: ReplicaNet) => net.netnsPath(n.replica);
     // db serves (the node always reaches it: the agent's probes).
-    await waitFor('db answers the node', () => probe(undefined, db!.address, 8080, 500), 20_000, 200);
+    await waitFor('db answers the node', () => probe(undefined, db!.address, 8080, 500), { timeoutMs: 20_000, everyMs: 200 });
     // api gets in once the controller's rules reach the agent; other never does.
-    for (const a of apis) await waitFor(`api ${a.replica} reaches db`, () => probe(fromNs(a), db!.address, 8080, 500), 30_000, 200);
+    for (const a of apis) await waitFor(`api ${a.replica} reaches db`, () => probe(fromNs(a), db!.address, 8080, 500), { timeoutMs: 30_000, everyMs: 200 });
     expect(await probe(fromNs(other!), db!.address, 8080)).toBe(false);
     // Open services accept anyone: api replicas reach each other's (unused) ports only if listening; other is open.
     const pids = () => Object.fromEntries([...nets().keys()].map((r) => [r, readFileSync(join(tmp.dir, 'replicas', r, 'workload.pid'), 'utf8')]));
@@ -116,7 +117,7 @@ describe.runIf(can)('network policies end to end (process runtime in network nam
     await new Promise((r) => agent!.once('exit', r));
     expect(await probe(fromNs(apis[0]!), db!.address, 8080)).toBe(true);
     agent = spawnAgent();
-    await waitFor('the restarted agent re-adopted its replicas', () => agentLog.split('adopted').length > 4, 30_000, 200);
+    await waitFor('the restarted agent re-adopted its replicas', () => agentLog.split('adopted').length > 4, { timeoutMs: 30_000, everyMs: 200 });
     await new Promise((r) => setTimeout(r, 2_000));
     for (const a of apis) expect(await probe(fromNs(a), db!.address, 8080)).toBe(true);
     expect(await probe(fromNs(other!), db!.address, 8080)).toBe(false);
@@ -126,14 +127,14 @@ describe.runIf(can)('network policies end to end (process runtime in network nam
     // The policy changes: other is allowed too. Nothing restarts.
     const changed = await api('POST', '/v1/apply', spec('  allow from service api on port http\n  allow from service other on port http'));
     expect(changed.error, JSON.stringify(changed)).toBeUndefined();
-    await waitFor('other reaches db after the policy change', () => probe(fromNs(other!), db!.address, 8080, 500), 30_000, 200);
+    await waitFor('other reaches db after the policy change', () => probe(fromNs(other!), db!.address, 8080, 500), { timeoutMs: 30_000, everyMs: 200 });
     for (const a of apis) expect(await probe(fromNs(a), db!.address, 8080)).toBe(true);
     expect(pids()).toEqual(before);
     expect(((await api('GET', '/v1/replicas')).replicas as Json[]).map((r) => r.id as string).sort()).toEqual(idsBefore);
 
     // And back: other is denied again, still without a restart.
     await api('POST', '/v1/apply', spec('  allow from service api on port http'));
-    await waitFor('other denied again', async () => !(await probe(fromNs(other!), db!.address, 8080, 500)), 30_000, 200);
+    await waitFor('other denied again', async () => !(await probe(fromNs(other!), db!.address, 8080, 500)), { timeoutMs: 30_000, everyMs: 200 });
     expect(pids()).toEqual(before);
 
     // Every rule-set change is a decision about the node that `cca why` can show.
@@ -142,6 +143,6 @@ describe.runIf(can)('network policies end to end (process runtime in network nam
 
     // Deleting the services removes every replica's namespace and veth.
     for (const s of ['db', 'api', 'other']) await api('DELETE', `/v1/services/${s}`);
-    await waitFor('namespaces cleaned up', () => namespacesWith(prefix).length === 0 && net.all().length === 0, 40_000, 250);
+    await waitFor('namespaces cleaned up', () => namespacesWith(prefix).length === 0 && net.all().length === 0, { timeoutMs: 40_000, everyMs: 250 });
   }, 180_000);
 });

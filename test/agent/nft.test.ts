@@ -76,7 +76,8 @@ describe('an agent on the host network', () => {
   test('runs a policed replica but says, coded, that its policy is not enforced (CCA-E0529)', async () => {
     const { FakeRuntime } = await import('../../agent/runtime-fake.js');
     const { FakeAgentServer } = await import('./fake-server.js');
-    const { startAgent, tempDir, waitFor } = await import('./support.js');
+    const { startAgent, tempDir } = await import('./support.js');
+    const { waitFor } = await import('../support/wait.js');
     const server = new FakeAgentServer();
     await server.listen();
     const state = tempDir('host-net');

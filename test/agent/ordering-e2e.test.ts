@@ -10,7 +10,8 @@ import { standInEndpoints } from '../../jobs/sim/story-ordering.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { killLeftoverWorkloads, tempDir, waitFor } from './support.js';
+import { killLeftoverWorkloads, tempDir } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- API answers, checked field by field
@@ -48,7 +49,7 @@ describe.runIf(needs('busybox'))('init and ordering on the process runtime, real
 
   afterAll(async () => {
     for (const s of ['seq', 'mig', 'slow', 'db', 'api']) await api('DELETE', `/v1/services/${s}`).catch(() => undefined);
-    await waitFor('stopped', async () => (await runtime.list({ usage: false })).every((w) => w.state === 'exited'), 15_000, 200).catch(() => undefined);
+    await waitFor('stopped', async () => (await runtime.list({ usage: false })).every((w) => w.state === 'exited'), { timeoutMs: 15_000, everyMs: 200 }).catch(() => undefined);
     await agent?.close();
     await runtime?.close?.();
     // Workloads outlive their agent by design: end any left (and their supervisors) by pid.
@@ -70,7 +71,7 @@ describe.runIf(needs('busybox'))('init and ordering on the process runtime, real
         command: ['sh', '-c', `cp ${out}/order ${out}/main-saw && exec sleep 1000`],
       }],
     });
-    await waitFor('seq running', async () => (await api('GET', '/v1/services/seq')).service?.running === 1, 30_000, 100);
+    await waitFor('seq running', async () => (await api('GET', '/v1/services/seq')).service?.running === 1, { timeoutMs: 30_000, everyMs: 100 });
     expect(readFileSync(join(out, 'main-saw'), 'utf8')).toBe('one\ntwo\n');
     const [r] = await replicas('seq');
     expect(r!.init).toMatchObject({ step: 'second', state: 'succeeded' });
@@ -92,7 +93,7 @@ describe.runIf(needs('busybox'))('init and ordering on the process runtime, real
       }
       for (const p of (await api('GET', '/v1/services/mig')).service.pending as Json[]) reasons.add(p.reason);
       return [...seen.values()].some((s) => s.attempt >= 3);
-    }, 30_000, 50);
+    }, { timeoutMs: 30_000, everyMs: 50 });
     const chain = [...seen.values()].sort((a, b) => a.createdAt - b.createdAt);
     expect(chain.map((s) => s.attempt).slice(0, 4)).toEqual([0, 1, 2, 3]);
     // 1 s, 2 s, 4 s after each failure; and no replacement was placed before its time.
@@ -119,7 +120,7 @@ describe.runIf(needs('busybox'))('init and ordering on the process runtime, real
 
   it('an init step past its timeout is killed and reported as timed out (CCA-E0519)', async () => {
     await api('POST', '/v1/apply', { services: [{ name: 'slow', image: 'busybox:1.35', init: [{ name: 'wait', command: ['sh', '-c', 'echo waiting; exec sleep 60'], timeoutMs: 300 }], command: ['sleep', '1000'] }] });
-    const next = await waitFor('replacement backs off', async () => (await replicas('slow')).find((r) => r.attempt >= 1), 20_000, 50);
+    const next = await waitFor('replacement backs off', async () => (await replicas('slow')).find((r) => r.attempt >= 1), { timeoutMs: 20_000, everyMs: 50 });
     const chain = ((await api('GET', `/v1/why/replica/${next.id}`)) as Json).chain as Json[];
     expect(JSON.stringify(chain.map((l) => l.decision.reasons))).toContain('init step wait timed out');
     const failed = chain.flatMap((l) => l.decision.evidence as Json[]).filter((e) => e.key.startsWith('/observed/')).map((e) => JSON.parse(e.value) as Json)[0]!;
@@ -148,11 +149,11 @@ describe.runIf(needs('busybox'))('init and ordering on the process runtime, real
       const held = await waitFor('api held', async () => {
         const r = await cca(['get', 'services', 'api', '-o', 'wide', '--server', server.url, '--token', ADMIN]);
         return r.stdout.includes('waiting for db: 0/1 ready') ? r.stdout : undefined;
-      }, 20_000, 100);
+      }, { timeoutMs: 20_000, everyMs: 100 });
       expect(held).toMatch(/api\s+0\/1/);
-      const dbRunning = await waitFor('db running', async () => (await replicas('db')).find((r) => r.state === 'running'), 20_000, 50);
+      const dbRunning = await waitFor('db running', async () => (await replicas('db')).find((r) => r.state === 'running'), { timeoutMs: 20_000, everyMs: 50 });
       expect(dbRunning).toBeDefined();
-      await waitFor('api running', async () => (await api('GET', '/v1/services/api')).service?.running === 1, 30_000, 100);
+      await waitFor('api running', async () => (await api('GET', '/v1/services/api')).service?.running === 1, { timeoutMs: 30_000, everyMs: 100 });
       const [apiReplica] = await replicas('api');
       const answer = (await api('GET', `/v1/why/replica/${apiReplica!.id}`)) as Json;
       const placed = JSON.stringify(answer);
@@ -160,7 +161,7 @@ describe.runIf(needs('busybox'))('init and ordering on the process runtime, real
       expect(placed).toContain('/endpoints/db');
       // api's init steps ran in order, the second one reaching db; its main process printed both.
       const log = join(tmp.dir, 'state', 'replicas', apiReplica!.id as string, 'stdout.log');
-      await waitFor('api main output', () => existsSync(log) && readFileSync(log, 'utf8').includes('seeded'), 10_000, 100);
+      await waitFor('api main output', () => existsSync(log) && readFileSync(log, 'utf8').includes('seeded'), { timeoutMs: 10_000, everyMs: 100 });
       expect(readFileSync(log, 'utf8')).toBe('schema v1\nseeded\n');
       expect(apiReplica!.init).toMatchObject({ step: 'seed', state: 'succeeded' });
     } finally {

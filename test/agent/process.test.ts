@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FENCE } from '../../agent/fence.js';
 import { FakeAgentServer } from './fake-server.js';
-import { tempDir, waitFor } from './support.js';
+import { tempDir } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -136,8 +137,8 @@ describe('agent as a real process with the process runtime', () => {
     server.assign('n1', 'p-1', looping(m));
     await waitFor('running', () => server.observation('n1', 'p-1')?.state === 'running', 45_000);
     server.cut(true);
-    const goneAt = await waitFor('fenced', () => (pidsWith(m).length === 0 ? Date.now() : undefined), 15_000, 20);
-    const expiry = await waitFor('lease expiry', () => server.expiries[0], 15_000, 20);
+    const goneAt = await waitFor('fenced', () => (pidsWith(m).length === 0 ? Date.now() : undefined), { timeoutMs: 15_000, everyMs: 20 });
+    const expiry = await waitFor('lease expiry', () => server.expiries[0], { timeoutMs: 15_000, everyMs: 20 });
     expect(goneAt).toBeLessThan(expiry.at);
     server.unassign('n1', 'p-1');
     server.cut(false);
@@ -153,8 +154,8 @@ describe('agent as a real process with the process runtime', () => {
     server.assign('n1', 'd-1', { ...looping(m), command: ['sh', '-c', 'trap "" TERM; while true; do sleep 0.2; done', m], stopGraceMs: 30_000 });
     await waitFor('running', () => server.observation('n1', 'd-1')?.state === 'running', 45_000);
     await kill9(agent);
-    const goneAt = await waitFor('fenced by the supervisor', () => (pidsWith(m).length === 0 ? Date.now() : undefined), 15_000, 20);
-    const expiry = await waitFor('lease expiry', () => server.expiries[0], 15_000, 20);
+    const goneAt = await waitFor('fenced by the supervisor', () => (pidsWith(m).length === 0 ? Date.now() : undefined), { timeoutMs: 15_000, everyMs: 20 });
+    const expiry = await waitFor('lease expiry', () => server.expiries[0], { timeoutMs: 15_000, everyMs: 20 });
     expect(goneAt).toBeLessThan(expiry.at);
     expect(expiry.at - goneAt).toBeGreaterThanOrEqual(FENCE.marginMs - FENCE.killMs - 500);
     expect(JSON.parse(readFileSync(join(state.dir, 'replicas', 'd-1', 'exit.json'), 'utf8')).reason).toBe('fenced');

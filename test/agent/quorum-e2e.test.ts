@@ -9,7 +9,8 @@ import { startServer, type RunningServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { needs } from '../support/prerequisites.js';
 import { freePort } from '../support/postgres-server.js';
-import { adminApi, killLeftoverWorkloads, sleep, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, sleep, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The quorum rule with real processes (docs/fencing.md): three agents on the process
@@ -79,13 +80,13 @@ describe.runIf(haveBusybox)('quorum fencing, end to end', () => {
       }
     };
     const nodes = async (): Promise<Record<string, Json>> => Object.fromEntries(((await api('GET', '/v1/nodes')).nodes as Json[]).map((n) => [n.name as string, n]));
-    await waitFor('one replica running on each node', () => Object.values(pids()).filter(alive).length === 3 && Object.keys(pids()).length === 3, 60_000, 200);
+    await waitFor('one replica running on each node', () => Object.values(pids()).filter(alive).length === 3 && Object.keys(pids()).length === 3, { timeoutMs: 60_000, everyMs: 200 });
     // Every agent has a membership copy of all three with their peer keys.
     await waitFor('membership of three with peers', async () => {
       const kv = ((await api('GET', '/v1/state?prefix=/membership/')).kvs as Json[])[0];
       const m = kv ? (JSON.parse(kv.value as string) as Json) : undefined;
       return m && m.versions.at(-1).members.filter((x: Json) => x.peer).length === 3;
-    }, 30_000, 200);
+    }, { timeoutMs: 30_000, everyMs: 200 });
     await sleep(2_000);
     const before = pids();
     const tenures = Object.fromEntries(Object.entries(await nodes()).map(([n, v]) => [n, v.tenure]));
@@ -97,7 +98,7 @@ describe.runIf(haveBusybox)('quorum fencing, end to end', () => {
     for (const pid of Object.values(before)) expect(alive(pid)).toBe(true);
     for (const { agent } of agents.values()) expect(agent.status().fenced).toBe(false);
     pod = await startServer(cfg);
-    await waitFor('all three ready again', async () => Object.values(await nodes()).every((n) => n.state === 'ready'), 30_000, 200);
+    await waitFor('all three ready again', async () => Object.values(await nodes()).every((n) => n.state === 'ready'), { timeoutMs: 30_000, everyMs: 200 });
     expect(Object.fromEntries(Object.entries(await nodes()).map(([n, v]) => [n, v.tenure]))).toEqual(tenures);
     await sleep(2_000);
     expect(pids()).toEqual(before);
@@ -106,10 +107,10 @@ describe.runIf(haveBusybox)('quorum fencing, end to end', () => {
     // 2. n3 alone is cut off: its peers reach the control plane, so it fences.
     const onN3 = Object.entries(before).filter(([k]) => k.startsWith('n3/')).map(([, pid]) => pid);
     cut = true;
-    const fencedAt = await waitFor('n3 fenced', () => (onN3.every((p) => !alive(p)) ? Date.now() : undefined), 45_000, 100);
-    const lostAt = await waitFor('n3 expired by the node controller', async () => ((await nodes()).n3?.state === 'lost' ? Date.now() : undefined), 45_000, 100);
+    const fencedAt = await waitFor('n3 fenced', () => (onN3.every((p) => !alive(p)) ? Date.now() : undefined), { timeoutMs: 45_000, everyMs: 100 });
+    const lostAt = await waitFor('n3 expired by the node controller', async () => ((await nodes()).n3?.state === 'lost' ? Date.now() : undefined), { timeoutMs: 45_000, everyMs: 100 });
     expect(fencedAt).toBeLessThan(lostAt);
     for (const [k, pid] of Object.entries(before)) if (!k.startsWith('n3/')) expect(alive(pid)).toBe(true);
-    await waitFor('its replica replaced', async () => ((await api('GET', '/v1/replicas?service=web')).replicas as Json[]).filter((r) => r.desired === 'run' && !r.retired).length === 3 && Object.values(pids()).filter(alive).length === 3, 30_000, 200);
+    await waitFor('its replica replaced', async () => ((await api('GET', '/v1/replicas?service=web')).replicas as Json[]).filter((r) => r.desired === 'run' && !r.retired).length === 3 && Object.values(pids()).filter(alive).length === 3, { timeoutMs: 30_000, everyMs: 200 });
   }, 300_000);
 });

@@ -3,7 +3,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
-import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 
 /**
  * The agent against the real server (handlers + controllers on a MemoryStore), once that is in
@@ -37,13 +38,13 @@ describe('agent against the real server', () => {
     const api = adminApi(server.url, ADMIN);
     await waitFor('registered', () => agent.status().registered, 10_000);
     await api('POST', '/v1/apply', 'service web {\n  image    = "busybox:1.35"\n  command  = ["httpd", "-f"]\n  replicas = 2\n  cpu      = 0.25\n  memory   = 64Mi\n}\n');
-    await waitFor('two running', async () => (await api('GET', '/v1/services/web')).service?.running === 2, 20_000, 200);
+    await waitFor('two running', async () => (await api('GET', '/v1/services/web')).service?.running === 2, { timeoutMs: 20_000, everyMs: 200 });
     expect(runtime.running()).toHaveLength(2);
     const victim = runtime.running()[0]!;
     runtime.crash(victim, 137);
-    await waitFor('replaced with a new id', () => runtime.running().length === 2 && !runtime.running().includes(victim), 20_000, 100);
+    await waitFor('replaced with a new id', () => runtime.running().length === 2 && !runtime.running().includes(victim), { timeoutMs: 20_000, everyMs: 100 });
     await api('DELETE', '/v1/services/web');
-    await waitFor('everything stopped', () => runtime.running().length === 0, 20_000, 100);
+    await waitFor('everything stopped', () => runtime.running().length === 0, { timeoutMs: 20_000, everyMs: 100 });
   }, 60_000);
 
   it('a real agent process on the process runtime: busybox httpd replicas serve, and an agent SIGKILL + restart duplicates nothing', async () => {
@@ -67,7 +68,7 @@ describe('agent against the real server', () => {
     const api = adminApi(server.url, ADMIN);
     const port = 40_000 + (process.pid % 10_000);
     await api('POST', '/v1/apply', `service web {\n  image    = "busybox:1.35"\n  command  = ["sh", "-c", "mkdir -p www && echo hi > www/index.html && exec httpd -f -p 127.0.0.1:${port} -h www"]\n  replicas = 1\n  cpu      = 0.25\n  memory   = 64Mi\n}\n`);
-    await waitFor('running', async () => (await api('GET', '/v1/services/web')).service?.running === 1, 30_000, 200);
+    await waitFor('running', async () => (await api('GET', '/v1/services/web')).service?.running === 1, { timeoutMs: 30_000, everyMs: 200 });
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('hi\n');
     const before = ((await api('GET', '/v1/replicas?service=web')).replicas as { id: string }[]).map((r) => r.id);
     agent.kill('SIGKILL');

@@ -3,7 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { classify, isInsecure, progressBytes } from '../../agent/containerd/pull.js';
 import { qualifiedImage } from '../../core/model/names.js';
 import { startContainerdAgent, stopContainerdAgent, type ContainerdAgent } from './containerd-harness.js';
-import { tempDir, waitFor } from './support.js';
+import { tempDir } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 import { startRegistry, type TestRegistry } from '../support/registry.js';
 

@@ -6,16 +6,6 @@ import type { Runtime } from '../../agent/runtime.js';
 import { StateDir } from '../../agent/state.js';
 import type { FakeAgentServer } from './fake-server.js';
 
-export async function waitFor<T>(what: string, fn: () => T | undefined | false | Promise<T | undefined | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function tempDir(prefix: string): { dir: string; cleanup: () => void } {

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../support/postgres-server.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 
 /** The toolbox image's httpd: busybox httpd's flags, no busybox needed, never serves outside its home. */
 describe('toolbox httpd', () => {
@@ -21,7 +21,7 @@ describe('toolbox httpd', () => {
     symlinkSync(join(dir, 'secret.txt'), join(home, 'link.txt'));
     port = await freePort();
     child = spawn(process.execPath, ['--import', 'tsx', 'agent/toolbox/httpd.ts', '-f', '-p', `127.0.0.1:${port}`, '-h', home], { stdio: 'ignore' });
-    await eventually(() => fetch(`http://127.0.0.1:${port}/`).then((r) => r.ok, () => false), (ok) => ok, 20_000);
+    await waitFor('the toolbox server to answer', () => fetch(`http://127.0.0.1:${port}/`).then((r) => r.ok, () => false), (ok) => ok, 20_000);
   });
   afterAll(() => {
     child.kill('SIGKILL');
@@ -56,7 +56,7 @@ describe('toolbox httpd', () => {
   it('exits on SIGTERM (busybox httpd as PID 1 would not)', async () => {
     const p = await freePort();
     const c = spawn(process.execPath, ['--import', 'tsx', 'agent/toolbox/httpd.ts', '-p', String(p), '-h', home], { stdio: 'ignore' });
-    await eventually(() => fetch(`http://127.0.0.1:${p}/`).then((r) => r.ok, () => false), (ok) => ok, 20_000);
+    await waitFor('the toolbox server to answer', () => fetch(`http://127.0.0.1:${p}/`).then((r) => r.ok, () => false), (ok) => ok, 20_000);
     const exited = new Promise<number | null>((r) => c.once('exit', (code) => r(code)));
     c.kill('SIGTERM');
     expect(await exited).toBe(0);

@@ -9,7 +9,8 @@ import { startServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
 import { HttpTestAgent } from '../server/http-agent.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { adminApi, killLeftoverWorkloads, tempDir, waitFor, type Json } from './support.js';
+import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 
@@ -79,14 +80,14 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
       '}',
       '',
     ].join('\n'));
-    await waitFor('the first replica wrote', () => lines().length === 1, 30_000, 100);
+    await waitFor('the first replica wrote', () => lines().length === 1, { timeoutMs: 30_000, everyMs: 100 });
     const [first] = await live();
     expect(lines()[0]).toBe(`${first} saw 0`);
 
     // 1. SIGKILL the workload: a replacement (new id) on the same node sees the data.
     const pid = Number(readFileSync(join(state.replicas, first!, 'workload.pid'), 'utf8').split(' ')[0]);
     process.kill(-pid, 'SIGKILL');
-    await waitFor('the replacement wrote', () => lines().length === 2, 30_000, 100);
+    await waitFor('the replacement wrote', () => lines().length === 2, { timeoutMs: 30_000, everyMs: 100 });
     const [second] = await live();
     expect(second).not.toBe(first);
     expect(lines()[1]).toBe(`${second} saw 1`);
@@ -95,17 +96,17 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
       const kv = ((await api('GET', '/v1/state?prefix=/observed-volumes/n1/')).kvs as Json[])[0];
       const v = kv ? (JSON.parse(kv.value as string) as Json) : undefined;
       return v && v.usedBytes === readFileSync(log).length ? { key: kv!.key as string, v } : undefined;
-    }, 10_000, 200);
+    }, { timeoutMs: 10_000, everyMs: 200 });
     expect(observed.key).toBe('/observed-volumes/n1/db/data');
     expect(observed.v).toMatchObject({ state: 'ready', sizeBytes: 16 * 2 ** 20 });
     expect(observed.v.usedBytes).toBeGreaterThan(0);
-    await waitFor('the storage controller saw it ready', async () => ((await api('GET', '/v1/why/service/db')).history as Json[]).some((h) => h.decision.action === 'volume data ready on n1'), 10_000, 200);
+    await waitFor('the storage controller saw it ready', async () => ((await api('GET', '/v1/why/service/db')).history as Json[]).some((h) => h.decision.action === 'volume data ready on n1'), { timeoutMs: 10_000, everyMs: 200 });
     const wanted = (await api('GET', '/v1/state?prefix=/volumes/')).kvs as Json[];
     expect(wanted.map((kv) => kv.key)).toEqual(['/volumes/n1/db/data']);
 
     // 2. The agent stops: its lease expires, the node is lost, the stateful replica is held.
     await agent.close();
-    await waitFor('node lost', async () => ((await api('GET', '/v1/state?prefix=/node-status/n1')).kvs as Json[]).some((kv) => JSON.parse(kv.value as string).state === 'lost'), 30_000, 200);
+    await waitFor('node lost', async () => ((await api('GET', '/v1/state?prefix=/node-status/n1')).kvs as Json[]).some((kv) => JSON.parse(kv.value as string).state === 'lost'), { timeoutMs: 30_000, everyMs: 200 });
     await new Promise((r) => setTimeout(r, 3_000)); // well past the node controller's grace
     expect(await live()).toEqual([second]);
     const held = await api('GET', `/v1/why/replica/${second}`);
@@ -122,14 +123,14 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
     expect(fenced.stderr).toBe('');
     expect(fenced.code).toBe(0);
     expect(fenced.stdout).toContain('node n1 fenced');
-    await waitFor('replaced after the fence', async () => (await live()).some((id) => id !== second), 20_000, 200);
+    await waitFor('replaced after the fence', async () => (await live()).some((id) => id !== second), { timeoutMs: 20_000, everyMs: 200 });
     const lostWhy = await api('GET', `/v1/why/replica/${second}`);
     expect((lostWhy.history as Json[]).map((h) => h.decision.action)).toContain('lost with node n1 (proof: operator-fence)');
 
     // The node returns under a new tenure: the replacement goes to its data there.
     agent = newAgent();
     await agent.start();
-    await waitFor('the third replica wrote', () => lines().length === 3, 30_000, 100);
+    await waitFor('the third replica wrote', () => lines().length === 3, { timeoutMs: 30_000, everyMs: 100 });
     const [third] = await live();
     expect(lines()[2]).toBe(`${third} saw 2`);
 
@@ -138,12 +139,12 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
     await agent.close();
     const tenureOf = async () => ((await api('GET', '/v1/state?prefix=/node-status/n1')).kvs as Json[]).map((kv) => JSON.parse(kv.value as string) as Json)[0]!;
     const lostTenure = (await tenureOf()).tenure as number;
-    await waitFor('node lost again', async () => (await tenureOf()).state === 'lost', 30_000, 200);
+    await waitFor('node lost again', async () => (await tenureOf()).state === 'lost', { timeoutMs: 30_000, everyMs: 200 });
     await new Promise((r) => setTimeout(r, 2_000));
     expect(await live()).toEqual([third]);
     agent = newAgent();
     await agent.start();
-    await waitFor('the fourth replica wrote', () => lines().length === 4, 30_000, 100);
+    await waitFor('the fourth replica wrote', () => lines().length === 4, { timeoutMs: 30_000, everyMs: 100 });
     const [fourth] = await live();
     expect(lines()[3]).toBe(`${fourth} saw 3`);
     expect((await tenureOf()).tenure).toBeGreaterThan(lostTenure);
@@ -154,10 +155,10 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
     const volumeDir = join(tmp.dir, 'volumes', 'db', 'data');
     expect(existsSync(volumeDir)).toBe(true);
     await api('DELETE', '/v1/services/db');
-    await waitFor('the volume released, its deletion pending', async () => ((await api('GET', '/v1/volumes')).volumes as Json[]).some((v) => v.state === 'releasing'), 10_000, 100);
+    await waitFor('the volume released, its deletion pending', async () => ((await api('GET', '/v1/volumes')).volumes as Json[]).some((v) => v.state === 'releasing'), { timeoutMs: 10_000, everyMs: 100 });
     expect(existsSync(volumeDir)).toBe(true);
-    await waitFor('the volume deleted on the node once keep_for has passed', () => !existsSync(volumeDir), 30_000, 200);
-    await waitFor('its report gone', async () => ((await api('GET', '/v1/state?prefix=/observed-volumes/')).kvs as Json[]).length === 0, 10_000, 200);
+    await waitFor('the volume deleted on the node once keep_for has passed', () => !existsSync(volumeDir), { timeoutMs: 30_000, everyMs: 200 });
+    await waitFor('its report gone', async () => ((await api('GET', '/v1/state?prefix=/observed-volumes/')).kvs as Json[]).length === 0, { timeoutMs: 10_000, everyMs: 200 });
     expect(((await api('GET', '/v1/state?prefix=/volumes/')).kvs as Json[])).toEqual([]);
   }, 120_000);
 });

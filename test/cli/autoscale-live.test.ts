@@ -1,20 +1,16 @@
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import { expectGolden } from './golden.js';
-import { liveServer, seedNode, seedReplica, type Live } from './harness.js';
+import { liveServers, seedNode, seedReplica, type Live } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 /** `cca get services` against a live server holding an autoscaled service, its intent and usage reports. */
 test('cca get services shows the autoscaled count, its bounds and the utilisation against the target', async () => {
-  const live = await liveServer();
-  opened.push(live);
+  const live = await open();
   const cwd = mkdtempSync(join(tmpdir(), 'cca-live-'));
   copyFileSync(join('test/cli/files', 'web.cca'), join(cwd, 'web.cca'));
   writeFileSync(join(cwd, 'burn.cca'), 'service burn {\n  image = "busybox:1.35"\n  cpu   = 250m\n  autoscale { min = 1 max = 3 target_cpu = 50% }\n}\n');

@@ -212,7 +212,9 @@ The join token enrolls a node only while it has no credential, so a machine hold
 token cannot take over another node. When a node's agent lost its credential (its state
 directory wiped, the machine rebuilt) or the credential leaked, an admin deletes it: it stops
 working at once, the agent's next request is refused, and the agent enrolls again by itself
-with the join token. The reset is a decision record (\`cca why node NAME\`).
+with the join token (\`CCA-E0590\` in its log), registers again on its lease and keeps its
+workloads running. To lock out a compromised machine, revoke the join token it holds first
+(docs/security.md). The reset is a decision record (\`cca why node NAME\`).
 
 ${show('node-reset', 'node-reset-unknown')}
 

@@ -1,18 +1,9 @@
-import { afterEach, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
-import { liveServer, type Live } from './harness.js';
+import { liveServers, type Live } from './harness.js';
 
-const closers: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(closers.splice(0).map((c) => c()));
-});
-
-async function live(): Promise<Live> {
-  const l = await liveServer();
-  closers.push(() => l.close());
-  return l;
-}
+const live = liveServers();
 
 test('cca get endpoints SERVICE: a table, JSON, nothing ready yet, an unknown service, no service named', async () => {
   const l = await live();

@@ -1,17 +1,13 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import { expectGolden } from './golden.js';
-import { liveServer, seedNode, type Live } from './harness.js';
+import { liveServers, seedNode, type Live } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 describe('cca fence node NAME --confirm', () => {
   test('refuses without --confirm, an unknown node, a ready node; fences a lost one with its last tenure', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     const run = async (name: string, argv: string[]) => {
       const r = await live.run(argv);
       expectGolden(name, argv, r);

@@ -1,3 +1,4 @@
+import { afterEach } from 'vitest';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -67,6 +68,19 @@ export interface Live {
   close(): Promise<void>;
   /** `cca` with --server and --token for this server. */
   run(argv: string[], opts?: RunOptions): Promise<Run>;
+}
+
+/** Live servers for one test file: the function returned starts one, closed after each test. */
+export function liveServers(): () => Promise<Live> {
+  const opened: Live[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((l) => l.close()));
+  });
+  return async () => {
+    const l = await liveServer();
+    opened.push(l);
+    return l;
+  };
 }
 
 /** A real HTTP server on a free port: the API app with known tokens, closed reads, and `why`. */

@@ -1,20 +1,16 @@
 import { copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey } from '../../core/keys.js';
 import { expectGolden } from './golden.js';
-import { liveServer, seedAllocation, seedNode, seedReplica, type Live, type RunOptions } from './harness.js';
+import { liveServers, seedAllocation, seedNode, seedReplica, type Live, type RunOptions } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 /** A live server and a working directory holding the test's .cca files. */
 async function setup() {
-  const live = await liveServer();
-  opened.push(live);
+  const live = await open();
   const cwd = mkdtempSync(join(tmpdir(), 'cca-live-'));
   for (const f of ['web.cca', 'bad.cca']) copyFileSync(join('test/cli/files', f), join(cwd, f));
   const run = async (name: string | undefined, argv: string[], opts: RunOptions = {}) => {

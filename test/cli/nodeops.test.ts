@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import { auditor, nodeController, replicaController, scheduler } from '../../jobs/controllers/index.js';
 import type { MemoryStore } from '../../db/memory.js';
-import { liveServer, seedAllocation, seedNode, seedReplica, type Live } from './harness.js';
+import { liveServers, seedAllocation, seedNode, seedReplica, type Live } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 /** The controllers over the server's store until a round writes nothing (the clock is the real one: the API's is too). */
 async function settle(store: MemoryStore): Promise<void> {
@@ -27,8 +24,7 @@ const actions = async (live: Live, node: string) => (await live.run(['why', 'nod
 
 describe('cca node cordon|uncordon|drain|remove, cca repair node', () => {
   test('cordon, drain and uncordon write the intent with a decision `cca why node` shows', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     await seedNode(live.store, 'n1', 'a', 2_000);
     const c = await live.run(['node', 'cordon', 'n1']);
     expect(c.code, c.stderr).toBe(0);
@@ -50,8 +46,7 @@ describe('cca node cordon|uncordon|drain|remove, cca repair node', () => {
   });
 
   test('remove refuses a registered node (CCA-E0680) and forgets a lost one, its replica replaced', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     const tenure = await seedNode(live.store, 'n1', 'a', 2_000);
     await seedNode(live.store, 'n2', 'b', 2_000);
     // n2 can run web:1 (the seeded node has no image catalogue); same tenure, so it stays ready.
@@ -78,8 +73,7 @@ describe('cca node cordon|uncordon|drain|remove, cca repair node', () => {
   });
 
   test('repair: nothing to repair is CCA-E0681; an open finding is repaired by the scheduler', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     const tenure = await seedNode(live.store, 'n1', 'a', 2_000);
     const none = await live.run(['repair', 'node', 'n1']);
     expect(none.code).toBe(1);

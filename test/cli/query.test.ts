@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { MemoryStore } from '../../db/memory.js';
 import { expectGolden } from './golden.js';
-import { liveServer, type Live, type RunOptions } from './harness.js';
+import { liveServers, type Live, type RunOptions } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 const observe = (store: MemoryStore, node: string, replica: string, service: string, state: 'running' | 'exited' | 'starting', restarts = 0) =>
   store.put(buildKey('observed', node, replica), encodeFact('observed', { replica, service, node, tenure: 3, state, restarts, health: { liveness: 'passing', readiness: state === 'running' ? 'passing' : 'failing' }, at: 1 }));
@@ -15,8 +12,7 @@ const observe = (store: MemoryStore, node: string, replica: string, service: str
 const shellWord = (a: string) => (/^[\w.,=/:@%+-]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`);
 
 async function setup() {
-  const live = await liveServer();
-  opened.push(live);
+  const live = await open();
   await observe(live.store, 'n1', 'web-1', 'web', 'running');
   await observe(live.store, 'n1', 'web-2', 'web', 'exited', 4);
   await observe(live.store, 'n2', 'web-3', 'web', 'starting', 1);

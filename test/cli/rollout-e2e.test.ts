@@ -6,6 +6,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { startServer } from '../../server/start.js';
 import { killLeftoverWorkloads } from '../agent/support.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
+import { waitFor } from '../support/wait.js';
 import { cca } from './harness.js';
 
 /**
@@ -35,16 +36,6 @@ function versionsWritten(stateDir: string, ids: string[]): string[] {
   };
   for (const id of ids) walk(join(stateDir, 'replicas', id), 0);
   return out.sort();
-}
-
-async function until<T>(what: string, f: () => Promise<T | undefined>, ms: number): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await f();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 describe('rolling updates end to end (process runtime)', () => {
@@ -85,14 +76,14 @@ describe('rolling updates end to end (process runtime)', () => {
     const v2 = await run(['apply', 'web.cca', '--yes', '--wait', '--timeout', '90s']);
     expect(v2.stderr).not.toContain('error');
     expect(v2.stdout).toContain('converged: web 3/3 ready');
-    const v2Replicas = await until('three v2 replicas running', async () => {
+    const v2Replicas = await waitFor('three v2 replicas running', async () => {
       const l = await live();
       return l.length === 3 && l.every((r) => r.state === 'running') ? l : undefined;
     }, 30_000);
     const v2Ids = v2Replicas.map((r) => r.name).sort();
     expect(v2Ids.filter((id) => v1Ids.includes(id))).toEqual([]);
     expect(versionsWritten(state, v2Ids)).toEqual(['v2', 'v2', 'v2']);
-    const complete = await until('rollout complete shown', async () => {
+    const complete = await waitFor('rollout complete shown', async () => {
       const out = (await run(['get', 'services'])).stdout;
       return out.includes('rollout complete') ? out : undefined;
     }, 20_000);
@@ -104,7 +95,7 @@ describe('rolling updates end to end (process runtime)', () => {
     expect(v3.code).toBe(1);
     expect(v3.stderr).toContain('error CCA-E0719');
     expect(v3.stderr).toMatch(/rollout stuck: 3\/3 new replicas not ready/);
-    const stuck = await until('stuck reason with the failing readiness', async () => {
+    const stuck = await waitFor('stuck reason with the failing readiness', async () => {
       const out = (await run(['get', 'services'])).stdout;
       return out.includes('readiness failing on p1') ? out : undefined;
     }, 30_000);
@@ -118,13 +109,13 @@ describe('rolling updates end to end (process runtime)', () => {
     const back = await run(['apply', 'web.cca', '--yes', '--wait', '--timeout', '60s']);
     expect(back.stderr).not.toContain('error');
     expect(back.stdout).toContain('converged: web 3/3 ready');
-    const after = await until('the v3 replica gone', async () => {
+    const after = await waitFor('the v3 replica gone', async () => {
       const l = await live();
       return l.length === 3 ? l.map((r) => r.name).sort() : undefined;
     }, 30_000);
     expect(after).toEqual(v2Ids);
 
     expect((await run(['delete', 'service', 'web', '--yes'])).code).toBe(0);
-    await until('every replica stopped', async () => ((await live()).length === 0 ? true : undefined), 30_000);
+    await waitFor('every replica stopped', async () => ((await live()).length === 0 ? true : undefined), 30_000);
   }, 240_000);
 });

@@ -1,13 +1,10 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
 import { rolloutText } from '../../cli/views.js';
-import { liveServer, type Live } from './harness.js';
+import { liveServers, type Live } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 const base = { fromRevision: 4, toRevision: 9, desired: 3, newReady: 1, newLive: 2, oldLive: 2, reason: '', current: true };
 
@@ -20,8 +17,7 @@ describe('rollouts in cca get services', () => {
   });
 
   test('a ROLLOUT column appears once a service has rolled; -o json carries the record', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     for (const name of ['api', 'web']) {
       await live.store.put(buildKey('service', name), encodeFact('service', serviceSpecSchema.parse({ name, image: 'busybox:1.35', replicas: 3 })));
     }

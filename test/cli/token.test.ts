@@ -1,12 +1,9 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, prefixOf } from '../../core/keys.js';
 import { expectGolden } from './golden.js';
-import { cca, liveServer, type Live, type Run } from './harness.js';
+import { cca, liveServers, type Live, type Run } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 /** Tokens, ids and times differ per run; the goldens show their shape. */
 const stable = (r: Run): Run => {
@@ -22,8 +19,7 @@ const stable = (r: Run): Run => {
 
 describe('cca token and cca node reset', () => {
   test('create prints the token once; list never shows it; revoke; a reader token is refused', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     const run = async (name: string, argv: string[]) => {
       const r = await live.run(argv);
       expectGolden(name, argv.map((a) => a.replace(/^[0-9a-f]{12}$/, 'xxxxxxxxxxxx')), stable(r));
@@ -47,8 +43,7 @@ describe('cca token and cca node reset', () => {
   });
 
   test('node reset deletes the credential with a decision; an unknown node is said so', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     const { ensureTokens } = await import('../../handlers/auth.js');
     const { JOIN } = await import('../handlers/harness.js');
     await ensureTokens(live.store, { join: JOIN });

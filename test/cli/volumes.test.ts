@@ -1,15 +1,12 @@
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
 import type { MemoryStore } from '../../db/memory.js';
 import { roughBytes } from '../../cli/views.js';
 import { expectGolden } from './golden.js';
-import { at, liveServer, type Live } from './harness.js';
+import { at, liveServers, type Live } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 const MI = 1024 * 1024;
 const want = (store: MemoryStore, node: string, service: string, volume: string, sizeBytes: number, usedBy?: string) =>
@@ -31,8 +28,7 @@ async function seedVolumes(store: MemoryStore) {
 
 describe('cca get volumes', () => {
   test('plain, wide, json, --service, an unknown service, a name given', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     const run = async (name: string, argv: string[]) => {
       const r = await live.run(argv);
       expectGolden(name, argv, r);
@@ -64,8 +60,7 @@ describe('cca get volumes', () => {
   });
 
   test('-w redraws when the agent reports the volume', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     await seedVolumes(live.store);
     const stop = new AbortController();
     let reported = false;
@@ -85,8 +80,7 @@ describe('cca get volumes', () => {
   });
 
   test('a released volume: releasing with the time left, kept by `cca volume keep`, released again; delete says which data goes', async () => {
-    const live = await liveServer();
-    opened.push(live);
+    const live = await open();
     await seedVolumes(live.store);
     // cca delete names the volumes it releases and when their data goes, before it asks.
     const asked = await live.run(['delete', 'service', 'db']);

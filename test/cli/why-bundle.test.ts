@@ -2,20 +2,16 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { afterEach, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { Decision } from '../../core/model/facts.js';
 import { expectGolden } from './golden.js';
-import { ADMIN, at, cca, liveServer, seedNode, type Live } from './harness.js';
+import { ADMIN, at, cca, liveServers, seedNode, type Live } from './harness.js';
 
-const opened: Live[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((l) => l.close()));
-});
+const open = liveServers();
 
 async function setup() {
-  const live = await liveServer();
-  opened.push(live);
+  const live = await open();
   return live;
 }
 

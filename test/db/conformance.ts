@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { isCcaError } from '../../core/diagnostics/index.js';
+import { waitFor } from '../support/wait.js';
 import type { KeyValue, Store, WatchBatch } from '../../db/store.js';
 
 export interface Backend {
@@ -38,15 +39,6 @@ export async function collect(
     ac.abort();
   }
   return out;
-}
-
-export async function eventually<T>(f: () => Promise<T>, ok: (v: T) => boolean, timeoutMs = 10_000): Promise<T> {
-  const start = Date.now();
-  for (;;) {
-    const v = await f();
-    if (ok(v) || Date.now() - start > timeoutMs) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 const kv = (key: string, value: string, createRevision: number, modRevision: number, version: number, lease = 0): KeyValue => ({
@@ -368,7 +360,7 @@ export function defineConformance(backend: Backend): void {
       const { id } = await s.grantLease(1);
       await s.put('e/1', 'x', { lease: id }); // 2
       await s.put('e/2', 'x', { lease: id }); // 3
-      const gone = await eventually(() => s.range({ prefix: 'e/' }), (r) => r.count === 0, 8_000);
+      const gone = await waitFor('the lease\'s keys under e/ expired', () => s.range({ prefix: 'e/' }), (r) => r.count === 0, 8_000);
       expect(gone.count).toBe(0);
       expect(gone.revision).toBe(4);
       const w = await collect(s, { prefix: '', fromRevision: 4 }, 4);
@@ -425,7 +417,7 @@ export function defineConformance(backend: Backend): void {
       const expected = new Map(results.flat().map((r) => [r.revision, r]));
       expect(expected.size).toBe(writers * perWriter);
       for (const w of watchers) {
-        await eventually(async () => w.got.length, (n) => n >= end - start, 10_000);
+        await waitFor('every event of the range delivered', async () => w.got.length, (n) => n >= end - start, 10_000);
         w.ac.abort();
         await w.done;
         expect(w.got.map((b) => b.revision)).toEqual(Array.from({ length: end - start }, (_, i) => start + 1 + i));

@@ -9,7 +9,7 @@ import { electionNamespace, runForLeader } from '../../db/etcd/election.js';
 import { etcdConnection, parseEtcdUrl } from '../../db/etcd/store.js';
 import type { Store } from '../../db/store.js';
 import { startServer } from '../../server/start.js';
-import { waitFor } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
 import { startTestEtcd, type RunningEtcd } from '../support/etcd-server.js';
 import { makeTestCa, type CertFiles, type TestCa } from '../support/tls-certs.js';
 import { codeOf } from './conformance.js';

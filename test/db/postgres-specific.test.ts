@@ -7,7 +7,8 @@ import { PostgresStore } from '../../db/postgres/store.js';
 import type { WatchBatch } from '../../db/store.js';
 import { createTestDatabase } from '../support/databases.js';
 import { freePort } from '../support/postgres-server.js';
-import { codeOf, eventually } from './conformance.js';
+import { codeOf } from './conformance.js';
+import { waitFor } from '../support/wait.js';
 import { intervalOf } from '../../db/keyspace.js';
 import type { Db } from '../../db/postgres/sql/db.js';
 import { loadKeys } from '../../db/postgres/sql/loadKeys.js';
@@ -52,14 +53,14 @@ describe('PostgresStore specifics', () => {
     );
     expect(killed[0]!.n).toBe(1);
     for (let i = 20; i < 40; i++) await store.put(`w/${i}`, 'x');
-    await eventually(async () => got.length, (n) => n >= 40);
+    await waitFor('40 events', async () => got.length, (n) => n >= 40);
     // The LISTEN connection comes back on its own.
-    await eventually(
+    await waitFor('one LISTEN connection again',
       () => sql<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name = 'ccattler-listen' AND datname = current_database()`),
       (r) => r[0]!.n === 1,
     );
     for (let i = 40; i < 45; i++) await store.put(`w/${i}`, 'x');
-    await eventually(async () => got.length, (n) => n >= 45);
+    await waitFor('45 events', async () => got.length, (n) => n >= 45);
     ac.abort();
     await done;
     expect(got.map((b) => b.revision)).toEqual(Array.from({ length: 45 }, (_, i) => i + 2));
@@ -89,7 +90,7 @@ describe('PostgresStore specifics', () => {
       await c.put(`l/${i}/y`, 'v', { lease: l.id });
     }
     const before = await a.revision();
-    const r = await eventually(() => a.range({ prefix: 'l/' }), (x) => x.count === 0, 8_000);
+    const r = await waitFor('every key under l/ expired with its lease', () => a.range({ prefix: 'l/' }), (x) => x.count === 0, 8_000);
     expect(r.count).toBe(0);
     // Three leases with keys: exactly three revisions, each deleting one lease's two keys.
     expect(await a.revision()).toBe(before + 3);
@@ -116,7 +117,7 @@ describe('PostgresStore specifics', () => {
     expect(await store.get('held')).not.toBeNull();
     expect((await store.leaseTimeToLive(id)).ttl).toBeGreaterThanOrEqual(1);
     // The agent gets its chance to keep alive; without one, the lease expires as usual.
-    const gone = await eventually(async () => (await store.expireLeases(), await store.get('held')), (kv) => kv === null, 8_000);
+    const gone = await waitFor('the held key expired', async () => (await store.expireLeases(), await store.get('held')), (kv) => kv === null, 8_000);
     expect(gone).toBeNull();
     await store.close();
   });

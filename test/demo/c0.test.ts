@@ -1,13 +1,20 @@
 import { expect, test } from 'vitest';
-import { runDemoC0 } from '../../demo/c0.js';
+import { runDemoC0, SQLITE_NO_OUTAGE } from '../../demo/c0.js';
 
-test.each(['postgres', 'etcd', 'sqlite'] as const)(
-  'demo-c0 on %s: real server, agent and cca processes through kill, scale, unknown image, restarts, a store outage and a bundle',
-  async (store) => {
+const steps = 'real server, agent and cca processes through kill, scale, unknown image, restarts';
+
+test.each([
+  ['postgres', `${steps}, a store outage and a bundle`, 'demo-c0 passed.'],
+  ['etcd', `${steps}, a store outage and a bundle`, 'demo-c0 passed.'],
+  // Step 7 (the store outage) does not run on SQLite; the title and the last line say so.
+  ['sqlite', `${steps} and a bundle; NOT the store outage (step 7 does not run: ${SQLITE_NO_OUTAGE})`, 'demo-c0 passed, except step 7 (the store outage), which did not run.'],
+] as const)(
+  'demo-c0 on %s: %s',
+  async (store, _title, last) => {
     const lines: string[] = [];
-    await runDemoC0({ store, say: (l) => lines.push(l) });
-    console.log(lines.join('\n'));
-    expect(lines.at(-1)?.trim()).toBe('demo-c0 passed.');
+    // The narrative is printed pass or fail: a failure's evidence is in it.
+    await runDemoC0({ store, say: (l) => lines.push(l) }).finally(() => console.log(lines.join('\n')));
+    expect(lines.at(-1)?.trim()).toBe(last);
   },
   300_000,
 );

@@ -3,7 +3,7 @@ import { runDemoC1 } from '../../demo/c1.js';
 
 test('demo-c1: three real agents; node3 dies and returns, node2 is partitioned; no overlap seen from the running processes', async () => {
   const lines: string[] = [];
-  await runDemoC1({ say: (l) => lines.push(l) });
-  console.log(lines.join('\n'));
+  // The narrative is printed pass or fail: a failure's evidence is in it.
+  await runDemoC1({ say: (l) => lines.push(l) }).finally(() => console.log(lines.join('\n')));
   expect(lines.at(-1)?.trim()).toMatch(/^demo-c1 passed in \d+ s\.$/);
 }, 240_000);

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
+import { replicaReason } from '../../core/model/replica-outcome.js';
 import { auditor, nodeController, replicaController, scheduler } from '../../jobs/controllers/index.js';
 import { why } from '../../jobs/decisions/why.js';
 import { Bench } from './harness.js';
@@ -86,7 +87,9 @@ describe('replica controller', () => {
     await b.observe('n1', r!.id, 'exited', 0);
     await b.settle(all);
     expect(await b.live('job')).toHaveLength(0);
-    expect((await b.replicas('job'))[0]!.reason).toMatch(/^completed/);
+    const [done] = await b.replicas('job');
+    expect(done!.ended).toEqual({ outcome: 'completed', node: 'n1', exit: { state: 'exited', code: 0, restart: 'on-failure' } });
+    expect(replicaReason(done!)).toBe('completed: exited with code 0 on n1 (restart on-failure)');
   });
 
   test('deleting a service stops and removes its replicas', async () => {
@@ -211,7 +214,8 @@ describe('node controller', () => {
     await b.settle(all);
     b.t += 1_000;
     await b.settle(all);
-    const fresh = (await b.live('web')).find((r) => r.reason.startsWith(`replaces ${gone}`))!;
+    const fresh = (await b.live('web')).find((r) => r.replaces?.replica === gone)!;
+    expect(fresh.replaces!.ended).toEqual({ outcome: 'lost', node: 'n2' });
     const answer = await why(b.store, 'replica', fresh.id);
     expect(answer.complete).toBe(true);
     expect(answer.chain.map((l) => `${l.decision.controller}:${l.decision.action}`)).toEqual([

@@ -1,5 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
+import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { Observation } from '../../core/model/facts.js';
 import type { ServiceSpecInput } from '../../core/model/service.js';
 import type { Store, TxnRequest } from '../../db/store.js';
@@ -317,7 +318,8 @@ describe('liveness failures in the replica controller', () => {
     await b.settle(all);
     const [next] = await b.live('web');
     expect(next!.id).not.toBe(r!.id);
-    expect(next!.reason).toBe(`replaces ${r!.id} (failed with code 0 on n1 (restart on-failure): ${message})`);
+    expect(next!.replaces).toEqual({ replica: r!.id, ended: { outcome: 'restarted', node: 'n1', exit: { state: 'failed', code: 0, restart: 'on-failure', message } } });
+    expect(replicaReason(next!)).toBe(`replaces ${r!.id} (failed with code 0 on n1 (restart on-failure): ${message})`);
     const answer = await why(b.store, 'replica', r!.id);
     expect(answer.history.some((l) => l.decision.action === `retired: failed with code 0 on n1 (restart on-failure): ${message}`)).toBe(true);
     expect(await ids(b)).toEqual([]); // out of the endpoints the moment it was reported failed

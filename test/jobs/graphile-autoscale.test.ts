@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -20,18 +20,18 @@ test('the autoscaler wakes on its timer as a graphile-worker job and the replica
   const reg = await store.put(buildKey('node', 'n1'), encodeFact('node', { name: 'n1', zone: 'a', capacity: { cpuMillis: 4_000, memoryBytes: 2 ** 32 }, images: { 'web:1': 'x' } }), { lease: id });
   const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', replicas: 1, resources: { cpuMillis: 100 }, autoscale: { min: 1, max: 4, targetCpuPercent: 50 } });
   await store.put(buildKey('service', 'web'), encodeFact('service', spec));
-  const placed = await eventually(() => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 1, 20_000);
+  const placed = await waitFor('one assignment', () => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 1, 20_000);
   const a = decodeFact('assigned', placed.kvs[0]!.key, placed.kvs[0]!.value);
-  await eventually(() => store.get(buildKey('nodeStatus', 'n1')), (kv) => !!kv && decodeFact('nodeStatus', kv.key, kv.value).state === 'ready', 20_000);
+  await waitFor('node n1 ready', () => store.get(buildKey('nodeStatus', 'n1')), (kv) => !!kv && decodeFact('nodeStatus', kv.key, kv.value).state === 'ready', 20_000);
 
   // Play the agent: the one replica runs at 150% of its request → ceil(1 × 3) = 3.
   await store.put(
     buildKey('observed', 'n1', a.replica),
     encodeFact('observed', { replica: a.replica, service: 'web', node: 'n1', tenure: reg.revision, state: 'running', usage: { cpuMillis: 150, memoryBytes: 1 }, at: 0 }),
   );
-  const intent = await eventually(() => store.get(buildKey('autoscale', 'web')), (kv) => !!kv && decodeFact('autoscale', kv.key, kv.value).desired === 3, 20_000);
+  const intent = await waitFor('the autoscale intent at desired 3', () => store.get(buildKey('autoscale', 'web')), (kv) => !!kv && decodeFact('autoscale', kv.key, kv.value).desired === 3, 20_000);
   expect(decodeFact('autoscale', intent!.key, intent!.value).observedCpuPercent).toBe(150);
-  const replicas = await eventually(
+  const replicas = await waitFor('3 running replica records of web',
     () => store.range({ prefix: prefixOf('replica', 'web') }),
     (r) => r.kvs.map((kv) => decodeFact('replica', kv.key, kv.value)).filter((x) => x.desired === 'run' && !x.retired).length === 3,
     20_000,

@@ -2,7 +2,7 @@ import { afterAll, expect, test } from 'vitest';
 import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
 import { why } from '../../jobs/decisions/why.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -21,7 +21,7 @@ test('the controllers place replicas and explain them when run as graphile-worke
   const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', replicas: 4, resources: { cpuMillis: 500 } });
   await store.put(buildKey('service', 'web'), encodeFact('service', spec));
 
-  const placed = await eventually(() => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 4, 20_000);
+  const placed = await waitFor('4 assignments', () => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 4, 20_000);
   expect(placed.count).toBe(4);
   const nodes = placed.kvs.map((kv) => kv.key.split('/')[2]).sort();
   expect(nodes).toEqual(['n1', 'n1', 'n2', 'n2']);

@@ -1,10 +1,12 @@
 import { afterAll, expect, test } from 'vitest';
 import { createPool } from '../../db/postgres/pool.js';
 import { PostgresStore } from '../../db/postgres/store.js';
+import type { Diagnostic } from '../../core/diagnostics/types.js';
 import type { Controller } from '../../jobs/controller.js';
 import { startGraphileDriver } from '../../jobs/graphile-driver.js';
 import { jobHook, jobsForChanges } from '../../jobs/job-hook.js';
-import { eventually } from '../db/conformance.js';
+import type { StepInfo } from '../../jobs/step-runner.js';
+import { waitFor } from '../support/wait.js';
 import { createTestDatabase } from '../support/databases.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -63,19 +65,21 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
   const controllers = [mirror, ticker, broken];
   const pool = createPool(db.url);
   cleanups.push(() => pool.end());
-  const driver = await startGraphileDriver({ pool, controllers, pollIntervalMs: 100, concurrency: 2 });
+  const reports: Diagnostic[] = [];
+  const steps: StepInfo[] = [];
+  const driver = await startGraphileDriver({ pool, controllers, pollIntervalMs: 100, concurrency: 2, onDiagnostic: (d) => reports.push(d), metrics: { step: (i) => steps.push(i) } });
   cleanups.push(() => driver.stop());
   const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
   cleanups.push(() => store.close());
 
   await store.put('/src/a', '1');
   for (let i = 0; i < 20; i++) await store.put('/src/b', String(i));
-  await eventually(() => store.get('/dst/a'), (kv) => kv?.value === '1');
-  const b = await eventually(() => store.get('/dst/b'), (kv) => kv?.value === '19');
+  await waitFor('/dst/a = 1', () => store.get('/dst/a'), (kv) => kv?.value === '1');
+  const b = await waitFor('/dst/b = 19', () => store.get('/dst/b'), (kv) => kv?.value === '19');
   expect(b?.value).toBe('19');
 
   await driver.kickAll();
-  const ticks = await eventually(() => store.get('/ticks'), (kv) => kv?.value === '3', 10_000);
+  const ticks = await waitFor('/ticks = 3', () => store.get('/ticks'), (kv) => kv?.value === '3', 10_000);
   expect(ticks?.value).toBe('3');
 
   await store.put('/trigger', '1');
@@ -86,6 +90,10 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
   );
   expect(attempts.rows[0]?.attempts).toBeGreaterThanOrEqual(1);
   expect(attempts.rows[0]?.last_error).toMatch(/step failed after writing/);
+  // Reported as every driver reports a step's bug (jobs/step-runner.ts), and counted through the injected metrics.
+  expect(reports.map((d) => d.code)).toEqual(['CCA-E0404']);
+  expect(steps.filter((i) => i.controller === 'broken').map((i) => i.ok)).toContain(false);
+  expect(steps.filter((i) => i.controller === 'mirror' && i.ok).length).toBeGreaterThan(0);
 
   // Converged: one more pass over every subject writes nothing.
   const before = await store.revision();

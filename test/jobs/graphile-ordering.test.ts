@@ -1,7 +1,7 @@
 import { afterAll, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -21,7 +21,7 @@ test('a replacement after an init failure is placed at its notBefore by a timed 
   const tenure = (await store.get(buildKey('node', 'n1')))!.createRevision;
   const spec = serviceSpecSchema.parse({ name: 'mig', image: 'web:1', init: [{ name: 'migrate', command: ['migrate'] }] });
   await store.put(buildKey('service', 'mig'), encodeFact('service', spec));
-  const first = await eventually(() => store.range({ prefix: prefixOf('assigned', 'n1') }), (r) => r.count === 1, 20_000);
+  const first = await waitFor('one assignment on n1', () => store.range({ prefix: prefixOf('assigned', 'n1') }), (r) => r.count === 1, 20_000);
   const replica = first.kvs[0]!.key.split('/')[3]!;
 
   // The agent reports the init step failed.
@@ -29,7 +29,7 @@ test('a replacement after an init failure is placed at its notBefore by a timed 
     buildKey('observed', 'n1', replica),
     encodeFact('observed', { replica, service: 'mig', node: 'n1', tenure, state: 'failed', exitCode: 3, init: { step: 'migrate', state: 'failed', exitCode: 3, tail: 'no db' }, at: Date.now() }),
   );
-  const records = await eventually(
+  const records = await waitFor('a retry of mig with a notBefore',
     () => store.range({ prefix: prefixOf('replica', 'mig') }),
     (r) => r.kvs.some((kv) => decodeFact('replica', kv.key, kv.value).notBefore !== undefined),
     20_000,
@@ -38,7 +38,7 @@ test('a replacement after an init failure is placed at its notBefore by a timed 
   expect(next).toMatchObject({ attempt: 1, failure: 'init step migrate failed (code 3)' });
   expect(next.notBefore! - next.createdAt).toBe(1_000);
   // Placed no earlier than notBefore; nothing else changes by then, so a timed job placed it.
-  const placed = await eventually(() => store.get(buildKey('placement', next.id)), (kv) => kv !== null, 20_000);
+  const placed = await waitFor('the retry placed', () => store.get(buildKey('placement', next.id)), (kv) => kv !== null, 20_000);
   const at = decodeFact('placement', placed!.key, placed!.value).at;
   expect(at).toBeGreaterThanOrEqual(next.notBefore!);
 }, 60_000);

@@ -3,7 +3,7 @@ import { afterAll, expect, test } from 'vitest';
 import { createPool } from '../../db/postgres/pool.js';
 import { PostgresStore } from '../../db/postgres/store.js';
 import { startGraphileDriver } from '../../jobs/graphile-driver.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { createTestDatabase } from '../support/databases.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -30,7 +30,7 @@ test('lease expiry survives a pod that died holding its upkeep job', async () =>
   // SIGKILLed pod would, minus the lock) and we lock its lease job in its name.
   const a = await startGraphileDriver({ pool, controllers: [], pollIntervalMs: 100, maintenance: { store, leaseEveryMs: 200, watchdogEveryMs: 60_000 } });
   await a.kickAll();
-  await eventually(async () => (await admin.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = 'cca-expire-leases'`)).rows[0].n as number, (n) => n === 1, 10_000);
+  await waitFor('one cca-expire-leases job', async () => (await admin.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = 'cca-expire-leases'`)).rows[0].n as number, (n) => n === 1, 10_000);
   await a.stop();
   const locked = await admin.query(`UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'dead-pod' WHERE key = 'cca-expire-leases' RETURNING id`);
   expect(locked.rowCount).toBe(1);
@@ -40,7 +40,7 @@ test('lease expiry survives a pod that died holding its upkeep job', async () =>
   cleanups.push(() => b.stop());
   const lease = await store.grantLease(1);
   await store.put('/nodes/gone', 'x', { lease: lease.id });
-  const gone = await eventually(() => store.get('/nodes/gone'), (kv) => kv == null, 20_000);
+  const gone = await waitFor('/nodes/gone expired', () => store.get('/nodes/gone'), (kv) => kv == null, 20_000);
   expect(gone ?? undefined).toBeUndefined();
   // The dead pod's job is still locked (graphile would hold it 4 h), but no longer keyed.
   const dead = await admin.query(`SELECT key, locked_by FROM graphile_worker._private_jobs WHERE id = $1`, [locked.rows[0].id]);

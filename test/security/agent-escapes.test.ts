@@ -17,7 +17,8 @@ import { StateDir } from '../../agent/state.js';
 import { serviceSpecSchema, type ServiceSpec, type ServiceSpecInput } from '../../core/model/index.js';
 import { startContainerdAgent, stopContainerdAgent, type ContainerdAgent } from '../agent/containerd-harness.js';
 import { FakeAgentServer } from '../agent/fake-server.js';
-import { killLeftoverWorkloads, startAgent, tempDir, waitFor, type TestAgent } from '../agent/support.js';
+import { killLeftoverWorkloads, startAgent, tempDir, type TestAgent } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
 
 /** Every entry under `dir`: type, and a file's content or a link's target. */

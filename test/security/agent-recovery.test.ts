@@ -6,7 +6,8 @@ import { parseAgentFlags } from '../../agent/options.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
-import { tempDir, waitFor } from '../agent/support.js';
+import { tempDir } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
 import { ADMIN, JOIN } from './support.js';
 
 /**
@@ -50,7 +51,7 @@ describe('the agent after its credential is refused', () => {
     expect(await reset()).toBe(200);
     await waitFor('enrolled again', () => logsA.filter((l) => l === 'enrolled').length === 2, 10_000);
     expect(new StateDir(a.dir).credential()).not.toBe(issued);
-    expect(logsA.some((l) => l.includes('CCA-E0509'))).toBe(true);
+    expect(logsA.some((l) => l.startsWith('CCA-E0590'))).toBe(true);
     await first.close();
 
     // A machine with the join token but not n1's credential: refused, logged once, retried.
@@ -60,7 +61,7 @@ describe('the agent after its credential is refused', () => {
     const second = agentFor(server.url, b.dir, logsB);
     await second.start();
     cleanups.push(() => second.close());
-    await waitFor('refused', () => logsB.some((l) => l.includes('CCA-E0630')), 10_000);
+    await waitFor('refused', () => logsB.some((l) => l.startsWith('CCA-E0591') && l.includes('CCA-E0630')), 10_000);
     await new Promise((r) => setTimeout(r, 2_500));
     expect(second.status().registered).toBe(false);
     expect(logsB.filter((l) => l.includes('CCA-E0630'))).toHaveLength(1);
@@ -68,6 +69,40 @@ describe('the agent after its credential is refused', () => {
     expect(await reset()).toBe(200);
     await waitFor('registered after the reset', () => second.status().registered, 20_000);
   }, 60_000);
+});
+
+describe('a compromised node locked out: the join token revoked, then the node reset', () => {
+  it('its agent is refused enrollment (CCA-E0591, coded and logged once), keeps retrying without crashing, and is fenced as its lease runs out', async () => {
+    const server = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 0, version: 'test' });
+    const t = tempDir('recover-revoked');
+    const logs: string[] = [];
+    const agent = new Agent({
+      server: server.url, node: 'n1', token: JOIN, state: new StateDir(t.dir),
+      runtime: new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } }),
+      record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: 4000, memoryBytes: 4 * 2 ** 30 } },
+      leaseTtlSeconds: 5, pollWaitMs: 1_000, reportEveryMs: 500, log: (l) => logs.push(l),
+    });
+    try {
+      await agent.start();
+      await waitFor('registered', () => agent.status().registered, 10_000);
+      const admin = (path: string) => fetch(`${server.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}` } });
+      expect((await admin('/v1/tokens/join/revoke')).status).toBe(200);
+      expect((await admin('/v1/nodes/n1/reset')).status).toBe(200);
+      await waitFor('credential refused', () => logs.some((l) => l.startsWith('CCA-E0590')), 10_000);
+      const refused = await waitFor('enrollment refused', () => logs.find((l) => l.startsWith('CCA-E0591')), 10_000);
+      expect(refused).toContain('CCA-E0633');
+      await waitFor('fenced as the lease runs out', () => agent.status().fenced, 10_000);
+      // Retried (1 s, 2 s, …) but said once per cause.
+      await new Promise((r) => setTimeout(r, 3_500));
+      expect(logs.filter((l) => l.startsWith('CCA-E0591'))).toHaveLength(1);
+      expect(logs.filter((l) => l.startsWith('CCA-E0590'))).toHaveLength(1);
+      expect(logs.filter((l) => l === 'enrolled')).toHaveLength(1);
+    } finally {
+      await agent.close();
+      await server.stop();
+      t.cleanup();
+    }
+  }, 40_000);
 });
 
 describe('the join token reaches the agent through a file or the environment, not argv', () => {

@@ -11,7 +11,7 @@ import { parseAgentFlags } from '../../agent/options.js';
 import { startServer } from '../../server/start.js';
 import { cca as inProcess } from '../cli/harness.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
-import { waitFor } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
 import { makeTestCa, type TestCa } from '../support/tls-certs.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -60,7 +60,7 @@ beforeAll(async () => {
   stranger = makeTestCa(tmp, 'stranger');
   const cert = ca.issue('server');
   server = cca(['server', '--store', 'memory:', '--port', '0', '--tls-cert', cert.cert, '--tls-key', cert.key, '--workers', '2'], { CCA_ADMIN_TOKEN: ADMIN, CCA_JOIN_TOKEN: JOIN });
-  url = await waitFor('the server to listen', () => /listening on (\S+)/.exec(server.out())?.[1], 30_000, 100);
+  url = await waitFor('the server to listen', () => /listening on (\S+)/.exec(server.out())?.[1], { timeoutMs: 30_000, everyMs: 100 });
 }, 60_000);
 
 afterAll(async () => {
@@ -81,7 +81,7 @@ describe('the server, an agent and the CLI over TLS with a private CA', () => {
   test('an agent with --ca registers; cca apply --wait (watch over TLS) sees a replica placed and running on it', async () => {
     const agent = cca(['agent', '--server', url, '--ca', ca.cert, '--node', 'tls1', '--token', JOIN, '--runtime', 'fake', '--images', join(tmp, 'images'), '--state-dir', join(tmp, 'agent-tls1')]);
     agents.push(agent);
-    await waitFor('the agent to register', () => /registered: lease/.test(agent.out()), 30_000, 100);
+    await waitFor('the agent to register', () => /registered: lease/.test(agent.out()), { timeoutMs: 30_000, everyMs: 100 });
     const spec = join(tmp, 'web.cca');
     writeFileSync(spec, 'service web {\n  image    = "busybox:1.35"\n  command  = ["httpd", "-f"]\n  replicas = 1\n  cpu      = 0.25\n  memory   = 64Mi\n}\n');
     const applied = await run(['apply', spec, '--yes', '--wait', '--timeout', '60s', '--server', url, '--ca', ca.cert, '--token', ADMIN]);
@@ -158,7 +158,7 @@ describe('the server, an agent and the CLI over TLS with a private CA', () => {
   test('an agent without --ca logs CCA-E0540 (naming the server, saying --ca) and keeps retrying', async () => {
     const agent = cca(['agent', '--server', url, '--node', 'tls2', '--token', JOIN, '--runtime', 'fake', '--images', join(tmp, 'images'), '--state-dir', join(tmp, 'agent-tls2')]);
     agents.push(agent);
-    await waitFor('CCA-E0540 in the agent log', () => agent.out().includes('CCA-E0540'), 30_000, 100);
+    await waitFor('CCA-E0540 in the agent log', () => agent.out().includes('CCA-E0540'), { timeoutMs: 30_000, everyMs: 100 });
     expect(agent.out()).toContain(`the agent does not trust the certificate of the server at ${url}`);
     expect(agent.out()).toContain('--ca FILE');
     expect(agent.out()).not.toMatch(/\n\s+at /);

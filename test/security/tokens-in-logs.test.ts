@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 
 /** Tokens appear in a server's output once, on the start that created them; never again. */
 const dir = mkdtempSync(join(tmpdir(), 'cca-token-logs-'));
@@ -14,7 +14,7 @@ async function runServerOnce(store: string): Promise<string> {
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  await eventually(async () => out, (o) => o.includes('listening on') || child.exitCode !== null, 30_000);
+  await waitFor('the server to say \'listening on\'', async () => out, (o) => o.includes('listening on') || child.exitCode !== null, 30_000);
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await exited;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { startServer, type RunningServer } from '../../server/start.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { freePort } from '../support/postgres-server.js';
 
@@ -29,7 +29,7 @@ test('SIGTERM drain: readyz fails first, watch streams get a retry hint, cca get
   const url = `http://127.0.0.1:${port}`;
   // This test's own client may hold a keep-alive socket the old pod closed: a refused send is tried again.
   const apply = (name: string) =>
-    eventually(
+    waitFor('an apply to reach a pod',
       () => fetch(`${url}/v1/apply`, { method: 'POST', body: service(name), headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'text/x-cca' } }).then((r) => r.status, () => 0),
       (s) => s !== 0,
       10_000,
@@ -42,9 +42,9 @@ test('SIGTERM drain: readyz fails first, watch streams get a retry hint, cca get
   cli.stdout.on('data', (d) => (out += d));
   cli.stderr.on('data', (d) => (out += d));
   cleanups.push(() => void cli.kill('SIGKILL'));
-  await eventually(async () => out, (o) => o.includes('no services') || cli.exitCode !== null, 20_000);
+  await waitFor('the watch\'s first frame (no services)', async () => out, (o) => o.includes('no services') || cli.exitCode !== null, 20_000);
   expect(await apply('one')).toBe(200);
-  await eventually(async () => out, (o) => o.includes('one'), 20_000);
+  await waitFor('the watch to show service one', async () => out, (o) => o.includes('one'), 20_000);
 
   // A raw stream, to read what the pod says as it goes.
   const raw = await fetch(`${url}/v1/watch?prefix=/services/`, { headers: { authorization: `Bearer ${ADMIN}` } });
@@ -64,7 +64,7 @@ test('SIGTERM drain: readyz fails first, watch streams get a retry hint, cca get
   const b = await startServer(base);
   cleanups.push(() => b.stop());
   expect(await apply('two')).toBe(200);
-  await eventually(async () => out, (o) => o.includes('two') || cli.exitCode !== null, 30_000);
+  await waitFor('the watch to show service two', async () => out, (o) => o.includes('two') || cli.exitCode !== null, 30_000);
   expect(out, out).toContain('two');
   expect(cli.exitCode, out).toBeNull();
 }, 90_000);

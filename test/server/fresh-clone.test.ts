@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { freePort } from '../support/postgres-server.js';
 
 /**
@@ -78,7 +78,7 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
     const replicas = path.join(clone, '.ccattler', 'agent', 'replicas');
     for (const r of readdirSync(replicas)) for (const f of ['workload.pid', 'supervisor.pid']) killGroupOf(path.join(replicas, r, f));
   });
-  await eventually(async () => out, (o) => o.includes('is running') || start.exitCode !== null, 180_000);
+  await waitFor('the server to say \'is running\'', async () => out, (o) => o.includes('is running') || start.exitCode !== null, 180_000);
   expect(out, out).toContain('is running');
   // The checkout is closed to the postgres user: its data went to a folder it can reach.
   const pgDir = /data in (\S+),/.exec(out)?.[1] ?? '';
@@ -97,12 +97,12 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   const appPort = await freePort();
   writeFileSync(path.join(clone, 'hello-here.cca'), readFileSync(path.join(clone, 'fixtures/hello.cca'), 'utf8').replaceAll('8080', String(appPort)));
   expect(cca('apply', 'hello-here.cca', '--yes')).toContain('applied at revision');
-  const page = await eventually(() => fetch(`http://127.0.0.1:${appPort}/`).then((r) => r.text(), () => ''), (t) => t.length > 0, 60_000);
+  const page = await waitFor('the app page to answer', () => fetch(`http://127.0.0.1:${appPort}/`).then((r) => r.text(), () => ''), (t) => t.length > 0, 60_000);
   expect(page, `${out}\n${cca('get', 'replicas', '-o', 'wide')}`).toContain('hello from ccattler');
 
   writeFileSync(path.join(clone, 'broken.cca'), 'service broken {\n  image = "ccattler/toolbox:1"\n  command = ["no-such-program-cca", "--serve"]\n  cpu = 0.1\n  memory = 16Mi\n}\n');
   expect(cca('apply', 'broken.cca', '--yes')).toContain('applied at revision');
-  const wide = await eventually(async () => cca('get', 'services', '-o', 'wide'), (t) => t.includes('CCA-E0530'), 60_000);
+  const wide = await waitFor('the broken service to show CCA-E0530', async () => cca('get', 'services', '-o', 'wide'), (t) => t.includes('CCA-E0530'), 60_000);
   const line = wide.split('\n').find((l) => l.startsWith('broken')) ?? '';
   expect(line, wide).toContain('CCA-E0530');
   expect(line).toContain('cannot start `no-such-program-cca`');
@@ -114,8 +114,8 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   const exited = new Promise<string>((r) => start.once('exit', (code, signal) => r(signal ?? String(code))));
   process.kill(-start.pid!, 'SIGINT');
   expect(await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 30_000))]), out).toMatch(/^(0|SIGINT)$/);
-  await eventually(async () => out, (o) => o.includes('stopping'), 10_000);
+  await waitFor('the server to say \'stopping\'', async () => out, (o) => o.includes('stopping'), 10_000);
   // A clean shutdown removes postmaster.pid; a killed postmaster leaves it.
-  await eventually(async () => existsSync(path.join(pgDir, 'data', 'postmaster.pid')), (present) => !present, 30_000);
+  await waitFor('postmaster.pid removed (a clean Postgres shutdown)', async () => existsSync(path.join(pgDir, 'data', 'postmaster.pid')), (present) => !present, 30_000);
   expect(existsSync(path.join(pgDir, 'data', 'postmaster.pid')), out).toBe(false);
 }, 900_000);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
 import { isCcaError } from '../../core/diagnostics/index.js';
 import { startServer, type RunningServer } from '../../server/start.js';
-import { eventually } from '../db/conformance.js';
+import { waitFor } from '../support/wait.js';
 import { createTestDatabase } from '../support/databases.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { HttpTestAgent } from './http-agent.js';
@@ -72,13 +72,13 @@ describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
     }
     const applied = await api(server, 'POST', '/v1/apply', spec);
     expect(applied.plan.added).toEqual(['web']);
-    const running = await eventually(() => api(server, 'GET', '/v1/services/web'), (r) => r.service?.running === 3, 20_000);
+    const running = await waitFor('web at 3 running', () => api(server, 'GET', '/v1/services/web'), (r) => r.service?.running === 3, 20_000);
     expect(running.service).toMatchObject({ desired: 3, replicas: 3, placed: 3, running: 3 });
 
     const before = (await api(server, 'GET', '/v1/replicas?service=web')).replicas as { id: string; node: string }[];
     const victim = before[0]!;
     agents.find((a) => a.node === victim.node)!.crashed.add(victim.id);
-    const replaced = await eventually(
+    const replaced = await waitFor('the killed replica replaced (3 others running)',
       () => api(server, 'GET', '/v1/replicas?service=web'),
       (r) => (r.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running' && x.id !== victim.id).length === 3,
       20_000,
@@ -90,7 +90,7 @@ describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
     expect(why.chain.length).toBeGreaterThanOrEqual(1);
 
     await api(server, 'DELETE', '/v1/services/web');
-    const gone = await eventually(() => api(server, 'GET', '/v1/replicas?service=web'), (r) => r.replicas.length === 0, 20_000);
+    const gone = await waitFor('every replica of web gone', () => api(server, 'GET', '/v1/replicas?service=web'), (r) => r.replicas.length === 0, 20_000);
     expect(gone.replicas).toEqual([]);
   }, 60_000);
 });
@@ -110,7 +110,7 @@ test('a second pod on the same SQLite file refuses to run the controllers (CCA-E
   const reader = await startServer({ ...base, workers: 0 });
   cleanups.push(() => reader.stop());
   await api(first, 'POST', '/v1/apply', spec);
-  const seen = await eventually(() => api(reader, 'GET', '/v1/services/web'), (r) => r.service?.desired === 3, 20_000);
+  const seen = await waitFor('the reader pod to see web at desired 3', () => api(reader, 'GET', '/v1/services/web'), (r) => r.service?.desired === 3, 20_000);
   expect(seen.service).toMatchObject({ desired: 3 });
   // Once the driver's pod stops, another may take over.
   await first.stop();

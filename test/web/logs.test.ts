@@ -4,7 +4,8 @@ import { Agent } from '../../agent/agent.js';
 import { FENCE } from '../../agent/fence.js';
 import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
-import { killLeftoverWorkloads, tempDir, waitFor } from '../agent/support.js';
+import { killLeftoverWorkloads, tempDir } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
 import { launchBrowser, OUTPUT, startTestPod, type TestPod } from './support.js';
 
 /** The console's logs view: a replica's last lines, then the ones it writes while the page is open. */

@@ -31,6 +31,20 @@ export const serverCodes = [
     fix: 'check the URL and method against `docs/api.md`',
   },
   {
+    code: 'CCA-E0780',
+    blame: 'bug',
+    title: 'console module not browser-safe',
+    cause: 'the console imports {module}, which imports {imported}: a browser cannot load that',
+    fix: 'keep Node-only code out of what web/ imports (docs/console.md, "What the console serves"); until then the console serves no shared module',
+  },
+  {
+    code: 'CCA-E0781',
+    blame: 'bug',
+    title: 'console imports unreadable',
+    cause: 'the console could not follow the imports of web/: {reason}',
+    fix: 'fix the file or import named above (`npx tsc --noEmit -p .` shows it too); until then the console serves no shared module',
+  },
+  {
     code: 'CCA-E0605',
     blame: 'user',
     title: 'not authenticated',

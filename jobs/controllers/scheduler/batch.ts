@@ -1,12 +1,6 @@
 import type { Compare, Op, Store, TxnRequest } from '../../../db/store.js';
 import { uniqueCompares } from '../../facts.js';
-
-/** One action: what it compares and writes. Actions on the same node go into one txn. */
-export interface Action {
-  group: string;
-  compares: Compare[];
-  ops: Op[];
-}
+import type { Write } from '../../write.js';
 
 /** The store's per-branch limit is 128; leave room so one group never overflows. */
 const MAX_OPS = 120;
@@ -16,7 +10,7 @@ const MAX_OPS = 120;
  * all update) stay together, groups are packed until a txn is full. Each txn stands alone:
  * a failed compare drops only its own actions, and the next step plans them again.
  */
-export function packTxns(groups: Map<string, { compares: Compare[]; ops: Op[] }>): TxnRequest[] {
+export function packTxns(groups: Map<string, Write>): TxnRequest[] {
   const txns: TxnRequest[] = [];
   let compare: Compare[] = [];
   let success: Op[] = [];

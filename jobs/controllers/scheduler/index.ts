@@ -3,19 +3,19 @@ import { templateHash } from '../../../core/model/template.js';
 import type { Store } from '../../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../../controller.js';
 import { decodeFact } from '../../../core/keys.js';
-import { getFact, listFacts, unchanged, type Fact } from '../../facts.js';
+import { getFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
-import { indexBy, readClusterView } from '../view.js';
+import { indexBy, listEvery, readClusterView } from '../view.js';
 import { commitAll, packTxns } from './batch.js';
 import { pendingReasons, planPlacements, SCHEDULER, type VolumeNodes } from './plan-placements.js';
 import type { Pending } from './types.js';
 import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
 import { holdOf, type Hold } from './holds.js';
+import { retrySoon } from '../../retry.js';
 
 export { SCHEDULER } from './plan-placements.js';
 
 /** After a lost race (a failed compare), plan again this soon. */
-const RETRY_MS = 100;
 
 export interface SchedulerOptions {
   /**
@@ -40,15 +40,9 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
     watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('nodeOp'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
-      const [view, recordList, placementList, repairs, services, volumes, endpoints, autoscale] = await Promise.all([
+      const [view, [recordList, placementList, repairs, services, volumes, endpoints, autoscale]] = await Promise.all([
         readClusterView(store),
-        listFacts(store, 'replica', prefixOf('replica')),
-        listFacts(store, 'placement', prefixOf('placement')),
-        listFacts(store, 'repair', prefixOf('repair')),
-        listFacts(store, 'service', prefixOf('service')),
-        listFacts(store, 'volume', prefixOf('volume')),
-        listFacts(store, 'endpoints', prefixOf('endpoints')),
-        listFacts(store, 'autoscale', prefixOf('autoscale')),
+        listEvery(store, 'replica', 'placement', 'repair', 'service', 'volume', 'endpoints', 'autoscale'),
       ]);
       const records = indexBy(recordList, (r) => r.value.id);
       const placements = indexBy(placementList, (p) => p.value.replica);
@@ -83,7 +77,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       }
       const wake = holds.reduce<number | undefined>((at, h) => (h.until === undefined ? at : Math.min(at ?? Infinity, h.until)), undefined);
       const until = (w: Wakeup): Wakeup => (wake === undefined ? w : { at: Math.min(w.at ?? Infinity, wake) });
-      if (pending.length === 0) return until(holds.length > 0 ? ((await recordPending(store, holds, now)) > 0 ? { at: now + RETRY_MS } : {}) : {});
+      if (pending.length === 0) return until(holds.length > 0 ? ((await recordPending(store, holds, now)) > 0 ? retrySoon(now) : {}) : {});
       const live = (id: string) => {
         const r = records.get(id);
         return !!r && r.value.desired === 'run' && !r.value.retired;
@@ -99,10 +93,10 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
       // Pending decisions are recorded on a view without this step's own placements in
       // flight, so their basis is the one the next step will see (else a converged system
       // would keep bumping repetition counts).
-      if (plan.more || (plan.placed > 0 && (plan.unplaced.length > 0 || holds.length > 0))) return { at: failed > 0 ? now + RETRY_MS : now };
+      if (plan.more || (plan.placed > 0 && (plan.unplaced.length > 0 || holds.length > 0))) return failed > 0 ? retrySoon(now) : { at: now };
       const unplaced: Hold[] = plan.unplaced.map((u) => ({ pending: u.pending, reasons: pendingReasons(u.pending, u.shortfall, u.excluded), basis: u.basis, evidence: [] }));
       const pendingFailed = await recordPending(store, [...unplaced, ...holds], now);
-      return until(failed + pendingFailed > 0 ? { at: now + RETRY_MS } : {});
+      return until(failed + pendingFailed > 0 ? retrySoon(now) : {});
     },
   };
 }

@@ -2,7 +2,6 @@ import { buildKey, encodeFact } from '../../../core/keys.js';
 import { makeDiagnostic } from '../../../core/diagnostics/error.js';
 import type { Allocation, Assignment, ReplicaPlacement, ReplicaRecord } from '../../../core/model/facts.js';
 import type { ServiceSpec } from '../../../core/model/service.js';
-import type { Compare, Op } from '../../../db/store.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
 import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
@@ -10,6 +9,7 @@ import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
 import type { Pending } from './types.js';
+import type { Write } from '../../write.js';
 
 export const SCHEDULER = 'scheduler';
 /** Placements on one node per step: one node's placements share a txn (its allocation record). */
@@ -17,7 +17,7 @@ export const MAX_PER_NODE = 36;
 
 export interface PlacementPlan {
   /** Per node: compares and writes of every placement on it, allocation written once. */
-  groups: Map<string, { compares: Compare[]; ops: Op[] }>;
+  groups: Map<string, Write>;
   placed: number;
   unplaced: { pending: Pending; shortfall: string; basis: string; excluded: Record<string, number> }[];
   /** Stopped early (a node's txn is full); run again at once. */
@@ -108,7 +108,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const nodes = candidatesOf(view);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const spread = spreadCounts(view, live);
-  const perNode = new Map<string, { replicas: string[]; compares: Compare[]; ops: Op[] }>();
+  const perNode = new Map<string, Write & { replicas: string[] }>();
   const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
   const place = createPlacer(nodes);
   const validated = new Set<Fact<'service'>>();
@@ -180,7 +180,7 @@ function encodeAssignment(a: Assignment, spec: Fact<'service'>, validated: Set<F
   return value;
 }
 
-function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: { compares: Compare[]; ops: Op[]; validated: Set<Fact<'service'>> }) {
+function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: Write & { validated: Set<Fact<'service'>> }) {
   const r = p.record.value;
   const n = view.nodes.get(node)!;
   const tenure = n.kv.createRevision;
@@ -230,8 +230,9 @@ export function pendingReasons(p: Pending, shortfall: string, excluded: Record<s
   const total = Object.values(excluded).reduce((a, b) => a + b, 0);
   const cordoned = excluded.cordoned ?? 0;
   if (cordoned > 0) reasons.push(makeDiagnostic('CCA-E0440', { replica: p.record.value.id, service: p.record.value.service, count: cordoned }).message);
-  const image = Object.keys(excluded).find((k) => k.startsWith('image '));
-  if (image && excluded[image] === total) {
+  // Every node lacks the image: counted under the exclusion's own key (place.ts's textsOf), not found by its wording.
+  const image = textsOf(demandOf(p.record.value, p.spec.value)).image;
+  if (total > 0 && excluded[image] === total) {
     reasons.push(makeDiagnostic('CCA-E0316', { service: p.spec.value.name, image: p.spec.value.image, known: 'see the nodes\' catalogues (`cca get nodes`)' }).message);
   }
   return reasons;

@@ -1,11 +1,13 @@
 import { buildKey } from '../../../core/keys.js';
 import type { Allocation } from '../../../core/model/facts.js';
+import { replicaReason } from '../../../core/model/replica-outcome.js';
 import type { Compare, Op } from '../../../db/store.js';
 import { absent, deleteKey, putFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../../decisions/record.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import type { ClusterView } from '../view.js';
 import { SCHEDULER } from './plan-placements.js';
+import type { Write } from '../../write.js';
 
 /** The replica controller's stop decision, which every release and stop order cites. */
 export function stopCause(record: Fact<'replica'> | undefined, replicaKey: string): Cause {
@@ -19,7 +21,7 @@ export function stopCause(record: Fact<'replica'> | undefined, replicaKey: strin
  * asked to stop gets `desired: stop` on its assignment so the agent stops it.
  */
 export function planReleases(view: ClusterView, records: Map<string, Fact<'replica'>>, placements: Map<string, Fact<'placement'>>, now: number) {
-  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  const groups = new Map<string, Write>();
   for (const [node, assigned] of view.byNode) {
     const compares: Compare[] = [];
     const ops: Op[] = [];
@@ -43,7 +45,7 @@ export function planReleases(view: ClusterView, records: Map<string, Fact<'repli
         evidence: [evidenceOf(a), ...(rec ? [evidenceOf(rec)] : [])],
         cause: stopCause(rec, replicaKey),
         reasons: gone
-          ? [rec ? `the replica is retired (${rec.value.reason || 'stopped'})` : 'the replica record is gone', `frees ${a.value.resources.cpuMillis}m cpu on ${node}`]
+          ? [rec ? `the replica is retired (${replicaReason(rec.value) || 'stopped'})` : 'the replica record is gone', `frees ${a.value.resources.cpuMillis}m cpu on ${node}`]
           : [`the replica is to stop within ${a.value.spec.stopGraceMs} ms`],
       });
       compares.push(unchanged(a), unchanged(rec, replicaKey), ...d.compares);
@@ -85,7 +87,7 @@ export function planReleases(view: ClusterView, records: Map<string, Fact<'repli
  * allocation from the assignments it just read (the repair is a decision of its own).
  */
 export function planRepairs(view: ClusterView, repairs: Fact<'repair'>[], now: number) {
-  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  const groups = new Map<string, Write>();
   for (const r of repairs) {
     const node = r.value.node;
     const audit = view.audits.get(node);
@@ -123,7 +125,7 @@ export function planRepairs(view: ClusterView, repairs: Fact<'repair'>[], now: n
  * released) is deleted with a decision, so nothing of the node is left in the scheduler's keys.
  */
 export function planForgetAllocations(view: ClusterView, now: number) {
-  const groups = new Map<string, { compares: Compare[]; ops: Op[] }>();
+  const groups = new Map<string, Write>();
   for (const [node, op] of view.nodeOps) {
     const alloc = view.allocations.get(node);
     if (op.value.removeTenure === 0 || !alloc || view.nodes.has(node) || (view.byNode.get(node) ?? []).length > 0) continue;

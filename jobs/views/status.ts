@@ -1,7 +1,11 @@
-import { desiredReplicas, meanUtilisation, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaRecord, type Rollout, type ServiceSpec } from '../core/model/index.js';
-import type { Store } from '../db/store.js';
-import { listFacts } from './facts.js';
-import { decodeFact, prefixOf } from '../core/keys.js';
+import { desiredReplicas, meanUtilisation, replicaReason, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaOutcome, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
+import type { ServiceCounts } from '../../core/model/status.js';
+import type { Store } from '../../db/store.js';
+import { readFacts } from '../facts.js';
+import { decodeFact, prefixOf } from '../../core/keys.js';
+
+// The status views the API answers with and the console renders (over the live mirror or the
+// simulation's store): browser-safe, so both compute the same numbers from the same code.
 
 export interface ReplicaView {
   id: string;
@@ -15,7 +19,10 @@ export interface ReplicaView {
   restarts: number;
   exitCode?: number;
   createdAt: number;
+  /** Rendered from the record's typed fields (core/model/replica-outcome.ts). */
   reason: string;
+  /** How it ended, once retired. */
+  outcome?: ReplicaOutcome;
   diagnostic?: Observation['diagnostic'];
   /** The last reported CPU use against the replica's request (running replicas with a sample). */
   cpu?: { usedMillis: number; requestedMillis: number };
@@ -30,17 +37,9 @@ export interface ReplicaView {
   notBefore?: number;
 }
 
-export interface ServiceStatus {
+export interface ServiceStatus extends ServiceCounts {
   name: string;
   spec: ServiceSpec;
-  desired: number;
-  replicas: number;
-  placed: number;
-  running: number;
-  ready: number;
-  /** Live replicas made from the spec's current template (the rest are rolled away). */
-  updated: number;
-  pending: { replica: string; reason: string }[];
   /** For autoscaled services: the bounds, the target, and the mean CPU utilisation now (percent of request). */
   autoscale?: { min: number; max: number; targetCpuPercent: number; cpuPercent?: number };
   /** The service's latest rolling update, when it had one (docs/rollouts.md). */
@@ -60,10 +59,10 @@ export async function replicaViews(
   service?: string,
   revision = 0,
 ): Promise<{ revision: number; replicas: ReplicaView[]; templates: Map<string, { recorded: string; placed?: ServiceSpec }> }> {
-  const replicas = await listFacts(store, 'replica', service ? [service] : [], revision);
+  const replicas = await readFacts(store, 'replica', service ? [service] : [], revision);
   const at = replicas.revision;
-  const [assigned, observed, nodes, lost] = await Promise.all([listFacts(store, 'assigned', [], at), listFacts(store, 'observed', [], at), listFacts(store, 'node', [], at), listFacts(store, 'lost', [], at)]);
-  const tenures = new Map(nodes.facts.map((n) => [n.value.name, n.createRevision]));
+  const [assigned, observed, nodes, lost] = await Promise.all([readFacts(store, 'assigned', [], at), readFacts(store, 'observed', [], at), readFacts(store, 'node', [], at), readFacts(store, 'lost', [], at)]);
+  const tenures = new Map(nodes.facts.map((n) => [n.value.name, n.kv.createRevision]));
   const declaredLost = new Set(lost.facts.map((l) => l.value.replica));
   const placement = new Map<string, Assignment>(assigned.facts.map((f) => [f.value.replica, f.value]));
   const seen = new Map<string, Observation>(observed.facts.map((f) => [`${f.value.node}/${f.value.replica}`, f.value]));
@@ -84,7 +83,8 @@ export async function replicaViews(
         state: admissible?.state ?? (a ? 'pending' : 'unplaced'),
         restarts: admissible?.restarts ?? 0,
         createdAt: r.createdAt,
-        reason: r.reason,
+        reason: replicaReason(r),
+        ...(r.ended ? { outcome: r.ended.outcome } : {}),
         attempt: r.attempt ?? 0,
         ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
       };
@@ -118,9 +118,9 @@ async function latestReason(store: Store, replica: string, revision: number): Pr
 }
 
 export async function serviceStatuses(store: Store, only?: string): Promise<{ revision: number; services: ServiceStatus[] }> {
-  const services = await listFacts(store, 'service');
+  const services = await readFacts(store, 'service');
   const at = services.revision;
-  const [{ replicas, templates }, intents, rollouts] = await Promise.all([replicaViews(store, only, at), listFacts(store, 'autoscale', [], at), listFacts(store, 'rollout', [], at)]);
+  const [{ replicas, templates }, intents, rollouts] = await Promise.all([replicaViews(store, only, at), readFacts(store, 'autoscale', [], at), readFacts(store, 'rollout', [], at)]);
   const intent = new Map(intents.facts.map((f) => [f.value.service, f.value]));
   const rollout = new Map(rollouts.facts.map((f) => [f.value.service, f.value]));
   const unplaced = new Map<string, string>();
@@ -211,9 +211,9 @@ export interface NodeView {
 }
 
 export async function nodeViews(store: Store): Promise<{ revision: number; nodes: NodeView[] }> {
-  const nodes = await listFacts(store, 'node');
+  const nodes = await readFacts(store, 'node');
   const at = nodes.revision;
-  const [statuses, allocations] = await Promise.all([listFacts(store, 'nodeStatus', [], at), listFacts(store, 'allocation', [], at)]);
+  const [statuses, allocations] = await Promise.all([readFacts(store, 'nodeStatus', [], at), readFacts(store, 'allocation', [], at)]);
   const status = new Map(statuses.facts.map((f) => [f.value.node, f.value]));
   const alloc = new Map(allocations.facts.map((f) => [f.value.node, f.value]));
   const names = new Set([...nodes.facts.map((f) => f.value.name), ...status.keys()]);
@@ -232,9 +232,9 @@ export async function nodeViews(store: Store): Promise<{ revision: number; nodes
         capacity: r?.value.capacity ?? { cpuMillis: 0, memoryBytes: 0 },
         used: a?.used ?? { cpuMillis: 0, memoryBytes: 0 },
         replicas: a?.replicas.length ?? 0,
-        tenure: r?.createRevision ?? s?.tenure ?? 0,
+        tenure: r?.kv.createRevision ?? s?.tenure ?? 0,
         registered: r !== undefined,
-        state: s && r && s.tenure === r.createRevision ? s.state : s?.state === 'lost' ? 'lost' : 'unknown',
+        state: s && r && s.tenure === r.kv.createRevision ? s.state : s?.state === 'lost' ? 'lost' : 'unknown',
         runtime: r?.value.runtime ?? '',
       };
     }),

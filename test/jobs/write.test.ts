@@ -1,0 +1,24 @@
+import { describe, expect, test } from 'vitest';
+import { MemoryStore } from '../../db/memory.js';
+import { commitEach } from '../../jobs/write.js';
+import { afterCommits, RETRY, retrySoon } from '../../jobs/retry.js';
+
+describe('one write type, one retry policy', () => {
+  test('commitEach commits each write alone and counts the ones that lost their race', async () => {
+    const store = new MemoryStore({ now: () => 0 });
+    await store.put('/a', '1');
+    const failed = await commitEach(store, [
+      { compares: [{ key: '/a', target: 'value', op: '=', value: '1' }], ops: [{ put: { key: '/b', value: 'x' } }] },
+      { compares: [{ key: '/a', target: 'value', op: '=', value: '2' }], ops: [{ put: { key: '/c', value: 'y' } }] },
+    ]);
+    expect(failed).toBe(1);
+    expect((await store.get('/b'))?.value).toBe('x');
+    expect(await store.get('/c')).toBeNull();
+  });
+
+  test('a lost race runs the step again soon; none runs it not at all', () => {
+    expect(retrySoon(1_000)).toEqual({ at: 1_000 + RETRY.conflictMs });
+    expect(afterCommits(1_000, 2)).toEqual(retrySoon(1_000));
+    expect(afterCommits(1_000, 0)).toEqual({});
+  });
+});
