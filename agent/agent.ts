@@ -18,6 +18,8 @@ import { startFailure } from './start-failure.js';
 import { fingerprint, newSlot, observationOf, type Slot } from './slot.js';
 import type { StateDir } from './state.js';
 import { VolumeDir } from './volumes.js';
+import { NodePeer } from './peer/node-peer.js';
+import { QUORUM } from '../core/model/quorum.js';
 
 export interface AgentOptions {
   server: string;
@@ -47,6 +49,8 @@ export interface AgentOptions {
   fetch?: typeof fetch;
   /** Tighter bounds on one log request (tests); LOG_LIMITS otherwise. */
   logLimits?: LogServerOptions['limits'];
+  /** The peer endpoint (docs/fencing.md): listen (default 127.0.0.1:0), advertise, and how questions are sent. */
+  peer?: { listen?: string; advertise?: string; fetch?: typeof fetch };
 }
 
 const TERMINAL = new Set<Observation['state']>(['exited', 'failed', 'lost']);
@@ -92,9 +96,13 @@ export class Agent {
   private volumesUnsupported = false;
   /** Stops of past tenures' stateful replicas confirmed to the server (replica → tenure reported under). */
   private readonly confirmed = new Map<string, number>();
+  /** The quorum rule's agent half: peers, membership copy, confirmations (agent/peer/node-peer.ts). */
+  private readonly peer: NodePeer;
+  private readonly record: AgentOptions['record'];
 
   constructor(private readonly opts: AgentOptions) {
     this.now = opts.now ?? Date.now;
+    this.record = { ...opts.record };
     this.volumes = new VolumeDir(opts.state.dir);
     this.client = new AgentClient(opts.server, opts.node, undefined, opts.fetch);
     this.cache = new DesiredCache(opts.state, this.now);
@@ -125,15 +133,27 @@ export class Agent {
     this.leases = new LeaseKeeper({
       node: opts.node,
       token: opts.token,
-      ttl: Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? 10),
+      ttl: Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? QUORUM.defaultTtlSeconds),
       client: this.client,
       state: opts.state,
       runtime: opts.runtime,
-      record: opts.record,
+      record: this.record,
       now: this.now,
       log: (l) => this.log(l),
       event: (kind, message) => this.event(kind, message),
       changed: () => this.kick(),
+    });
+    this.peer = new NodePeer({
+      node: opts.node,
+      state: opts.state,
+      listen: opts.peer?.listen ?? '127.0.0.1:0',
+      advertise: opts.peer?.advertise ?? '',
+      now: this.now,
+      fence: this.leases.fence,
+      keepaliveSettled: () => this.leases.keepaliveInFlight,
+      ttlMs: () => (this.leases.lease?.ttl ?? Math.max(FENCE.minTtlSeconds, opts.leaseTtlSeconds ?? QUORUM.defaultTtlSeconds)) * 1000,
+      log: (l) => this.log(l),
+      ...(opts.peer?.fetch ? { fetch: opts.peer.fetch } : {}),
     });
   }
 
@@ -142,10 +162,13 @@ export class Agent {
     this.desired = this.cache.load();
     // Never registered (or the lease is known lost): nothing runs until registration.
     if (!this.leases.restore()) this.fenced = true;
+    else this.peer.resume();
     this.unsubscribe = this.opts.runtime.subscribe((e) => this.onRuntimeEvent(e));
     for (const s of await this.opts.runtime.list({ usage: false })) this.adopt(s);
+    // Published with the registration: where peers ask, and the key the answers are signed with.
+    this.record.peer = await this.peer.start();
     this.timer = setInterval(() => this.tick(), FENCE.checkMs);
-    this.loops.push(this.leaseLoop(), this.pollLoop(), this.logLoop());
+    this.loops.push(this.leaseLoop(), this.pollLoop(), this.logLoop(), this.peer.loop(() => this.closed, (ms) => this.sleepQuietly(ms), () => this.kick()));
     if (this.policy) this.loops.push(this.policy.loop());
     this.kick();
   }
@@ -156,6 +179,7 @@ export class Agent {
     if (this.timer) clearInterval(this.timer);
     this.unsubscribe?.();
     this.logServer.close();
+    await this.peer.close();
     this.client.abort();
     this.wake?.();
     await Promise.allSettled(this.loops);
@@ -342,7 +366,9 @@ export class Agent {
         continue;
       }
       try {
+        const sentAt = this.now();
         const r = await this.client.assignments(after, this.opts.pollWaitMs ?? 30_000);
+        this.peer.learned(r.membership, sentAt);
         if (r.changed || after === 0) {
           this.desired = r.assignments.filter((a) => a.node === this.opts.node);
           this.revision = r.revision;
@@ -364,7 +390,7 @@ export class Agent {
   private tick(): void {
     if (this.closed) return;
     const now = this.now();
-    if (this.leases.fence.due(now) !== this.fenced) this.kick();
+    if (this.fenceDue(now) !== this.fenced) this.kick();
     if (now - this.lastRefresh >= 1_000) {
       this.lastRefresh = now;
       this.kick();
@@ -625,8 +651,13 @@ export class Agent {
     if (this.policy) void this.policy.sync();
   }
 
+  /** The fence point passed, and no majority of the members confirms the control plane itself is down (docs/fencing.md). */
+  private fenceDue(now: number): boolean {
+    return this.leases.fence.due(now) && !this.peer.quorum.confirmsOutage(now);
+  }
+
   private updateFenced(now: number): void {
-    const due = this.leases.fence.due(now);
+    const due = this.fenceDue(now);
     if (due === this.fenced) return;
     this.fenced = due;
     if (due) {

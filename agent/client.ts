@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { makeDiagnostic, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
 import { schemeMismatch, untrustedReason } from './https.js';
+import { QUORUM } from '../core/model/quorum.js';
 import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeObservation, VolumeRecord } from '../core/model/index.js';
 
 /** One volume as the agent reports it: which one, and what it sees of it. */
@@ -49,6 +50,8 @@ export interface AssignmentsAnswer {
   revision: number;
   changed: boolean;
   assignments: Assignment[];
+  /** The current membership version (docs/fencing.md); checked by the agent's peer half. */
+  membership?: unknown;
 }
 
 /** The agent API client: exactly the routes of `/v1/agent/...`, nothing else. */
@@ -86,8 +89,9 @@ export class AgentClient {
     return this.call('POST', this.path('register'), { ...record, leaseTtlSeconds, ...(resumeLease === undefined ? {} : { resumeLease }) });
   }
 
+  /** Timed out after QUORUM.keepaliveTimeoutMs (D): the quorum's safety argument counts on it (docs/fencing.md). */
   keepalive(lease: number): Promise<{ ttl: number }> {
-    return this.call('POST', this.path('keepalive'), { lease });
+    return this.call('POST', this.path('keepalive'), { lease }, { timeoutMs: QUORUM.keepaliveTimeoutMs });
   }
 
   assignments(after: number, waitMs: number): Promise<AssignmentsAnswer> {

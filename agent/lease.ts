@@ -33,6 +33,8 @@ export class LeaseKeeper {
   readonly fence: FenceClock;
   lease: LeaseState | undefined;
   registered = false;
+  /** The keepalive on its way, if any: it may be renewing the lease right now (a peer answering waits for it, docs/fencing.md). */
+  keepaliveInFlight: Promise<unknown> | undefined;
   private readonly enrollment: Enrollment;
 
   constructor(private readonly d: LeaseKeeperDeps) {
@@ -111,8 +113,10 @@ export class LeaseKeeper {
     if (!lease) return interval;
     const sentAt = this.d.now();
     const wasDue = this.fence.due(sentAt);
+    const call = this.d.client.keepalive(lease.lease);
+    this.keepaliveInFlight = call;
     try {
-      const r = await this.d.client.keepalive(lease.lease);
+      const r = await call;
       this.enrollment.held();
       this.fence.renewed(sentAt, r.ttl);
       this.saveFence();
@@ -130,6 +134,8 @@ export class LeaseKeeper {
         return 0;
       }
       throw e;
+    } finally {
+      this.keepaliveInFlight = undefined;
     }
   }
 

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { capacityOf, RESERVE, type Capacity, type MachineFacts } from './capacity.js';
 import { FENCE } from './fence.js';
+import { QUORUM } from '../core/model/quorum.js';
 import { readMachine } from './machine.js';
 import { readCaFile } from './https.js';
 import type { RuntimeName } from './runtime.js';
@@ -35,6 +36,10 @@ export interface AgentFlags {
   networkPrefix: string;
   /** Cap of each workload output file; one rotated copy is kept per stream (agent/logfile.ts). */
   logMaxBytes: number;
+  /** host:port of the peer endpoint (docs/fencing.md); port 0 picks one. */
+  peerListen: string;
+  /** host:port peers are told to use; '' = the address the endpoint listens on. */
+  peerAdvertise: string;
   help: boolean;
 }
 
@@ -56,7 +61,11 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --taint T                node taint ("key" or "key=value"), repeatable
   --cpu N                  declared CPU: cores ("4") or millicores ("3500m") (default: detected, see below)
   --memory Q               declared memory: bytes or 512Mi / 8Gi (default: detected)
-  --lease-ttl S            lease TTL in seconds (default 10, at least ${FENCE.minTtlSeconds})
+  --lease-ttl S            lease TTL in seconds (default ${QUORUM.defaultTtlSeconds}, at least ${FENCE.minTtlSeconds}; below 28
+                           peers cannot confirm a control-plane outage in time: docs/fencing.md)
+  --peer-listen HOST:PORT  where peers ask whether this node reaches the control plane
+                           (default 127.0.0.1:0: loopback, any free port)
+  --peer-advertise H:P     the address peers are told (default: the --peer-listen address)
   --config FILE            JSON file with any of these settings (flags win)
   --containerd-address P   containerd socket (default /run/containerd/containerd.sock)
   --containerd-start       start a private containerd under the state directory
@@ -125,7 +134,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'peer-listen', 'peer-advertise', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -138,7 +147,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const network = get('network', 'host');
   if (network !== 'host' && network !== 'netns') bad(`--network must be host or netns, not ${JSON.stringify(network)}`);
   if (network === 'netns' && runtime === 'fake') bad('--network netns needs --runtime process or containerd (the fake runtime runs nothing)');
-  const ttl = Number(get('lease-ttl', '10'));
+  const ttl = Number(get('lease-ttl', String(QUORUM.defaultTtlSeconds)));
   if (!Number.isInteger(ttl) || ttl < FENCE.minTtlSeconds) bad(`--lease-ttl must be a whole number of seconds, at least ${FENCE.minTtlSeconds}`);
   const labels: Record<string, string> = { ...((config.labels as Record<string, string> | undefined) ?? {}) };
   for (const l of flags.get('label') ?? []) {
@@ -174,8 +183,15 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     networkCidr: get('network-cidr', '10.88.0.0/24'),
     networkPrefix: get('network-prefix', ''),
     logMaxBytes: logCap(get('log-max-bytes', '10Mi')),
+    peerListen: hostPort(get('peer-listen', '127.0.0.1:0'), '--peer-listen'),
+    peerAdvertise: get('peer-advertise') === '' ? '' : hostPort(get('peer-advertise'), '--peer-advertise'),
     help,
   };
+}
+
+function hostPort(text: string, flag: string): string {
+  if (!/^(\[[0-9a-fA-F:.]+\]|[a-zA-Z0-9.-]+):\d{1,5}$/.test(text) || Number(text.slice(text.lastIndexOf(':') + 1)) > 65535) bad(`${flag} ${JSON.stringify(text)} must be host:port`);
+  return text;
 }
 
 /** `--insecure-registry` flags, then the config file's list; each a host with an optional port. */

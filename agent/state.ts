@@ -13,7 +13,9 @@ import { DESIRED_FORMAT, parseDesired, type DesiredRead } from './desired-file.j
  *   lease.json       { lease, tenure, ttl }
  *   desired.json     { format, revision, assignments } (0600: specs carry secrets)
  *   desired.json.bad-<time>   a cached desired state the agent could not use, kept for inspection
- *   fence-at         epoch ms at which workloads must start stopping
+ *   fence-at         epoch ms at which workloads must start stopping (the supervisors' deadline:
+ *                    the lease's fence point, or later while peers confirm an outage)
+ *   lease-fence-at   the lease's own fence point, for a restart (docs/fencing.md)
  *   replicas/<id>/   supervisor state, logs, materialized files
  *   volumes/<service>/<volume>/   local volumes (agent/volumes.ts), which outlive replicas
  *
@@ -115,13 +117,31 @@ export class StateDir {
     return this.write('desired.json', JSON.stringify({ format: DESIRED_FORMAT, revision, assignments }), 0o600);
   }
 
+  /** The lease's own fence point (a restart resumes its fence clock from it). */
   fenceAt(): number | undefined {
+    for (const name of ['lease-fence-at', 'fence-at']) {
+      const text = this.read(name);
+      const n = Number(text);
+      if (text !== undefined && Number.isFinite(n)) return n;
+    }
+    return undefined;
+  }
+
+  /** The supervisors' deadline as last written (the lease's point, or a confirmed outage's end). */
+  supervisorDeadline(): number | undefined {
     const text = this.read('fence-at');
     const n = Number(text);
     return text !== undefined && Number.isFinite(n) ? n : undefined;
   }
 
+  /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
   saveFenceAt(at: number): boolean {
+    const lease = this.write('lease-fence-at', String(Math.floor(at)), 0o644);
+    return this.write('fence-at', String(Math.floor(at)), 0o644) && lease;
+  }
+
+  /** Peers confirm an outage: the supervisors' deadline alone moves (to the confirmations' end, or back). */
+  saveRunUntil(at: number): boolean {
     return this.write('fence-at', String(Math.floor(at)), 0o644);
   }
 

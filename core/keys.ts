@@ -12,6 +12,7 @@ import { CcaError } from './diagnostics/error.js';
 import * as f from './model/facts.js';
 import { apiTokenSchema, tokenHashSchema } from './model/auth.js';
 import { nodeRecordSchema } from './model/node.js';
+import { membershipSchema } from './model/quorum.js';
 import { redactJson, redactSpec, type RedactLevel } from './redact.js';
 import { storedServiceSpecSchema } from './model/service.js';
 
@@ -48,6 +49,7 @@ export const layout = {
   allocation: { prefix: '/allocations/', params: ['node'], schema: f.allocationSchema, writer: 'scheduler', doc: "sum of a node's assignments, updated in the same txn as every placement and release" },
   node: { prefix: '/nodes/', params: ['node'], schema: nodeRecordSchema, writer: 'agent of <node>', lease: "the agent's registration lease", doc: "a node's declared capacity, zone, labels, taints and images; its create revision is the tenure" },
   nodeStatus: { prefix: '/node-status/', params: ['node'], schema: f.nodeStatusSchema, writer: 'node controller', doc: 'ready, lost or cordoned, per tenure' },
+  membership: { prefix: '/membership/', params: ['set'], schema: membershipSchema, writer: 'node controller', doc: "`/membership/nodes`: the members the quorum rule counts (nodes neither lost nor removed) with each one's peer address and public key, as a short history of versions kept W after they were superseded, and the hold state (docs/fencing.md)" },
   lost: { prefix: '/lost/', params: ['node', 'replica'], schema: f.lostReplicaSchema, writer: 'node controller', doc: 'a replica presumed gone with its node (after the grace; a stateful one only with a proof: node-confirmed or operator-fence), for the replica controller to replace' },
   observed: { prefix: '/observed/', params: ['node', 'replica'], schema: f.observationSchema, writer: 'agent of <node>', doc: 'what the agent sees of a workload: state, exit, health, usage' },
   event: { prefix: '/events/', params: ['node', 'event'], schema: f.eventSchema, writer: 'agent of <node>', doc: 'things that happened on a node, for people' },

@@ -98,9 +98,12 @@ export const allocationSchema = z.object({
 export const nodeStatusSchema = z.object({
   node: z.string(),
   tenure: z.int().min(0),
-  state: z.enum(['ready', 'lost', 'cordoned']),
+  /** unreachable: silent past its lease while a majority is silent too (the quorum hold, docs/fencing.md); nothing is replaced. */
+  state: z.enum(['ready', 'lost', 'cordoned', 'unreachable']),
   since: ms,
   reason: z.string().default(''),
+  /** Lost because the node controller expired its lease (not the store): its replicas wait QUORUM.lostGraceMs at least. */
+  expired: z.boolean().optional(),
 });
 
 /** `/lost/<node>/<replica>`: the node controller's finding that a replica went with its node. */

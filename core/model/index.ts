@@ -19,3 +19,4 @@ export * from './diff.js';
 export * from './template.js';
 export * from './sealed.js';
 export * from './logs.js';
+export * from './quorum.js';

@@ -5,6 +5,7 @@ import type { Diagnostic } from '../diagnostics/types.js';
 import { taintPattern } from './constraints.js';
 import { LIMITS } from './defaults.js';
 import { labelKeyPattern, nodeNamePattern } from './names.js';
+import { peerInfoSchema } from './quorum.js';
 
 /**
  * What an agent declares when it registers (`/nodes/<node>`, on the agent's lease). Small
@@ -29,6 +30,10 @@ export const nodeRecordSchema = z.object({
   /** The runtime the agent drives: fake, process or containerd. */
   runtime: z.string().max(32).default('fake'),
   agentVersion: z.string().max(64).default(''),
+  /** The lease TTL the agent registered with (set by the server); absent: the store lease's own TTL. */
+  leaseTtlSeconds: z.int().min(1).max(3600).optional(),
+  /** Where peers ask this agent whether it reaches the control plane, and the key its answers are signed with (docs/fencing.md). */
+  peer: peerInfoSchema.optional(),
 });
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;

@@ -5,6 +5,7 @@ import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type Observation } from '../../core/model/index.js';
 import type { Compare, Store, WatchRequest } from '../../db/store.js';
+import { QUORUM } from '../../core/model/quorum.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
@@ -178,7 +179,8 @@ export function agentRoutes(deps: ServerDeps) {
     const body = (await jsonBody(c)) as Record<string, unknown>;
     const opts = parseBody(registerBody, body);
     const { leaseTtlSeconds: _ttl, resumeLease: _resume, ...record } = body;
-    const parsed = nodeRecordSchema.safeParse(record);
+    // The TTL goes into the record: the node controller expires the node by it (docs/fencing.md).
+    const parsed = nodeRecordSchema.safeParse({ ...record, leaseTtlSeconds: opts.leaseTtlSeconds });
     if (!parsed.success) {
       const i = parsed.error.issues[0]!;
       throw new CcaError('CCA-E0614', { node, reason: `${i.path.join('.') || 'record'}: ${i.message}` });
@@ -189,7 +191,8 @@ export function agentRoutes(deps: ServerDeps) {
     const existing = await store.get(key);
     if (opts.resumeLease !== undefined && existing?.lease === opts.resumeLease) {
       // An agent restarted within its lease: same registration, same tenure.
-      const { ttl } = await store.keepAlive(opts.resumeLease);
+      await store.keepAlive(opts.resumeLease);
+      const ttl = opts.leaseTtlSeconds;
       const r = await store.txn({
         compare: [{ key, target: 'lease', op: '=', value: opts.resumeLease }],
         success: [{ put: { key, value, lease: opts.resumeLease } }],
@@ -198,7 +201,9 @@ export function agentRoutes(deps: ServerDeps) {
     }
     // A new registration is a new tenure: end the previous one first (its lease takes its keys).
     if (existing && existing.lease !== 0) await store.revokeLease(existing.lease).catch(() => undefined);
-    const lease = await store.grantLease(opts.leaseTtlSeconds);
+    // The store lease is only a backstop: the node controller expires the node after
+    // leaseTtlSeconds of silence, and only while a majority of the members renew.
+    const lease = await store.grantLease(Math.max(QUORUM.backstopSeconds, opts.leaseTtlSeconds));
     const r = await store.txn({
       compare: [{ key, target: 'createRevision', op: '=', value: 0 }],
       success: [{ put: { key, value, lease: lease.id } }],
@@ -207,7 +212,7 @@ export function agentRoutes(deps: ServerDeps) {
       await store.revokeLease(lease.id).catch(() => undefined);
       throw new CcaError('CCA-E0611', { what: `the registration of node ${node}` });
     }
-    return c.json({ lease: lease.id, ttl: lease.ttl, tenure: r.revision, revision: r.revision });
+    return c.json({ lease: lease.id, ttl: opts.leaseTtlSeconds, tenure: r.revision, revision: r.revision });
   });
 
   app.post('/v1/agent/nodes/:node/keepalive', requireNode('keep alive'), async (c) => {
@@ -215,7 +220,16 @@ export function agentRoutes(deps: ServerDeps) {
     const { lease } = parseBody(keepaliveBody, await jsonBody(c));
     const kv = await store.get(buildKey('node', node));
     if (!kv || kv.lease !== lease) throw new CcaError('CCA-E0107', { lease });
-    return c.json(await store.keepAlive(lease));
+    // The node controller expired this tenure (docs/fencing.md) and revokes the lease: no renewal from that write on.
+    const st = await store.get(buildKey('nodeStatus', node));
+    const status = st ? decodeFact('nodeStatus', st.key, st.value) : undefined;
+    if (status?.state === 'lost' && status.expired && status.tenure === kv.createRevision) {
+      await store.revokeLease(lease).catch(() => undefined);
+      throw new CcaError('CCA-E0107', { lease });
+    }
+    const renewed = await store.keepAlive(lease);
+    // The agent fences by the TTL it registered with, not the backstop's.
+    return c.json({ ttl: decodeFact('node', kv.key, kv.value).leaseTtlSeconds ?? renewed.ttl });
   });
 
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {
@@ -223,8 +237,11 @@ export function agentRoutes(deps: ServerDeps) {
     const q = parseQuery(c, assignmentsQuery);
     const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
     const { revision, facts } = await readFacts(store, 'assigned', [node]);
+    // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
+    const m = await store.get(buildKey('membership', 'nodes'), { revision });
+    const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
     // The one place a secret is opened: for the agent of the node that runs the replica.
-    return c.json({ revision, changed, assignments: facts.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })) });
+    return c.json({ revision, changed, membership, assignments: facts.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })) });
   });
 
   // The node's network rule set (`/network/<node>`), long-polled like the assignments.

@@ -222,7 +222,7 @@ function inadmissible(s: ReplicaState, node: string): { why: string; cause: Caus
   if (!s.node || s.node.createRevision !== tenure) {
     return { why: `node ${node} ended tenure ${tenure} (${s.node ? `re-registered as ${s.node.createRevision}` : 'its registration lease expired'})`, cause: causedByFact(s.node ? { key: nodeKey, kv: s.node } : { key: nodeKey, modRevision: 0 }) };
   }
-  if (!s.status || s.status.value.state !== 'ready' || s.status.value.tenure !== tenure) {
+  if (!s.status || (s.status.value.state !== 'ready' && s.status.value.state !== 'unreachable') || s.status.value.tenure !== tenure) {
     const st = s.status?.value;
     const cause = st?.state === 'lost' ? causedBy(decisionKey('node', node, st.since, 'node-lost')) : causedByFact(s.status ?? { key: buildKey('nodeStatus', node), modRevision: 0 });
     return { why: `node ${node} is ${st ? `${st.state} (tenure ${st.tenure})` : 'not ready yet'}`, cause };

@@ -1,12 +1,14 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { Compare, Op } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
+import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
 import { isStateful, planStateful, readProofs, type Proofs } from './node-fencing.js';
 import { commitEach, type Write } from '../write.js';
 import { RETRY, retrySoon } from '../retry.js';
+import { planQuorum, readRenewals, revokeExpired } from './node-quorum.js';
 import { indexBy, readClusterView, type ClusterView } from './view.js';
+import { QUORUM } from '../../core/model/quorum.js';
 
 export const NODE_CONTROLLER = 'node';
 
@@ -31,14 +33,16 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
   const grace = opts.lostGraceMs ?? 1_000;
   return {
     name: NODE_CONTROLLER,
-    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned'), prefixOf('fence'), prefixOf('nodeOp')],
+    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned'), prefixOf('fence'), prefixOf('nodeOp'), prefixOf('membership')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
-      const [view, lostList, fenceList] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost')), listFacts(store, 'fence', prefixOf('fence'))]);
+      const [view, lostList, fenceList, membership] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost')), listFacts(store, 'fence', prefixOf('fence')), getFact(store, 'membership', 'nodes')]);
       const lost = indexBy(lostList, (l) => l.key);
       const proofs = await readProofs(store, view, lost, indexBy(fenceList, (f) => f.value.node));
-      const txns: Write[] = [];
-      let timer: number | undefined;
+      // The quorum rule (docs/fencing.md): membership, lease expiry, the hold.
+      const quorum = planQuorum(view, membership, await readRenewals(store, view), now);
+      const txns: Write[] = [...quorum.txns];
+      let timer: number | undefined = quorum.at;
       const names = new Set([...view.nodes.keys(), ...view.statuses.keys()]);
       for (const name of [...names].sort()) {
         const r = planNode(view, lost, proofs, name, now, grace);
@@ -51,7 +55,9 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
           txns.push({ compares: [unchanged(l), absent(buildKey('assigned', l.value.node, l.value.replica))], ops: [deleteKey(l.key)] });
         }
       }
-      if ((await commitEach(store, txns)) > 0) return retrySoon(now);
+      const failed = await commitEach(store, txns);
+      if (quorum.txns.length > 0 || failed > 0) await revokeExpired(store, await readClusterView(store));
+      if (failed > 0) return retrySoon(now);
       return timer !== undefined ? { at: timer } : {};
     },
   };
@@ -74,7 +80,7 @@ function nodeFacts(view: ClusterView, name: string) {
 function planNode(view: ClusterView, lost: Map<string, Fact<'lost'>>, proofs: Proofs, name: string, now: number, grace: number): { txns?: Write[]; at?: number } {
   const { node, status, tenure, nodeKey, nodeCompare } = nodeFacts(view, name);
 
-  if (status && status.value.state === 'ready' && status.value.tenure !== tenure) {
+  if (status && (status.value.state === 'ready' || status.value.state === 'unreachable') && status.value.tenure !== tenure) {
     const reason = node ? `re-registered under tenure ${tenure}; tenure ${status.value.tenure} ended` : `the registration lease of tenure ${status.value.tenure} expired`;
     const d = decide({
       kind: 'node',
@@ -119,6 +125,8 @@ function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: stri
   const { node, status, tenure, nodeKey, nodeCompare, statusKey } = nodeFacts(view, name);
   if (orphans.length > 0) {
     const lostSince = status?.value.state === 'lost' ? status.value.since : undefined;
+    // Expired by this controller: an agent may run F + check + kill past the expiry (docs/fencing.md).
+    if (status?.value.expired) grace = Math.max(grace, QUORUM.lostGraceMs);
     if (lostSince !== undefined && now < lostSince + grace) return { at: lostSince + grace };
     const cause = status?.value.state === 'lost' ? causedBy(decisionKey('node', name, status.value.since, 'node-lost')) : causedByFact({ key: nodeKey, ...(node ? { kv: node.kv } : { modRevision: 0 }) });
     const compares: Compare[] = [unchanged(status, statusKey), nodeCompare];
@@ -142,6 +150,10 @@ function planLiveNode(view: ClusterView, orphans: Fact<'assigned'>[], name: stri
     return { txns: [{ compares, ops }], ...(orphans.length > 40 ? { at: now } : {}) };
   }
 
+  // Expired by this controller, its lease being revoked (node-quorum.ts revokeExpired): never ready again under that tenure.
+  if (node && status?.value.state === 'lost' && status.value.expired && status.value.tenure === tenure) return {};
+  // Unreachable under its tenure: the quorum rule (node-quorum.ts) says when it is ready again.
+  if (node && status?.value.state === 'unreachable' && status.value.tenure === tenure) return {};
   if (node && (!status || status.value.tenure !== tenure || status.value.state !== 'ready')) {
     const d = decide({
       kind: 'node',

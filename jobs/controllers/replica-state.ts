@@ -92,7 +92,8 @@ export function admissibleObservation(s: ReplicaState): Fact<'observed'> | undef
     assignment.value.tenure === tenure &&
     observation.value.tenure === tenure &&
     node.createRevision === tenure &&
-    status.value.state === 'ready' &&
+    // Unreachable is the quorum hold (docs/fencing.md): the tenure stands and its last report with it.
+    (status.value.state === 'ready' || status.value.state === 'unreachable') &&
     status.value.tenure === tenure;
   return ok ? observation : undefined;
 }

@@ -4,9 +4,14 @@ import type { Assignment, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
 import type { Op, Store } from '../../db/store.js';
 import { FakeRuntime } from './runtime.js';
+import { OutageLatch } from '../../agent/core/quorum.js';
+import { membershipCopySchema, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import type { SimPeer } from './peer-net.js';
 
 export interface AgentTiming {
   ttlSeconds: number;
+  /** The quorum rule (docs/fencing.md): registered as the API does (backstop lease, TTL in the record), peers asked past the fence point. */
+  quorum?: boolean;
   keepaliveMs: number;
   /** Workloads stop this long before the lease could expire, timed from the last contact. */
   fenceMarginMs: number;
@@ -27,8 +32,13 @@ export type AgentEvent = { kind: 'started' | 'stopped' | 'fenced' | 'registered'
  * tenure (a write from a lost tenure is refused by the store), fence its own workloads a
  * margin before the lease can expire, and keep running what it last knew otherwise.
  */
-export class SimAgent {
+export class SimAgent implements SimPeer {
   readonly runtime = new FakeRuntime();
+  /** Confirmations of an outage by a majority of peers (the real decision, fed by the world's peer network). */
+  readonly latch = new OutageLatch(() => (Number.isFinite(this.lastOk) ? this.leaseDeadline : undefined));
+  /** The fence point the lease alone gives; the supervisor's deadline may run later while the latch confirms. */
+  private leaseDeadline = Infinity;
+  private copy: { copy: MembershipVersion; fetchedAt: number } | undefined;
   alive = true;
   private disk: Disk = {};
   /** Local time of the last successful keepalive (or registration). */
@@ -71,8 +81,13 @@ export class SimAgent {
     this.wall = wall;
     const local = mono;
     // After a failed keepalive the agent retries on every loop, not every keepalive period.
-    const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined;
+    // With the quorum rule a failed keepalive is retried every loop too, as the real agent does
+    // (every 500 ms): back from a partition, it renews before its peers' "reaches" ends its run.
+    const failed = this.timing.quorum === true && this.lastOk < this.lastKeepalive;
+    const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined || failed;
     if (this.alive && this.disk.lease !== undefined && due) await this.keepalive(local);
+    // While peers confirm an outage the supervisor's deadline follows the confirmations.
+    this.runtime.fenceDeadline = Math.max(this.leaseDeadline, (this.alive ? this.latch.runsUntil(local) : undefined) ?? -Infinity);
     // The supervisor checks after the keepalive: a restarted agent renews first.
     for (const r of this.runtime.supervise(local, wall)) this.emit({ kind: 'fenced', replica: r });
     if (!this.alive) return;
@@ -81,7 +96,7 @@ export class SimAgent {
       if (this.disk.lease === undefined) return;
     }
     if (this.disk.tenure === undefined) return;
-    const assignments = await this.guard(() => this.assignments());
+    const assignments = await this.guard(() => this.assignments(local));
     if (assignments) await this.guard(() => this.reconcile(assignments, local));
   }
 
@@ -117,9 +132,11 @@ export class SimAgent {
   }
 
   private async register(local: number): Promise<void> {
-    const { id } = await this.store.grantLease(this.timing.ttlSeconds);
+    // With the quorum rule, as the API registers: a backstop lease, the TTL in the record for the node controller.
+    const { id } = await this.store.grantLease(this.timing.quorum ? QUORUM.backstopSeconds : this.timing.ttlSeconds);
     const key = buildKey('node', this.record.name);
-    const r = await this.store.txn({ compare: [], success: [{ put: { key, value: encodeFact('node', this.record), lease: id } }, { range: { key } }] });
+    const record = this.timing.quorum ? { ...this.record, leaseTtlSeconds: this.timing.ttlSeconds } : this.record;
+    const r = await this.store.txn({ compare: [], success: [{ put: { key, value: encodeFact('node', record), lease: id } }, { range: { key } }] });
     const kv = (r.responses[1] as { range: { kvs: { createRevision: number }[] } }).range.kvs[0]!;
     this.disk = { lease: id, tenure: kv.createRevision };
     this.lastKeepalive = local;
@@ -150,7 +167,8 @@ export class SimAgent {
       if (isCcaError(e, 'CCA-E0111')) {
         this.downFirst ??= local;
         this.downLast = local;
-        this.runtime.fenceDeadline = this.deadlineFrom(this.lastOk) + (this.downLast - this.downFirst);
+        this.leaseDeadline = this.deadlineFrom(this.lastOk) + (this.downLast - this.downFirst);
+        this.runtime.fenceDeadline = this.leaseDeadline;
       }
     }
   }
@@ -159,15 +177,43 @@ export class SimAgent {
     this.lastOk = local;
     this.downFirst = undefined;
     this.downLast = undefined;
-    this.runtime.fenceDeadline = this.deadlineFrom(local);
+    this.leaseDeadline = this.deadlineFrom(local);
+    this.runtime.fenceDeadline = this.leaseDeadline;
+  }
+
+  // ---- SimPeer: what the world's peer network reads ----
+  lastOkSentAt(): number | undefined {
+    return Number.isFinite(this.lastOk) ? this.lastOk : undefined;
+  }
+
+  keepaliveInFlight(): boolean {
+    return false;
+  }
+
+  ttlMs(): number {
+    return this.timing.ttlSeconds * 1000;
+  }
+
+  membership(): { copy: MembershipVersion; fetchedAt: number } | undefined {
+    return this.copy;
+  }
+
+  get node(): string {
+    return this.record.name;
   }
 
   private deadlineFrom(ok: number): number {
     return ok + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
   }
 
-  private async assignments(): Promise<Map<string, Assignment>> {
+  private async assignments(local: number): Promise<Map<string, Assignment>> {
     const r = await this.store.range({ prefix: prefixOf('assigned', this.record.name) });
+    if (this.timing.quorum) {
+      // The membership comes with the assignments, read at the same revision (as the API answers).
+      const m = await this.store.get(buildKey('membership', 'nodes'), { revision: r.revision });
+      const v = m ? membershipCopySchema.safeParse(decodeFact('membership', m.key, m.value).versions.at(-1)) : undefined;
+      if (v?.success) this.copy = { copy: v.data, fetchedAt: local };
+    }
     return new Map(r.kvs.map((kv) => {
       const a = decodeFact('assigned', kv.key, kv.value);
       return [a.replica, a];

@@ -7,6 +7,7 @@ import type { SimOptions } from './world.js';
 import { simVolumes } from './story-volumes.js';
 import { simRollout } from './story-rollout.js';
 import { simDrain } from './story-drain.js';
+import { simQuorumFlapping, simQuorumIsolated, simQuorumMajority, simQuorumMinority, simQuorumOutage } from './story-quorum.js';
 
 /**
  * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
@@ -20,6 +21,11 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-volumes': simVolumes,
   'sim-rollout': simRollout,
   'sim-drain': simDrain,
+  'sim-quorum-outage': simQuorumOutage,
+  'sim-quorum-isolated': simQuorumIsolated,
+  'sim-quorum-minority': simQuorumMinority,
+  'sim-quorum-majority': simQuorumMajority,
+  'sim-quorum-flapping': simQuorumFlapping,
   'sim-ordering': simOrdering,
   'sim-endpoints': simEndpoints,
   'sim-endpoints-random': simEndpointsRandom,

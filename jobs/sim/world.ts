@@ -1,3 +1,5 @@
+import { SimPeerNet } from './peer-net.js';
+import { QUORUM } from '../../core/model/quorum.js';
 import type { Diagnostic } from '../../core/diagnostics/types.js';
 import { buildKey, decodeFact, encodeFact, parseKey } from '../../core/keys.js';
 import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
@@ -20,6 +22,8 @@ export interface SimOptions {
   fenceMarginMs?: number;
   tickMs?: number;
   lostGraceMs?: number;
+  /** The quorum rule on (docs/fencing.md): agents register as the API does and ask their peers; TTL 30 s, keepalive T/4, margin 3 s by default. */
+  quorum?: boolean;
   /** Keep at most this many trace lines (the newest). */
   traceLimit?: number;
 }
@@ -84,6 +88,9 @@ export class SimWorld {
   private storeDownTotal = 0;
   private outageDepth = 0;
   readonly partitions = new Set<string>();
+  /** Which nodes can talk to each other (peer questions): same group. Absent = group 0. */
+  readonly peerGroups = new Map<string, number>();
+  private readonly peerNet = new SimPeerNet((a, b) => (this.peerGroups.get(a) ?? 0) === (this.peerGroups.get(b) ?? 0) && !!this.agents.get(b)?.alive);
   private readonly skews = new Map<string, number>();
   private readonly watch: AsyncIterator<WatchBatch>;
   private consumed = 1;
@@ -102,11 +109,13 @@ export class SimWorld {
     this.rng = new Rng(opts.seed);
     this.ctrlRng = this.rng.fork();
     this.agentRng = this.rng.fork();
+    const ttlSeconds = opts.ttlSeconds ?? (opts.quorum ? QUORUM.defaultTtlSeconds : 10);
     this.timing = {
-      ttlSeconds: opts.ttlSeconds ?? 10,
-      keepaliveMs: opts.keepaliveMs ?? 2_000,
-      fenceMarginMs: opts.fenceMarginMs ?? 4_000,
+      ttlSeconds,
+      keepaliveMs: opts.keepaliveMs ?? (opts.quorum ? (ttlSeconds * 1000) / 4 : 2_000),
+      fenceMarginMs: opts.fenceMarginMs ?? (opts.quorum ? 3_000 : 4_000),
       tickMs: opts.tickMs ?? 1_000,
+      ...(opts.quorum ? { quorum: true } : {}),
     };
     // The store's clock stands still while it is down: leases keep the time they had left,
     // as etcd refreshes leases when a leader returns. Nobody can expire a lease meanwhile.
@@ -182,6 +191,8 @@ export class SimWorld {
     this.at(at, `tick ${name}`, async () => {
       const agent = this.agents.get(name)!;
       this.stats.agentTicks++;
+      // The agent's peer round (every P = one tick): ask, judge, feed its latch.
+      if (this.timing.quorum && agent.alive) this.peerNet.round(agent, this.agents, this.t);
       await agent.tick(this.t + (this.skews.get(name) ?? 0), this.t);
       this.scheduleTick(name, this.t + this.timing.tickMs + this.agentRng.int(-50, 50));
     });
@@ -260,6 +271,13 @@ export class SimWorld {
   powerOn(node: string): void {
     this.agents.get(node)?.restart();
     this.log(`machine ${node} powered on`);
+  }
+
+  /** Cut nodes off from each other: each group talks only within itself (peer questions). */
+  peerSplit(groups: readonly (readonly string[])[]): void {
+    this.peerGroups.clear();
+    groups.forEach((g, i) => g.forEach((n) => this.peerGroups.set(n, i + 1)));
+    this.log(`fault: peers split into ${groups.map((g) => `[${g.join(' ')}]`).join(' ')}`);
   }
 
   partition(node: string, cut: boolean): void {

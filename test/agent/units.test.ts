@@ -16,7 +16,7 @@ import { healthCheckSchema, serviceSpecSchema } from '../../core/model/index.js'
 describe('agent flags', () => {
   it('parses flags, repeatable labels and quantities', () => {
     const f = parseAgentFlags(['--server', 'http://s', '--node', 'n1', '--label', 'disk=ssd', '--label=gpu=a100', '--taint', 'dedicated=db', '--cpu', '3500m', '--memory', '8Gi', '--containerd-start'], {});
-    expect(f).toMatchObject({ server: 'http://s', node: 'n1', runtime: 'process', labels: { disk: 'ssd', gpu: 'a100' }, taints: ['dedicated=db'], cpuMillis: 3500, memoryBytes: 8 * 2 ** 30, containerdStart: true, namespace: 'cca-n1', leaseTtlSeconds: 10 });
+    expect(f).toMatchObject({ server: 'http://s', node: 'n1', runtime: 'process', labels: { disk: 'ssd', gpu: 'a100' }, taints: ['dedicated=db'], cpuMillis: 3500, memoryBytes: 8 * 2 ** 30, containerdStart: true, namespace: 'cca-n1', leaseTtlSeconds: 30, peerListen: '127.0.0.1:0', peerAdvertise: '' });
     expect(parseCpu('2')).toBe(2000);
     expect(parseBytes('512Mi')).toBe(512 * 2 ** 20);
   });
@@ -29,7 +29,7 @@ describe('agent flags', () => {
   });
 
   it('refuses bad settings with CCA-E0508', () => {
-    for (const argv of [['--node', 'n1'], ['--server', 's', '--node', 'n1', '--runtime', 'docker'], ['--server', 's', '--node', 'n1', '--lease-ttl', '2'], ['--server', 's', '--node', 'n1', '--bogus', 'x'], ['--server', 's', '--node', 'n1', '--memory', 'lots']]) {
+    for (const argv of [['--server', 's', '--node', 'n1', '--peer-listen', 'nowhere'], ['--server', 's', '--node', 'n1', '--peer-advertise', 'h:99999'], ['--node', 'n1'], ['--server', 's', '--node', 'n1', '--runtime', 'docker'], ['--server', 's', '--node', 'n1', '--lease-ttl', '2'], ['--server', 's', '--node', 'n1', '--bogus', 'x'], ['--server', 's', '--node', 'n1', '--memory', 'lots']]) {
       expect(() => parseAgentFlags(argv, {})).toThrow(expect.objectContaining({ name: 'CcaError' }));
       try {
         parseAgentFlags(argv, {});

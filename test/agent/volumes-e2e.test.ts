@@ -7,6 +7,7 @@ import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
 import { startServer } from '../../server/start.js';
 import { cca } from '../cli/harness.js';
+import { HttpTestAgent } from '../server/http-agent.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
 import { waitFor } from '../support/wait.js';
@@ -18,7 +19,7 @@ import { needs } from '../support/prerequisites.js';
  * a MemoryStore) and a real agent running busybox `sh` under supervisors.
  * 1. A replica writes into its volume and is SIGKILLed; its replacement (a new id, on the
  *    same node) sees what it wrote.
- * 2. The agent stops (the node is lost): the stateful replica is held, not replaced, until
+ * 2. The agent stops (the node is lost, two bystander nodes renewing): the stateful replica is held, not replaced, until
  *    `cca fence node n1 --confirm`; then it is, with the decision naming operator-fence,
  *    and when the node returns the replacement goes back to its data.
  * 3. Lost again; the agent returns and confirms the stop itself (proof node-confirmed).
@@ -44,6 +45,13 @@ describe.runIf(haveBusybox)('volumes on the process runtime, end to end', () => 
     });
     const runtime = new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, pollMs: 100 });
     cleanups.push(() => runtime.close());
+    // Two bystander nodes that only renew their leases: n1 alone would be a one-node cluster,
+    // whose silence the node controller holds rather than expires (the quorum rule, docs/fencing.md).
+    for (const peer of ['p1', 'p2']) {
+      const bystander = new HttpTestAgent(server.url, JOIN, peer, 'b', {});
+      await bystander.start();
+      cleanups.push(() => bystander.stop());
+    }
     const newAgent = () =>
       new Agent({
         server: server.url, node: 'n1', token: JOIN, state, runtime, leaseTtlSeconds: FENCE.minTtlSeconds,

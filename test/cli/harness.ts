@@ -106,7 +106,7 @@ const T0 = Date.UTC(2026, 10, 29, 9, 0, 0);
 export const at = (seconds: number) => T0 + seconds * 1000;
 
 /** Facts as the controllers and agents would write them, for tables and waits. */
-export async function seedNode(store: MemoryStore, name: string, zone: string, cpuMillis: number, state: 'ready' | 'lost' = 'ready'): Promise<number> {
+export async function seedNode(store: MemoryStore, name: string, zone: string, cpuMillis: number, state: 'ready' | 'lost' | 'unreachable' = 'ready'): Promise<number> {
   await store.put(buildKey('node', name), encodeFact('node', { name, zone, capacity: { cpuMillis, memoryBytes: 2 ** 30 }, labels: { disk: 'ssd' }, runtime: 'fake' }));
   const tenure = (await store.get(buildKey('node', name)))!.createRevision;
   await store.put(buildKey('nodeStatus', name), encodeFact('nodeStatus', { node: name, tenure, state, since: at(1) }));

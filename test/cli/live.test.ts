@@ -114,6 +114,13 @@ describe('get', () => {
     expect((await run('get-bad-kind', ['get', 'pods'])).code).toBe(1);
   });
 
+  test('a node held by the quorum rule shows as unreachable', async () => {
+    const { live, run } = await setup();
+    await seedNode(live.store, 'n3', 'c', 1000, 'unreachable');
+    const r = await run(undefined, ['get', 'nodes']);
+    expect(r.stdout).toMatch(/^n3\s.*\bunreachable\b/m);
+  });
+
   test('-w follows the watch and redraws after a change, until interrupted', async () => {
     const { live, run } = await setup();
     await seedCluster(live, run);

@@ -18,6 +18,8 @@ export class HttpTestAgent {
     private readonly join: string,
     readonly node: string,
     private readonly zone = 'a',
+    /** Its image catalogue: none keeps it a bystander (a peer that only renews its lease). */
+    private readonly images: Record<string, string> = { 'busybox:1.35': 'sha256:test' },
   ) {}
 
   private credential = '';
@@ -39,7 +41,7 @@ export class HttpTestAgent {
       name: this.node,
       zone: this.zone,
       capacity: { cpuMillis: 4000, memoryBytes: 8 * 2 ** 30 },
-      images: { 'busybox:1.35': 'sha256:test' },
+      images: this.images,
       leaseTtlSeconds: 10,
     });
     this.tenure = reg.tenure as number;

@@ -35,6 +35,15 @@ describe('console route (no browser)', () => {
     expect(again.status).toBe(304);
   });
 
+  it('serves the agent core the simulation imports (the quorum decision), browser-safe', async () => {
+    const r = await get('/src/agent/core/quorum.js');
+    expect(r.status).toBe(200);
+    const js = await r.text();
+    expect(js).toContain('class OutageLatch');
+    expect(js).not.toMatch(/from ["']node:/);
+    expect((await get('/src/agent/peer/keys.js')).status).toBe(404);
+  });
+
   it('serves plain console files and zod, nothing else of the tree', async () => {
     expect((await get('/web/app.js')).status).toBe(200);
     expect((await get('/vendor/zod/index.js')).status).toBe(200);

@@ -115,6 +115,13 @@ export const agentCodes = [
     fix: 'give the agent a larger range with --network-cidr, or run fewer replicas on this node',
   },
   {
+    code: 'CCA-E0580',
+    blame: 'environment',
+    title: 'peer endpoint cannot listen',
+    cause: 'the agent of node {node} cannot listen for peer questions on {address}: {reason}',
+    fix: 'free that port or pass another --peer-listen HOST:PORT (port 0 picks a free one); peers find it through --peer-advertise, published in the node record',
+  },
+  {
     code: 'CCA-E0529',
     blame: 'environment',
     title: 'network policy not enforced',

@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { QUORUM, type Member, type MembershipVersion } from '../../core/model/quorum.js';
+import type { VerifiedAnswer } from '../core/quorum.js';
+import type { PeerKeys } from './keys.js';
+import { verifySignature } from './keys.js';
+import { answerSchema, answerText, PEER_PATH, questionText } from './protocol.js';
+
+export interface AskOptions {
+  self: string;
+  keys: PeerKeys;
+  now: () => number;
+  fetch?: typeof fetch;
+}
+
+/**
+ * Ask one member; its verified answer, or undefined for anything else (no address, no answer
+ * within QUORUM.askTimeoutMs, a refusal, a body too large, a bad signature, a wrong nonce or
+ * node): the quorum counts that as no answer.
+ */
+export async function askPeer(member: Member, o: AskOptions): Promise<VerifiedAnswer | undefined> {
+  const peer = member.peer;
+  if (!peer || peer.address === '' || member.node === o.self) return undefined;
+  const nonce = randomBytes(16).toString('base64url');
+  const askedAt = o.now();
+  const question = { from: o.self, to: member.node, nonce };
+  try {
+    const r = await (o.fetch ?? fetch)(`http://${peer.address}${PEER_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ ...question, signature: o.keys.sign(questionText(question)) }),
+      signal: AbortSignal.timeout(QUORUM.askTimeoutMs),
+    });
+    if (r.status !== 200 || Number(r.headers.get('content-length') ?? 0) > QUORUM.maxBodyBytes) {
+      await r.body?.cancel();
+      return undefined;
+    }
+    const text = await r.text();
+    if (text.length > QUORUM.maxBodyBytes) return undefined;
+    const a = answerSchema.safeParse(JSON.parse(text));
+    if (!a.success || a.data.node !== member.node || a.data.to !== o.self || a.data.nonce !== nonce) return undefined;
+    const { signature, ...unsigned } = a.data;
+    if (!verifySignature(peer.publicKey, answerText(unsigned), signature)) return undefined;
+    return { node: member.node, askedAt, reachesControlPlane: a.data.reachesControlPlane };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Ask every other member at once (the membership is small; each question is bounded by its timeout). */
+export async function askMembers(copy: MembershipVersion, o: AskOptions): Promise<VerifiedAnswer[]> {
+  const answers = await Promise.all(copy.members.filter((m) => m.node !== o.self).map((m) => askPeer(m, o)));
+  return answers.filter((a): a is VerifiedAnswer => a !== undefined);
+}

@@ -1,0 +1,78 @@
+import { cannotReachAfterMs, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import { cannotReach, OutageLatch, quorumVerdict, type OutageOracle, type QuorumVerdict } from '../core/quorum.js';
+import { askMembers } from './client.js';
+import type { PeerKeys } from './keys.js';
+
+export interface PeerQuorumDeps {
+  self: string;
+  keys: PeerKeys;
+  now: () => number;
+  /** The fence clock: its fence point, and when the last successful keepalive was sent (undefined: never). */
+  fenceAt: () => number | undefined;
+  lastOkSentAt: () => number | undefined;
+  /** The keepalive in flight, if any: settles (either way) within D. */
+  keepaliveSettled: () => Promise<unknown> | undefined;
+  ttlMs: () => number;
+  /** The membership copy and when the request that fetched it was sent. */
+  membership: () => { copy: MembershipVersion; fetchedAt: number } | undefined;
+  log: (line: string) => void;
+  fetch?: typeof fetch;
+}
+
+/**
+ * The agent shell's half of the quorum rule: while this agent cannot reach the control
+ * plane it asks its peers every QUORUM.pollMs and feeds each confirmation to the latch the
+ * core consults (`fenced = due && !confirmsOutage`). Also what its own peer endpoint
+ * answers (reaches). docs/fencing.md.
+ */
+export class PeerQuorum implements OutageOracle {
+  readonly latch: OutageLatch;
+  private lastWhy = '';
+
+  constructor(private readonly d: PeerQuorumDeps) {
+    this.latch = new OutageLatch(d.fenceAt);
+  }
+
+  confirmsOutage(now: number): boolean {
+    return this.latch.confirmsOutage(now);
+  }
+
+  /**
+   * What this agent's peer endpoint answers: with a keepalive in flight it waits for it to
+   * settle (≤ D) and answers from the outcome — in flight it might be renewing the lease.
+   */
+  async reaches(): Promise<boolean> {
+    const pending = this.d.keepaliveSettled();
+    if (pending) await pending.then(() => undefined, () => undefined);
+    const last = this.d.lastOkSentAt();
+    return last === undefined ? false : !cannotReach(last, this.d.keepaliveSettled() !== undefined, this.d.now(), cannotReachAfterMs(this.d.ttlMs()));
+  }
+
+  /** One round: ask if cut off, judge, extend the latch. Returns the verdict (undefined: not cut off). */
+  async round(): Promise<QuorumVerdict | undefined> {
+    const last = this.d.lastOkSentAt();
+    if (last === undefined || (await this.reaches())) return undefined;
+    const m = this.d.membership();
+    const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
+    const selfCannotReach = !(await this.reaches());
+    const now = this.d.now();
+    const v = quorumVerdict({ self: this.d.self, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: this.d.lastOkSentAt() ?? last, selfCannotReach, answers, now });
+    if (v.confirmed) this.latch.confirmed(now, v.validUntil);
+    const why = v.confirmed ? `outage confirmed by ${v.votes} of ${v.members} members` : v.why;
+    if (why !== this.lastWhy) this.d.log(`control plane unreachable: ${why}`);
+    this.lastWhy = why;
+    return v;
+  }
+
+  /** Rounds every QUORUM.pollMs until closed; `changed` after each (the fence file, a reconcile). */
+  async loop(isClosed: () => boolean, sleep: (ms: number) => Promise<void>, changed: () => void): Promise<void> {
+    while (!isClosed()) {
+      try {
+        if (await this.round()) changed();
+      } catch (e) {
+        this.d.log(`peer round failed: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      await sleep(QUORUM.pollMs);
+    }
+  }
+}

@@ -1,0 +1,115 @@
+import { z } from 'zod';
+
+/**
+ * The quorum rule's shared half (DESIGN rules 7 and 8, docs/fencing.md): the membership both
+ * the node controller and the agents count, and every timing constant the safety argument
+ * uses. One module, so the controller, the agent, the simulation and docs/fencing.md (checked
+ * by test/core/quorum.test.ts) can never disagree on a number.
+ *
+ * Notation of docs/fencing.md: T is a node's lease TTL; all values here are milliseconds.
+ */
+export const QUORUM = {
+  /** D: a keepalive the agent has not heard back from within this is a failure (agent/client.ts). */
+  keepaliveTimeoutMs: 1_000,
+  /** g: leaseTimeToLive answers in whole seconds; every silence the controller reads is widened by this much on the unsafe side. */
+  granularityMs: 1_000,
+  /** A: a question to a peer gets this long for its answer (≥ D: a peer with a keepalive in flight answers once it settles). */
+  askTimeoutMs: 1_500,
+  /** P: an agent whose keepalives fail asks its peers this often. */
+  pollMs: 1_000,
+  /** F: an answer counts for this long after its question was sent (F > P + A, so confirmations can chain without a gap). */
+  freshMs: 3_000,
+  /** S: an agent confirms an outage only with a membership copy fetched by a request sent at most this long before its last successful keepalive. */
+  copyStaleMs: 65_000,
+  /** Added to the membership history window for clock differences between pods and agents. */
+  historyMarginMs: 10_000,
+  /** L: after the node controller expires a node, its replicas are declared lost no sooner than this (≥ F + check + kill budget; see docs/fencing.md). */
+  lostGraceMs: 6_000,
+  /**
+   * The store lease under an API-registered node record (s): a backstop only — the node
+   * controller expires nodes by the quorum rule. A control plane away longer than this finds
+   * every such lease expired when it returns.
+   */
+  backstopSeconds: 86_400,
+  /** The peer endpoint's bounds. */
+  maxBodyBytes: 2_048,
+  maxConcurrentQuestions: 32,
+  /** The default lease TTL of an agent (s): the smallest round number the quorum rule fits (quorumFits). */
+  defaultTtlSeconds: 30,
+} as const;
+
+/** K: a healthy agent sends a keepalive every T / 4 (agent/fence.ts FENCE.keepalivesPerTtl). */
+export function keepaliveEveryMs(ttlMs: number): number {
+  return ttlMs / 4;
+}
+
+/** R: the node controller counts a member as renewing when its last renewal is at most this old (K + D + 2g: a healthy agent always is). */
+export function renewingWithinMs(ttlMs: number): number {
+  return keepaliveEveryMs(ttlMs) + QUORUM.keepaliveTimeoutMs + 2 * QUORUM.granularityMs;
+}
+
+/** Q: an agent answers "I cannot reach the control plane" only after this long without a successful keepalive (Q > R + D + F). */
+export function cannotReachAfterMs(ttlMs: number): number {
+  return renewingWithinMs(ttlMs) + QUORUM.keepaliveTimeoutMs + QUORUM.freshMs + 500;
+}
+
+/**
+ * Whether peers can confirm a whole-cluster outage before an agent's fence point: the last
+ * successful keepalive may be K + D before the outage began, the peers' answers come Q + P + A
+ * after it. Below this TTL the agent fences as it always did (no confirmation arrives in time).
+ */
+export function quorumFits(ttlMs: number, fenceMarginMs: number): boolean {
+  return cannotReachAfterMs(ttlMs) + QUORUM.pollMs + QUORUM.askTimeoutMs <= ttlMs - fenceMarginMs - keepaliveEveryMs(ttlMs) - QUORUM.keepaliveTimeoutMs;
+}
+
+/** W: how long a superseded membership version keeps counting for expiries (≥ T + S + margin). */
+export function historyWindowMs(maxTtlMs: number): number {
+  return maxTtlMs + QUORUM.copyStaleMs + QUORUM.historyMarginMs;
+}
+
+/** Strict majority: more than half of the members. An empty membership has no one to protect. */
+export function isMajority(count: number, members: number): boolean {
+  return members === 0 || count * 2 > members;
+}
+
+/** What an agent publishes for its peers in its `/nodes/<node>` record. */
+export const peerInfoSchema = z.object({
+  /** host:port of the agent's peer endpoint ('' when it has none). */
+  address: z.string().max(255),
+  /** Ed25519 public key, raw 32 bytes, base64. */
+  publicKey: z.string().max(64),
+});
+
+export const memberSchema = z.object({
+  node: z.string(),
+  /** Lease TTL of the member (s), for the history window. */
+  ttlSeconds: z.int().min(1),
+  peer: peerInfoSchema.optional(),
+});
+
+export const membershipVersionSchema = z.object({
+  version: z.int().min(1),
+  /** Controller time at which this version took effect. */
+  since: z.int().min(0),
+  members: z.array(memberSchema),
+});
+
+/**
+ * `/membership`: the node controller's history of membership versions (newest last), each
+ * kept until W after its successor took effect, and the hold state.
+ */
+export const membershipSchema = z.object({
+  versions: z.array(membershipVersionSchema).min(1),
+  /** Set while a majority is silent: nothing is expired. */
+  heldSince: z.int().min(0).optional(),
+  /** When the last hold lifted: held nodes get a full lease from here before they may expire. */
+  liftedAt: z.int().min(0).optional(),
+});
+
+/** What an agent gets with its assignments: the current version, enough to ask and check its peers. */
+export const membershipCopySchema = membershipVersionSchema;
+
+export type PeerInfo = z.output<typeof peerInfoSchema>;
+export type Member = z.output<typeof memberSchema>;
+export type MembershipVersion = z.output<typeof membershipVersionSchema>;
+export type Membership = z.output<typeof membershipSchema>;

@@ -1,0 +1,46 @@
+import { cannotReachAfterMs, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import { cannotReach, OutageLatch, quorumVerdict, type QuorumVerdict, type VerifiedAnswer } from '../../agent/core/quorum.js';
+
+/** What the simulation knows of one agent for the quorum rule (read from its core). */
+export interface SimPeer {
+  node: string;
+  lastOkSentAt(): number | undefined;
+  keepaliveInFlight(): boolean;
+  ttlMs(): number;
+  membership(): { copy: MembershipVersion; fetchedAt: number } | undefined;
+  readonly latch: OutageLatch;
+}
+
+/**
+ * The peer network of the simulation: agents ask each other through it, and it answers
+ * with what each asked agent would say — the real decision (agent/core/quorum.ts) on both
+ * ends. Signatures are the real endpoint's business (agent/peer/); here an answer arrives
+ * only between nodes the world's partitions let talk, instantly, at the asker's time.
+ */
+export class SimPeerNet {
+  constructor(private readonly canTalk: (from: string, to: string) => boolean) {}
+
+  /** What `p` answers: it reaches the control plane unless silent for Q with nothing in flight. */
+  reaches(p: SimPeer, now: number): boolean {
+    const last = p.lastOkSentAt();
+    return last !== undefined && !cannotReach(last, p.keepaliveInFlight(), now, cannotReachAfterMs(p.ttlMs()));
+  }
+
+  /** One round for `asker` (the real agent's every P): ask the reachable members, judge, feed its latch. */
+  round(asker: SimPeer, peers: ReadonlyMap<string, SimPeer>, now: number): QuorumVerdict | undefined {
+    const last = asker.lastOkSentAt();
+    if (last === undefined || this.reaches(asker, now)) return undefined;
+    const m = asker.membership();
+    const answers: VerifiedAnswer[] = [];
+    for (const member of m?.copy.members ?? []) {
+      const peer = peers.get(member.node);
+      if (!peer || peer === asker || !this.canTalk(asker.node, peer.node) || !this.canTalk(peer.node, asker.node)) continue;
+      answers.push({ node: peer.node, askedAt: now, reachesControlPlane: this.reaches(peer, now) });
+    }
+    const v = quorumVerdict({ self: asker.node, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: last, selfCannotReach: true, answers, now });
+    if (v.confirmed) asker.latch.confirmed(now, v.validUntil);
+    return v;
+  }
+}
+
+export const SIM_PEER_POLL_MS = QUORUM.pollMs;

@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { cannotReach, OutageLatch, quorumVerdict, type QuorumInput } from '../../agent/core/quorum.js';
+import { QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+
+const members = (...names: string[]): MembershipVersion => ({ version: 3, since: 0, members: names.map((node) => ({ node, ttlSeconds: 30 })) });
+const base = (over: Partial<QuorumInput> = {}): QuorumInput => ({
+  self: 'a',
+  copy: members('a', 'b', 'c', 'd', 'e'),
+  copyFetchedAt: 9_000,
+  lastOkSentAt: 10_000,
+  selfCannotReach: true,
+  answers: [],
+  now: 30_000,
+  ...over,
+});
+const no = (node: string, askedAt = 29_500) => ({ node, askedAt, reachesControlPlane: false });
+
+describe('quorum verdict (agent side)', () => {
+  it('confirms only with a strict majority of all members, itself included', () => {
+    expect(quorumVerdict(base({ answers: [no('b')] }))).toMatchObject({ confirmed: false, votes: 2, members: 5 });
+    expect(quorumVerdict(base({ answers: [no('b'), no('c')] }))).toMatchObject({ confirmed: true, votes: 3 });
+    // Four members: two is not a majority.
+    expect(quorumVerdict(base({ copy: members('a', 'b', 'c', 'd'), answers: [no('b')] }))).toMatchObject({ confirmed: false });
+  });
+
+  it('a single-node cluster confirms its own outage', () => {
+    expect(quorumVerdict(base({ copy: members('a') }))).toMatchObject({ confirmed: true, validUntil: 30_000 + QUORUM.freshMs });
+  });
+
+  it('one peer that reaches the control plane refutes the outage', () => {
+    expect(quorumVerdict(base({ answers: [no('b'), no('c'), no('d'), { node: 'e', askedAt: 29_000, reachesControlPlane: true }] }))).toMatchObject({ confirmed: false, why: 'node e reaches the control plane' });
+  });
+
+  it('stale, unknown, duplicate and self answers count as no answer', () => {
+    const stale = 30_000 - QUORUM.freshMs - 1;
+    expect(quorumVerdict(base({ answers: [no('b', stale), no('c')] })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ answers: [no('x'), no('c')] })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ answers: [no('c', 29_000), no('c', 29_900)] })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ answers: [no('a'), no('c')] })).confirmed).toBe(false);
+    // A question from the future (a clock that jumped) proves nothing either.
+    expect(quorumVerdict(base({ answers: [no('b', 31_000), no('c')] })).confirmed).toBe(false);
+  });
+
+  it('lasts as long as the oldest answer it needs is fresh', () => {
+    const v = quorumVerdict(base({ answers: [no('b', 28_000), no('c', 29_000), no('d', 29_900)] }));
+    expect(v).toMatchObject({ confirmed: true, validUntil: 29_000 + QUORUM.freshMs });
+  });
+
+  it('refuses without itself cut off, outside its copy, or with a copy older than S', () => {
+    expect(quorumVerdict(base({ selfCannotReach: false, answers: [no('b'), no('c')] })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ self: 'z', answers: [no('b'), no('c')] })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ copy: undefined })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ copyFetchedAt: 10_000 - QUORUM.copyStaleMs - 1, answers: [no('b'), no('c')] })).confirmed).toBe(false);
+    expect(quorumVerdict(base({ copyFetchedAt: 10_000 - QUORUM.copyStaleMs, answers: [no('b'), no('c')] })).confirmed).toBe(true);
+  });
+
+  it('an agent cannot reach only after Q without a success and with nothing in flight', () => {
+    expect(cannotReach(0, false, 999, 1_000)).toBe(false);
+    expect(cannotReach(0, false, 1_000, 1_000)).toBe(true);
+    expect(cannotReach(0, true, 5_000, 1_000)).toBe(false);
+  });
+});
+
+describe('outage latch', () => {
+  it('runs past the fence point only along a chain that began by it', () => {
+    let fenceAt = 10_000;
+    const latch = new OutageLatch(() => fenceAt);
+    expect(latch.confirmsOutage(11_000)).toBe(false);
+    latch.confirmed(9_000, 11_000);
+    latch.confirmed(10_500, 13_000);
+    expect(latch.confirmsOutage(12_900)).toBe(true);
+    expect(latch.runsUntil(12_900)).toBe(13_000);
+    expect(latch.confirmsOutage(13_000)).toBe(false);
+    // A gap fences for good: a later confirmation starts a chain after the fence point.
+    latch.confirmed(13_500, 16_000);
+    expect(latch.confirmsOutage(14_000)).toBe(false);
+    // A renewal moves the fence point; the next outage needs a chain of its own.
+    fenceAt = 40_000;
+    expect(latch.confirmsOutage(41_000)).toBe(false);
+  });
+
+  it('a chain that starts after the fence point does not count', () => {
+    const latch = new OutageLatch(() => 10_000);
+    latch.confirmed(10_001, 20_000);
+    expect(latch.confirmsOutage(12_000)).toBe(false);
+    const never = new OutageLatch(() => undefined);
+    never.confirmed(0, 20_000);
+    expect(never.confirmsOutage(1)).toBe(false);
+  });
+});

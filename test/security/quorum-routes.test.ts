@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
+import { QUORUM } from '../../core/model/quorum.js';
+import { MemoryStore } from '../../db/memory.js';
+import { errorOf, secured } from './support.js';
+
+/**
+ * The agent routes' half of the quorum rule (docs/fencing.md): a registration sits on a
+ * backstop lease with the agent's TTL in its record and in the answers; the membership comes
+ * with the assignments; a tenure the node controller expired is never renewed again.
+ */
+describe('agent routes and the quorum rule', () => {
+  it('registers on a backstop lease, answers with the agent TTL, and refuses to renew an expired tenure', async () => {
+    const store = new MemoryStore();
+    const { call, enroll, register } = await secured(store);
+    const credential = await enroll('n1');
+    const { lease, tenure } = await register('n1', credential);
+    expect((await store.leaseTimeToLive(lease)).grantedTtl).toBe(QUORUM.backstopSeconds);
+    const kv = (await store.get(buildKey('node', 'n1')))!;
+    expect(decodeFact('node', kv.key, kv.value).leaseTtlSeconds).toBe(60);
+    const ok = await call('POST', '/v1/agent/nodes/n1/keepalive', { json: { lease }, token: credential });
+    expect(await ok.json()).toEqual({ ttl: 60 });
+
+    await store.put(buildKey('membership', 'nodes'), encodeFact('membership', { versions: [{ version: 4, since: 1, members: [{ node: 'n1', ttlSeconds: 60 }] }] }));
+    const a = await call('GET', '/v1/agent/nodes/n1/assignments', { token: credential });
+    expect(((await a.json()) as { membership: unknown }).membership).toMatchObject({ version: 4, members: [{ node: 'n1' }] });
+
+    // The node controller expired this tenure: from that write on the lease is not renewed, and it goes.
+    await store.put(buildKey('nodeStatus', 'n1'), encodeFact('nodeStatus', { node: 'n1', tenure, state: 'lost', since: 1, expired: true }));
+    const refused = await call('POST', '/v1/agent/nodes/n1/keepalive', { json: { lease }, token: credential });
+    expect(refused.status).toBe(404);
+    expect((await errorOf(refused)).code).toBe('CCA-E0107');
+    expect(await store.get(buildKey('node', 'n1'))).toBeFalsy();
+  });
+});
