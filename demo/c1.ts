@@ -244,7 +244,12 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     await agentProcs.get('node3')!.kill('SIGKILL');
     const groups = killMachine(stateDirs.node3!);
     note(`killed the agent and ${groups} process groups (supervisors and workloads) of node3 at ${new Date(killedAt).toISOString()}`);
-    await until('node3 lost', () => nodeOf('node3'), (n) => n?.state === 'lost', 30_000);
+    await until('node3 lost', () => nodeOf('node3'), (n) => n?.state === 'lost', 30_000).catch(async (e: unknown) => {
+      // Why it is not lost (a quorum hold says which membership version lacked what): the evidence.
+      say((await cca(['why', 'node', 'node3'], env)).out.replace(/^/gm, '   │ '));
+      say(JSON.stringify(await api('/v1/state?prefix=/membership/')).slice(0, 4000));
+      throw e;
+    });
     const lostAfter = (Date.now() - killedAt) / 1000;
     check(lostAfter >= LOST_WINDOW_S.from && lostAfter <= LOST_WINDOW_S.to, `node3 marked lost ${lostAfter.toFixed(1)} s after the kill, inside [${LOST_WINDOW_S.from}, ${LOST_WINDOW_S.to}] s (TTL − one keepalive interval, TTL + ${LOST_SLACK_MS / 1000} s)`, { lostAfter, window: LOST_WINDOW_S });
     const healed = await until('six running without node3', running, (r) => r.length === REPLICAS && r.every((x) => x.node !== 'node3'), 30_000);

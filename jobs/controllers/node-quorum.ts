@@ -82,11 +82,22 @@ export function versionsInWindow(versions: readonly MembershipVersion[], now: nu
   return versions.filter((_, i) => i === versions.length - 1 || versions[i + 1]!.since >= horizon);
 }
 
-/** A version of the window whose members lack a renewing majority, or undefined when every one has one. */
+/**
+ * A version of the window that forbids an expiry now, or undefined when none does. The current
+ * version needs a strict majority renewing (the rule as stated). An older one — a copy an agent
+ * may still hold — only needs its silent members to be no majority of it: an agent counts a
+ * strict majority of its copy confirming the outage, and a renewing member never confirms, so
+ * with the silent ones short of a majority no copy of that version can gather one. (Requiring
+ * a renewing majority there too would hold every loss during the window after a cluster forms:
+ * the versions {n1}, {n1, n3} of nodes registering one by one.)
+ */
 export function versionWithoutMajority(m: Membership, renewals: Map<string, Renewal>, now: number): { version: MembershipVersion; renewing: number } | undefined {
-  for (const v of versionsInWindow(m.versions, now)) {
+  const versions = versionsInWindow(m.versions, now);
+  for (const [i, v] of versions.entries()) {
     const renewing = v.members.filter((x) => isRenewing(renewals.get(x.node))).length;
-    if (!isMajority(renewing, v.members.length)) return { version: v, renewing };
+    const current = i === versions.length - 1;
+    const forbids = current ? !isMajority(renewing, v.members.length) : v.members.length > 0 && isMajority(v.members.length - renewing, v.members.length);
+    if (forbids) return { version: v, renewing };
   }
   return undefined;
 }

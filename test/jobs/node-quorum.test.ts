@@ -181,4 +181,18 @@ describe('membership history (pure)', () => {
     expect(lifted).toMatchObject({ liftedAt: 5_000 });
     expect(lifted.heldSince).toBeUndefined();
   });
+
+  test('older versions forbid an expiry only when their silent members are a majority of them: a cluster that formed one node at a time can lose a node at once', () => {
+    const alive = new Map([['n1', r(0)], ['n2', r(0)]]);
+    let m = nextMembership(undefined, members('n1'), alive, 1_000)!;
+    m = nextMembership(m, members('n1', 'n3'), alive, 1_100)!;
+    m = nextMembership(m, members('n1', 'n2', 'n3'), alive, 1_200)!;
+    expect(m.versions.map((v) => v.members.length)).toEqual([1, 2, 3]);
+    // n3 silent: {n1, n3} has one silent of two (no majority: n3 alone cannot confirm with that copy).
+    expect(versionWithoutMajority(m, alive, 20_000)).toBeUndefined();
+    // n1 silent: the first version is n1 alone, whose copy is its own majority: expiry is forbidden.
+    expect(versionWithoutMajority(m, new Map([['n2', r(0)], ['n3', r(0)]]), 20_000)?.version.version).toBe(1);
+    // The current version still needs a strict majority renewing: two of three silent holds.
+    expect(versionWithoutMajority(m, new Map([['n1', r(0)]]), 20_000)?.version.version).toBe(3);
+  });
 });
