@@ -9,7 +9,7 @@ import { confinedPath, ensureDirs } from './confine.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
 import { DEFAULT_LOG_MAX_BYTES } from './logfile.js';
 import { argvOf, Listeners, type InitProgress, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
-import type { ExitDetail, Lookup } from './start-failure.js';
+import type { ExitDetail, Lookup } from './core/start-failure.js';
 import { volumeEnvName } from './volumes.js';
 
 export interface ProcessRuntimeOptions {

@@ -10,7 +10,7 @@ import { ContainerdRuntime } from '../agent/runtime-containerd.js';
 import { FakeRuntime } from '../agent/runtime-fake.js';
 import { ProcessRuntime } from '../agent/runtime-process.js';
 import { StateDir } from '../agent/state.js';
-import { FENCE } from '../agent/fence.js';
+import { FENCE } from '../agent/core/fence.js';
 import { fetchTrusting } from '../agent/https.js';
 import { defaultPrefix, NetnsManager } from '../agent/netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';

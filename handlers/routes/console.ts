@@ -16,7 +16,7 @@ const ZOD = join(ROOT, 'node_modules', 'zod');
  * The environment-free TypeScript the console imports (the simulation, the controllers,
  * the MemoryStore, the status views), by top folder. Nothing else of the tree is served.
  */
-const SOURCE_ROOTS = ['core/', 'jobs/', 'db/', 'handlers/status.ts', 'handlers/facts.ts'];
+const SOURCE_ROOTS = ['core/', 'jobs/', 'db/', 'handlers/status.ts', 'handlers/facts.ts', 'agent/core/'];
 const SOURCE_DENY = ['db/postgres/', 'db/etcd/', 'jobs/graphile-driver.ts', 'jobs/job-hook.ts'];
 
 const TYPES: Record<string, string> = {

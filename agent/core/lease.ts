@@ -1,8 +1,8 @@
-import type { NodeRecordInput } from '../core/model/index.js';
-import { ServerError, type AgentClient } from './client.js';
+import type { NodeRecordInput } from '../../core/model/index.js';
+import { ServerError } from './errors.js';
 import { FENCE, FenceClock } from './fence.js';
+import type { AgentClock, AgentDisk, ControlPlane, LeaseState } from './ports.js';
 import type { Runtime } from './runtime.js';
-import type { LeaseState, StateDir } from './state.js';
 
 export const AGENT_VERSION = '0.1.0';
 
@@ -11,13 +11,12 @@ export const ENROLL_BACKOFF = { initialMs: 1_000, maxMs: 60_000 } as const;
 
 export interface LeaseKeeperDeps {
   node: string;
-  token: string;
   ttl: number;
-  client: AgentClient;
-  state: StateDir;
-  runtime: Runtime;
+  control: ControlPlane;
+  disk: AgentDisk;
+  runtime: Pick<Runtime, 'catalogue' | 'pulls' | 'name'>;
   record: Omit<NodeRecordInput, 'name' | 'images' | 'runtime' | 'agentVersion'>;
-  now: () => number;
+  clock: AgentClock;
   log: (line: string) => void;
   event: (kind: string, message: string) => void;
   /** Something the reconcile depends on changed (tenure, fence). */
@@ -26,8 +25,8 @@ export interface LeaseKeeperDeps {
 
 /**
  * The node's registration: enrollment, registration on a lease (tenure), keepalives, and the
- * fence clock they renew. Writes the fence deadline to the state directory after every
- * renewal, for the supervisors and the containerd fencer.
+ * fence clock they renew (timed on the monotonic clock). Writes the fence deadline, as wall
+ * time, to the disk after every renewal, for the supervisors and the containerd fencer.
  */
 export class LeaseKeeper {
   readonly fence: FenceClock;
@@ -40,13 +39,12 @@ export class LeaseKeeper {
     this.fence = new FenceClock(d.ttl);
   }
 
-  /** Resume from the state directory; false when there is no lease to resume (fenced until registered). */
+  /** Resume from the disk; false when there is no lease to resume (fenced until registered). */
   restore(): boolean {
-    this.d.client.credential = this.d.state.credential() ?? '';
-    this.lease = this.d.state.lease() ?? undefined;
-    const fenceAt = this.d.state.fenceAt();
+    this.lease = this.d.disk.lease() ?? undefined;
+    const fenceAt = this.d.disk.fenceAt();
     if (this.lease && fenceAt !== undefined) {
-      this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
+      this.fence.renewed(this.toMono(fenceAt) + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
       return true;
     }
     this.fence.lost();
@@ -58,7 +56,7 @@ export class LeaseKeeper {
     const interval = (this.d.ttl * 1000) / FENCE.keepalivesPerTtl;
     // No credential (never enrolled, or the server refused it: a reset, a store restored):
     // enroll before anything else, or wait and try again.
-    if (this.d.client.credential === '' && !(await this.enroll())) return this.enrollBackoffMs;
+    if (!this.d.control.enrolled && !(await this.enroll())) return this.enrollBackoffMs;
     if (!this.registered) {
       await this.register();
       return interval;
@@ -74,7 +72,7 @@ export class LeaseKeeper {
     this.saveFence();
     this.registered = false;
     this.lease = undefined;
-    this.d.state.saveLease(undefined);
+    this.d.disk.saveLease(undefined);
     this.d.changed();
   }
 
@@ -87,8 +85,7 @@ export class LeaseKeeper {
    */
   private async enroll(): Promise<boolean> {
     try {
-      const credential = await this.d.client.enroll(this.d.token);
-      this.d.state.saveCredential(credential);
+      await this.d.control.enroll();
       this.d.log('enrolled');
       this.enrollBackoffMs = 0;
       this.lastRefusal = '';
@@ -110,11 +107,11 @@ export class LeaseKeeper {
   private async register(): Promise<void> {
     const images = (await this.d.runtime.catalogue()) ?? {};
     const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, pulls: this.d.runtime.pulls ?? false, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
-    const sentAt = this.d.now();
+    const sentAt = this.d.clock.mono();
     const previous = this.lease;
-    const r = await this.d.client.register(record, this.d.ttl, previous?.lease);
+    const r = await this.d.control.register(record, this.d.ttl, previous?.lease);
     this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
-    this.d.state.saveLease(this.lease);
+    this.d.disk.saveLease(this.lease);
     this.registered = true;
     this.fence.renewed(sentAt, r.ttl);
     this.saveFence();
@@ -127,10 +124,10 @@ export class LeaseKeeper {
   private async keepalive(interval: number): Promise<number> {
     const lease = this.lease;
     if (!lease) return interval;
-    const sentAt = this.d.now();
+    const sentAt = this.d.clock.mono();
     const wasDue = this.fence.due(sentAt);
     try {
-      const r = await this.d.client.keepalive(lease.lease);
+      const r = await this.d.control.keepalive(lease.lease);
       this.fence.renewed(sentAt, r.ttl);
       this.saveFence();
       if (wasDue) this.d.changed();
@@ -150,8 +147,13 @@ export class LeaseKeeper {
     }
   }
 
+  /** The monotonic instant of a wall-clock time (the disk keeps wall time: supervisors are other processes). */
+  private toMono(wall: number): number {
+    return wall - (this.d.clock.wall() - this.d.clock.mono());
+  }
+
   private saveFence(): void {
     const at = this.fence.fenceAt();
-    if (at !== undefined) this.d.state.saveFenceAt(Number.isFinite(at) ? at : 0);
+    if (at !== undefined) this.d.disk.saveFenceAt(Number.isFinite(at) ? at + (this.d.clock.wall() - this.d.clock.mono()) : 0);
   }
 }
