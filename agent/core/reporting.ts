@@ -59,7 +59,8 @@ export class Reporter {
       if (!obs) continue;
       const fp = fingerprint(obs);
       const refresh = slot.assignment.spec.autoscale ? this.d.reportEveryMs : slow;
-      if (all || fp !== slot.reported || now - slot.reportedAt >= refresh) due.push({ slot, obs, fp });
+      // A refresh is for the usage figures: an unchanged observation without any is not re-sent.
+      if (all || fp !== slot.reported || (obs.usage !== undefined && now - slot.reportedAt >= refresh)) due.push({ slot, obs, fp });
     }
     const confirmations = this.stopConfirmations(new Map([...slots].map((s) => [s.replica, s])), desired, tenure, wall);
     const events = this.events.slice(0, 100);
