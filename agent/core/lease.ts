@@ -134,8 +134,8 @@ export class LeaseKeeper {
       return interval;
     } catch (e) {
       if (e instanceof ServerError && e.storeUnavailable) {
-        // Lease expiry is a store write: it cannot happen while the server says the store is down.
-        this.fence.renewed(sentAt);
+        // The store's lease clock stands still while it is down: the deadline moves by the span seen down (fence.ts).
+        this.fence.storeDown(sentAt);
         this.saveFence();
         return FENCE.keepaliveRetryMs;
       }

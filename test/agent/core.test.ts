@@ -176,6 +176,28 @@ describe('the agent core, through a fake control plane', () => {
     expect(h.runtime.running()).toEqual(['web-1']);
   });
 
+  it("store-down answers move the fence by the span seen down, never by a whole TTL (the lease may have had little left)", async () => {
+    const h = await running();
+    h.control.failing = 'unreachable';
+    for (const t of [2_500, 3_000, 4_000]) {
+      h.setTime(t);
+      await h.core.leaseStep();
+    }
+    // The store goes down and the server says so from 5 s to 6 s; then the node is cut off again.
+    h.control.failing = 'store-down';
+    for (const t of [5_000, 5_500, 6_000]) {
+      h.setTime(t);
+      await h.core.leaseStep();
+    }
+    h.control.failing = 'unreachable';
+    const fenceAt = TTL * 1000 - FENCE.marginMs + 1_000;
+    expect(h.disk.fence).toBe(WALL + fenceAt);
+    await h.at(fenceAt - 1);
+    expect(h.runtime.running()).toEqual(['web-1']);
+    await h.at(fenceAt);
+    expect(h.runtime.running()).toEqual([]);
+  });
+
   it('an outage oracle that confirms the control plane is down keeps workloads running past the fence point', async () => {
     let confirms = true;
     const asked: number[] = [];
