@@ -10,7 +10,7 @@ import { ContainerdRuntime } from './runtime-containerd.js';
 import { FakeRuntime } from './runtime-fake.js';
 import { ProcessRuntime } from './runtime-process.js';
 import { StateDir } from './state.js';
-import { FENCE } from './fence.js';
+import { FENCE } from './core/fence.js';
 import { fetchTrusting } from './https.js';
 import { defaultPrefix, NetnsManager } from './netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';

@@ -81,7 +81,7 @@ export async function checkStatefulPlacements(store: Store, batch: WatchBatch, r
     const old = replaces.get(a.replica);
     if (a.spec.volumes.length === 0 || !old) continue;
     for (const agent of agents) {
-      if (agent.runtime.workloads.get(old)?.state === 'running') out.push(`${a.replica} placed on ${a.node} while ${old}, the stateful replica it replaces, still runs on ${agent.record.name}`);
+      if (agent.runtime.alive().some((w) => w.replica === old)) out.push(`${a.replica} placed on ${a.node} while ${old}, the stateful replica it replaces, still runs on ${agent.record.name}`);
     }
     // The /lost/ record may already be gone (deleted once released); the decision stays.
     const lostDecisions = (await store.range({ prefix: prefixOf('decision', 'replica', old) })).kvs.filter((kv) => kv.key.endsWith('-node-lost'));
@@ -96,7 +96,7 @@ export function checkSingleCopy(agents: Iterable<SimAgent>): string[] {
   const where = new Map<string, string>();
   const out: string[] = [];
   for (const a of agents) {
-    for (const w of a.runtime.running()) {
+    for (const w of a.runtime.alive()) {
       const other = where.get(w.replica);
       if (other) out.push(`${w.replica} runs on ${other} and ${a.record.name}`);
       where.set(w.replica, a.record.name);

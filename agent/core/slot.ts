@@ -1,5 +1,5 @@
-import { makeDiagnostic } from '../core/diagnostics/index.js';
-import type { Assignment, Observation } from '../core/model/index.js';
+import { makeDiagnostic } from '../../core/diagnostics/index.js';
+import type { Assignment, Observation } from '../../core/model/index.js';
 import { CheckState } from './health.js';
 import type { InitProgress, PullProgress, Usage, WorkloadHandle } from './runtime.js';
 
@@ -102,4 +102,16 @@ export function fingerprint(o: Observation): string {
   const { at: _at, usage, ...rest } = o;
   // The first usage sample is news (nothing to show before it); later figures are refreshes.
   return JSON.stringify({ ...rest, sampled: usage !== undefined });
+}
+
+/** States a workload does not leave. */
+export const TERMINAL: ReadonlySet<Observation['state']> = new Set<Observation['state']>(['exited', 'failed', 'lost']);
+
+/**
+ * What an exit means: a stop we asked for ends `exited` whatever the signal's code, unless
+ * we stopped it for failing its liveness check; a workload that died on its own is `failed`.
+ */
+export function exitState(slot: Slot, exitCode: number, oom: boolean): Observation['state'] {
+  if (slot.livenessFailed) return 'failed';
+  return exitCode === 0 || (slot.state === 'stopping' && !oom) ? 'exited' : 'failed';
 }
