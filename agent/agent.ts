@@ -12,7 +12,7 @@ import type { StateDir } from './state.js';
 import { VolumeDir } from './volumes.js';
 import type { NodeRecordInput } from '../core/model/index.js';
 
-export { AGENT_VERSION } from './core/index.js';
+export { AGENT_VERSION, FENCE } from './core/index.js';
 
 export interface AgentOptions {
   server: string;
