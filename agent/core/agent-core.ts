@@ -3,13 +3,13 @@ import type { Assignment, NodeEvent, NodeRecordInput } from '../../core/model/in
 import { Refusal, ServerError, UnreachableError } from './errors.js';
 import { DesiredCache } from './desired.js';
 import { FENCE } from './fence.js';
-import { CheckState, probeText } from './health.js';
+import { HealthChecks } from './health-checks.js';
 import { LeaseKeeper } from './lease.js';
 import { plan, type SlotView } from './plan.js';
 import { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AssignmentsAnswer, type ControlPlane, type LocalVolumes, type OutageOracle, type Prober, type Workspace } from './ports.js';
 import { Reporter } from './reporting.js';
-import { argvOf, type Runtime, type RuntimeEvent, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
-import { exitState, newSlot, TERMINAL, type Slot } from './slot.js';
+import { argvOf, type Runtime, type RuntimeEvent, type WorkloadStatus } from './runtime.js';
+import { applyStatus, exitState, newSlot, TERMINAL, type Slot } from './slot.js';
 import { startFailure } from './start-failure.js';
 import { VOLUME_SYNC_MS, VolumeSync } from './volumes.js';
 
@@ -68,6 +68,7 @@ export class AgentCore {
   private readonly slots = new Map<string, Slot>();
   private readonly reporter: Reporter;
   private readonly volumeSync: VolumeSync;
+  private readonly checks: HealthChecks;
   private readonly outage: OutageOracle;
   private readonly cache: DesiredCache;
   private desired: Assignment[] = [];
@@ -94,6 +95,7 @@ export class AgentCore {
     };
     this.reporter = new Reporter({ node: o.node, nodeAddress: o.record.address ?? '', control: o.control, reportEveryMs: this.reportEveryMs, usageEveryMs: o.usageEveryMs ?? 30_000 });
     this.volumeSync = new VolumeSync({ node: o.node, control: o.control, volumes: o.volumes, log: (l) => this.log(l), event: (k, m) => this.event(k, m) });
+    this.checks = new HealthChecks({ runtime: o.runtime, prober: o.prober, log: (l) => this.log(l), event: (k, m, r) => this.event(k, m, r), kick: () => this.kick(), track: (p) => this.track(p) });
     this.leases = new LeaseKeeper({
       node: o.node,
       ttl: Math.max(FENCE.minTtlSeconds, o.leaseTtlSeconds ?? 10),
@@ -201,7 +203,7 @@ export class AgentCore {
       this.kick();
       work.push(this.refresh(now - this.lastUsage >= this.reportEveryMs));
     }
-    this.runProbes(now);
+    this.checks.run(this.slots.values(), now);
     work.push(this.report(now));
     if (now - this.lastVolumeSync >= VOLUME_SYNC_MS) {
       this.lastVolumeSync = now;
@@ -297,30 +299,8 @@ export class AgentCore {
   }
 
   private applyStatus(slot: Slot, s: WorkloadStatus): void {
-    if (s.state === 'exited') {
-      slot.state = exitState(slot, s.exitCode ?? 0, s.oom ?? false);
-      if (s.exitCode !== undefined) slot.exitCode = s.exitCode;
-      this.noteStartFailure(slot, s);
-    } else if (s.state === 'lost') {
-      slot.state = 'lost';
-      if (s.lost) slot.diagnostic = s.lost;
-    } else {
-      slot.state = s.state;
-    }
-    // A failed pull attempt's diagnostic stays on the replica while the runtime retries; it goes once the pull works.
-    if (s.state === 'pulling' && s.pull?.diagnostic) slot.diagnostic = s.pull.diagnostic;
-    else if (s.state !== 'pulling' && slot.pull?.diagnostic && slot.diagnostic?.code === slot.pull.diagnostic.code) delete slot.diagnostic;
-    if (s.state === 'pulling' && s.pull) slot.pull = s.pull;
-    else delete slot.pull;
-    // The digest a pull resolved is known after start() returned: the runtime's handle has it.
-    if (slot.handle && s.handle.id === slot.handle.id && s.handle.image !== '') slot.handle.image = s.handle.image;
-    if (s.usage) slot.usage = s.usage;
-    if (s.init) slot.init = s.init;
-    // A workload that ended has no address any more (its namespace may be gone, or reused).
-    if (s.address !== undefined && s.state !== 'exited' && s.state !== 'lost') slot.address = s.address;
-    else delete slot.address;
-    if (s.ports !== undefined && slot.address !== undefined) slot.ports = s.ports;
-    else delete slot.ports;
+    applyStatus(slot, s);
+    this.noteStartFailure(slot, s);
   }
 
   /** A command that could not be started gets CCA-E0530 (command, node, runtime, fix) instead of a bare exit code. */
@@ -391,52 +371,6 @@ export class AgentCore {
     } catch (e) {
       this.log(`runtime list failed: ${messageOf(e)}`);
     }
-  }
-
-  // ---- supervision: health checks -------------------------------------------------------
-
-  private runProbes(now: number): void {
-    for (const slot of this.slots.values()) {
-      const a = slot.assignment;
-      if (slot.state !== 'running' || !slot.handle || !a) continue;
-      for (const kind of ['liveness', 'readiness'] as const) {
-        const check = a.spec.health[kind];
-        if (!check) continue;
-        const cs = (slot[kind] ??= new CheckState(check, now));
-        if (!cs.due(now)) continue;
-        const handle = slot.handle;
-        const address = slot.address;
-        this.track(
-          cs.run(now, () => this.o.prober.probe(check, a.spec, handle, address)).then((changed) => {
-            if (changed) this.event(kind, `${kind} ${cs.state}`, slot.replica);
-            // Not only on the change: a stop that failed leaves it running, and the next failing probe tries again.
-            if (kind === 'liveness' && cs.state === 'failing') return this.livenessFailed(slot, handle, cs);
-          }),
-        );
-      }
-    }
-  }
-
-  /**
-   * Liveness failed past its threshold: stop the workload and report it `failed` with the
-   * reason once it has exited. The agent restarts nothing itself: the replica controller
-   * retires the replica and replaces it (new id) per the restart policy, citing this report.
-   */
-  private async livenessFailed(slot: Slot, handle: WorkloadHandle, cs: CheckState): Promise<void> {
-    const a = slot.assignment;
-    if (slot.handle?.id !== handle.id || slot.state !== 'running' || !a) return;
-    const d = makeDiagnostic('CCA-E0513', { probe: probeText(cs.check, a.spec), failures: cs.check.failureThreshold, replica: slot.replica });
-    slot.livenessFailed = { code: d.code, message: d.message };
-    slot.diagnostic = slot.livenessFailed;
-    slot.state = 'stopping';
-    this.log(`${slot.replica}: ${d.code} ${d.message}`);
-    this.event('liveness-failed', `${d.code} ${d.message}`, slot.replica);
-    try {
-      await this.o.runtime.stop(handle, a.spec.stopGraceMs);
-    } catch (e) {
-      this.log(`stopping ${slot.replica} after its liveness failure failed: ${messageOf(e)}`);
-    }
-    this.kick();
   }
 
   // ---- reports ---------------------------------------------------------------------------
