@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentClient, ServerError } from '../../agent/client.js';
 import { DESIRED_FORMAT, parseDesired } from '../../agent/desired-file.js';
-import { Enrollment, ENROLL_BACKOFF, reenrollDelayMs } from '../../agent/recover.js';
+import { HttpControlPlane } from '../../agent/control-plane.js';
+import { Enrollment, ENROLL_BACKOFF, reenrollDelayMs } from '../../agent/core/index.js';
 import { KEEP_BAD_DESIRED, StateDir, type StateIo } from '../../agent/state.js';
 import { makeDiagnostic, type Diagnostic } from '../../core/diagnostics/index.js';
 import { assignmentSchema, serviceSpecSchema } from '../../core/model/index.js';
@@ -188,10 +189,13 @@ describe('Enrollment: which refusals of the credential start a re-enrollment', (
   const refusal = (client: AgentClient, generation = client.generation) => new ServerError(401, makeDiagnostic('CCA-E0605', { needs: 'a node credential', got: 'no valid token' }), generation);
   const setup = () => {
     const client = new AgentClient('http://127.0.0.1:9', 'n1', 1_000, enrollOk);
-    client.credential = 'cca_node_old';
     const logs: string[] = [];
     let now = 1_000;
-    const e = new Enrollment({ node: 'n1', token: 'join', client, state: new StateDir(t.dir), now: () => now, log: (l) => logs.push(l), event: () => undefined, stableMs: 10_000 });
+    // The core's Enrollment over the real shell's control plane: the credential and its generation are the client's.
+    const control = new HttpControlPlane(client, new StateDir(t.dir), 'join');
+    // Set after the control plane read the state directory (an earlier test's enrollment saved one there).
+    client.credential = 'cca_node_old';
+    const e = new Enrollment({ node: 'n1', control, clock: { mono: () => now, wall: () => now }, log: (l) => logs.push(l), event: () => undefined, stableMs: 10_000 });
     return { client, logs, e, tick: (ms: number) => (now += ms) };
   };
 
