@@ -131,7 +131,13 @@ export class SimAgent implements SimPeer {
       workspace: { prepare: (a) => ({ dir: `/sim/${this.record.name}/replicas/${a.replica}`, files: [], env: {}, volumes: [] }) },
       volumes: this.volumes,
       prober: this.prober(),
-      outage: { confirmsOutage: (now) => this.outage.confirmsOutage(now) },
+      // Read through on every call: a story may swap the oracle at any time.
+      outage: {
+        confirmsOutage: (now) => this.outage.confirmsOutage(now),
+        runsUntil: (now) => this.outage.runsUntil?.(now),
+        resume: (from, until) => this.outage.resume?.(from, until),
+        learned: (membership, sentAt) => this.outage.learned?.(membership, sentAt),
+      },
       log: () => undefined,
       onEvent: (e) => this.onEvent(e),
       enforcesPolicy: true,
