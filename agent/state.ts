@@ -135,8 +135,9 @@ export class StateDir implements AgentDisk {
 
   /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
   saveFenceAt(at: number): boolean {
-    const lease = this.write('lease-fence-at', String(Math.floor(at)), 0o644);
-    return this.write('fence-at', String(Math.floor(at)), 0o644) && lease;
+    // The supervisors' deadline first: it is the one that stops workloads.
+    const supervisors = this.write('fence-at', String(Math.floor(at)), 0o644);
+    return this.write('lease-fence-at', String(Math.floor(at)), 0o644) && supervisors;
   }
 
   /** Peers confirm an outage: the supervisors' deadline alone moves (to the confirmations' end, or back). */

@@ -149,18 +149,20 @@ describe('StateDir: the bad file kept aside, failed writes reported and never th
       expect(state.saveCredential('cca_node_x')).toBe(false);
       expect(state.saveLease({ lease: 1, tenure: 2, ttl: 10 })).toBe(false);
       expect(state.saveDesired(1, [])).toBe(false);
-      expect(seen.map((s) => s.d?.code)).toEqual(['CCA-E0594', 'CCA-E0594', 'CCA-E0594', 'CCA-E0594']);
-      expect(seen.map((s) => String(s.d?.params.file).split('/').pop())).toEqual(['fence-at', 'credential', 'lease.json', 'desired.json']);
+      // saveFenceAt writes the supervisors' deadline and the lease's own fence point (docs/fencing.md).
+      expect(seen.map((s) => s.d?.code)).toEqual(['CCA-E0594', 'CCA-E0594', 'CCA-E0594', 'CCA-E0594', 'CCA-E0594']);
+      expect(seen.map((s) => String(s.d?.params.file).split('/').pop())).toEqual(['fence-at', 'lease-fence-at', 'credential', 'lease.json', 'desired.json']);
       expect(seen[0]!.d!.message).toMatch(/ENOSPC.*supervisors fence at the previous deadline/);
-      expect(seen[1]!.d!.message).toMatch(/cca node reset/);
+      expect(seen[1]!.d!.message).toMatch(/ENOSPC.*resume its fence clock from the previous fence point/);
+      expect(seen[2]!.d!.message).toMatch(/cca node reset/);
       failWith = 'EACCES';
       expect(state.saveFenceAt(3_000)).toBe(false);
-      expect(seen).toHaveLength(5);
+      expect(seen).toHaveLength(7);
       expect(fs.readdirSync(t.dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
       failWith = undefined;
       expect(state.saveFenceAt(4_000)).toBe(true);
       expect(state.fenceAt()).toBe(4_000);
-      expect(seen.at(-1)).toEqual({ line: `${join(t.dir, 'fence-at')} written again (CCA-E0594 resolved)` });
+      expect(seen.slice(-2)).toEqual([{ line: `${join(t.dir, 'fence-at')} written again (CCA-E0594 resolved)` }, { line: `${join(t.dir, 'lease-fence-at')} written again (CCA-E0594 resolved)` }]);
     } finally {
       t.cleanup();
     }
