@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AgentCore, FENCE, ServerError, UnreachableError, type AgentDisk, type CachedDesired, type ControlPlane, type LeaseState, type OutageOracle } from '../../agent/core/index.js';
+import { AgentCore, FENCE, OutageLatch, ServerError, UnreachableError, type AgentDisk, type CachedDesired, type ControlPlane, type LeaseState, type OutageOracle } from '../../agent/core/index.js';
 import { FakeRuntime } from '../../agent/core/fake-runtime.js';
 import { makeDiagnostic } from '../../core/diagnostics/index.js';
 import { assignmentSchema, serviceSpecSchema, type Assignment, type NodeEvent, type Observation } from '../../core/model/index.js';
@@ -13,6 +13,8 @@ const WALL = 1_700_000_000_000;
 const TTL = 10;
 
 class FakeControlPlane implements ControlPlane {
+  /** What the assignments answer carries as the membership (docs/fencing.md); absent when undefined. */
+  membership: unknown;
   enrolled = true;
   /** Bumped with every change of credential, as the HTTP client does. */
   generation = 1;
@@ -58,7 +60,7 @@ class FakeControlPlane implements ControlPlane {
   }
   async assignments(): Promise<{ revision: number; changed: boolean; assignments: Assignment[] }> {
     this.gate();
-    return { revision: this.revision, changed: true, assignments: this.assigned };
+    return { revision: this.revision, changed: true, assignments: this.assigned, ...(this.membership === undefined ? {} : { membership: this.membership }) };
   }
   async observations(_tenure: number, observations: Observation[]): Promise<void> {
     this.gate();
@@ -246,6 +248,43 @@ describe('the agent core, through a fake control plane', () => {
     await h.at(fenceAt + 5_200);
     expect(h.core.status().fenced).toBe(true);
     expect(h.runtime.running()).toEqual([]);
+  });
+
+  it('the quorum rule through the core: the membership reaches the oracle, the supervisors\' deadline follows a confirmed outage and comes back', async () => {
+    let fence: (() => number | undefined) | undefined;
+    const latch = new OutageLatch(() => fence?.());
+    const learned: [unknown, number][] = [];
+    const h = await running({
+      confirmsOutage: (now) => latch.confirmsOutage(now),
+      runsUntil: (now) => latch.runsUntil(now),
+      resume: (from, until) => latch.resume(from, until),
+      learned: (m, sentAt) => void learned.push([m, sentAt]),
+    });
+    fence = () => h.core.leases.fence.fenceAt();
+    // The membership comes with an assignments answer, with the time its request was sent.
+    h.control.membership = { version: 1, since: 0, members: [] };
+    h.setTime(1_000);
+    await h.core.poll(1, 0);
+    expect(learned).toEqual([[{ version: 1, since: 0, members: [] }, 1_000]]);
+    h.control.failing = 'unreachable';
+    const fenceAt = TTL * 1000 - FENCE.marginMs;
+    expect(h.disk.runUntil).toBe(WALL + fenceAt);
+    // Peers confirm before the fence point, then every second: the deadline moves with the chain's end (wall time).
+    for (let t = fenceAt - 1_000; t <= fenceAt + 4_000; t += 1_000) {
+      latch.confirmed(t, t + 3_000);
+      h.setTime(t);
+      h.core.outageChanged();
+      expect(h.disk.runUntil).toBe(WALL + t + 3_000);
+      await h.at(t);
+    }
+    expect(h.runtime.running()).toEqual(['web-1']);
+    // The lease's own fence point is kept for a restart.
+    expect(h.disk.fence).toBe(WALL + fenceAt);
+    // The confirmations stop: at the chain's end the core fences and the supervisors' deadline returns to the fence point.
+    await h.at(fenceAt + 7_000);
+    expect(h.core.status().fenced).toBe(true);
+    expect(h.runtime.running()).toEqual([]);
+    expect(h.disk.runUntil).toBe(WALL + fenceAt);
   });
 
   it('the lease gone: stops what ran under the old tenure, registers anew, never restarts the stale assignment', async () => {
