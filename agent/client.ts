@@ -1,58 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { makeDiagnostic, type Diagnostic, messageOf } from '../core/diagnostics/index.js';
+import { makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
+import { ServerError, UnreachableError } from './core/errors.js';
+import type { AssignmentsAnswer, ObservedVolume, Registration } from './core/ports.js';
 import { schemeMismatch, untrustedReason } from './https.js';
 import { QUORUM } from '../core/model/quorum.js';
-import type { Assignment, NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeObservation, VolumeRecord } from '../core/model/index.js';
+import type { NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeRecord } from '../core/model/index.js';
 
-/** One volume as the agent reports it: which one, and what it sees of it. */
-export type ObservedVolume = VolumeObservation & { service: string; volume: string };
+export { ServerError, UnreachableError } from './core/errors.js';
 
-/** A coded answer from the server (4xx/5xx with `{ error: Diagnostic }`). */
-export class ServerError extends Error {
-  constructor(
-    readonly status: number,
-    readonly diagnostic: Diagnostic,
-    /** Which of the client's credentials the call was made with (AgentClient.generation); a 401 on a replaced one means nothing. */
-    readonly generation?: number,
-  ) {
-    super(`${status} ${diagnostic.code} ${diagnostic.message}`);
-  }
-
-  /** The server is up but says its store is not: leases cannot expire meanwhile. */
-  get storeUnavailable(): boolean {
-    return this.status === 503 && (this.diagnostic.code === 'CCA-E0610' || /^CCA-E01\d\d$/.test(this.diagnostic.code));
-  }
-}
-
-/**
- * No answer at all (refused, reset, timed out): the server may be down or we are partitioned.
- * A certificate we do not trust is one too (CCA-E0540): the agent retries it like any outage
- * (rule 8: its workloads keep running), but its message says to pass --ca.
- */
-export class UnreachableError extends Error {
-  readonly diagnostic: Diagnostic;
-
-  constructor(url: string, reason: string, code: 'CCA-E0505' | 'CCA-E0540' = 'CCA-E0505') {
-    const d = makeDiagnostic(code, { url, reason });
-    super(code === 'CCA-E0540' ? `${d.message}; ${d.fix}` : d.message);
-    this.diagnostic = d;
-  }
-}
-
-export interface Registration {
-  lease: number;
-  ttl: number;
-  tenure: number;
-  revision: number;
-}
-
-export interface AssignmentsAnswer {
-  revision: number;
-  changed: boolean;
-  assignments: Assignment[];
-  /** The current membership version (docs/fencing.md); checked by the agent's peer half. */
-  membership?: unknown;
-}
+export type { AssignmentsAnswer, ObservedVolume, Registration } from './core/ports.js';
 
 /** The agent API client: exactly the routes of `/v1/agent/...`, nothing else. */
 export class AgentClient {

@@ -2,6 +2,7 @@ import { closeSync, constants, fchmodSync, lstatSync, mkdirSync, openSync, unlin
 import { dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { dnsLabelProblem, FILE_MODE_MAX, showPath, specPathProblem, type SpecPathKind } from '../core/model/index.js';
 import type { ServiceSpec } from '../core/model/index.js';
+import { Refusal } from './core/errors.js';
 
 /**
  * The agent does not trust the model alone. An older server, a direct store write or a bug
@@ -15,12 +16,7 @@ import type { ServiceSpec } from '../core/model/index.js';
  *
  * A refusal becomes CCA-E0531 on the replica (agent/agent.ts); nothing is written outside.
  */
-export class Refusal extends Error {
-  constructor(readonly reason: string) {
-    super(reason);
-    this.name = 'Refusal';
-  }
-}
+export { Refusal };
 
 /** Replica ids are `<service>-<8 chars>` (jobs/ids.ts): a label, a little longer than a service name. */
 const REPLICA_ID_MAX = 128;

@@ -1,18 +1,15 @@
 import { messageOf } from '../core/diagnostics/index.js';
 import { assignmentSchema, type Assignment } from '../core/model/index.js';
+import type { CachedDesired } from './core/ports.js';
 
 /** The form of `desired.json` this agent writes; a file without `format` is the same form, from before the field. */
 export const DESIRED_FORMAT = 1;
 
 /**
- * The cached desired state as read at start. `unknown` names the replicas the cache cannot
- * tell about — every one (`'all'`) when the file is missing or unusable — whose workloads the
- * agent leaves alone until the server's assignments arrive.
+ * The cached desired state as read at start (agent/core/ports.ts, CachedDesired): `unknown`
+ * is every replica (`'all'`) when the file is missing or unusable.
  */
-export interface DesiredRead {
-  revision: number;
-  assignments: Assignment[];
-  unknown: 'all' | ReadonlySet<string>;
+export interface DesiredRead extends CachedDesired {
   /** Why the file could not be used (whole or in part): the agent reports it and keeps the file aside. */
   problem?: { code: 'CCA-E0592' | 'CCA-E0593'; reason: string };
 }

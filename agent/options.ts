@@ -1,7 +1,7 @@
 import { readFileSync, statSync } from 'node:fs';
 import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { capacityOf, RESERVE, type Capacity, type MachineFacts } from './capacity.js';
-import { FENCE } from './fence.js';
+import { FENCE } from './core/fence.js';
 import { QUORUM } from '../core/model/quorum.js';
 import { readMachine } from './machine.js';
 import { readCaFile } from './https.js';

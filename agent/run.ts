@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { Agent } from './agent.js';
+import { Agent, FENCE } from './agent.js';
 import { Ctr } from './containerd/ctr.js';
 import { startContainerd } from './containerd/daemon.js';
 import { readCatalogue } from './images.js';
@@ -10,7 +10,6 @@ import { ContainerdRuntime } from './runtime-containerd.js';
 import { FakeRuntime } from './runtime-fake.js';
 import { ProcessRuntime } from './runtime-process.js';
 import { StateDir } from './state.js';
-import { FENCE } from './fence.js';
 import { fetchTrusting } from './https.js';
 import { defaultPrefix, NetnsManager } from './netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';

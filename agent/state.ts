@@ -2,7 +2,25 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CcaError, makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
 import type { Assignment } from '../core/model/index.js';
+import type { AgentDisk, LeaseState } from './core/ports.js';
 import { DESIRED_FORMAT, parseDesired, type DesiredRead } from './desired-file.js';
+
+export type { LeaseState } from './core/ports.js';
+
+/** The file operations the state directory uses: node:fs, or a test's failing stand-in. */
+export type StateIo = Pick<typeof fs, 'readFileSync' | 'writeFileSync' | 'renameSync' | 'unlinkSync' | 'readdirSync'>;
+
+/** How many unusable desired-state files are kept aside (the oldest beyond this are removed). */
+export const KEEP_BAD_DESIRED = 3;
+
+/** What a stale copy of each file would do if the agent restarted before the next write worked. */
+const RISK: Record<string, string> = {
+  credential: 'a restarted agent would present the previous credential: refused, it would need `cca node reset` before it can enroll again',
+  'lease.json': 'a restarted agent would resume the previous lease: the server gives it a new tenure instead, and its workloads are replaced',
+  'desired.json': 'a restarted agent reads an older list of assignments, until the server answers',
+  'fence-at': 'the workloads\' supervisors fence at the previous deadline: the workloads stop early unless the write works again before it',
+  'lease-fence-at': 'a restarted agent would resume its fence clock from the previous fence point: it fences early',
+};
 
 /**
  * The agent's state directory. Everything an agent restart needs is here: its credential,
@@ -22,28 +40,9 @@ import { DESIRED_FORMAT, parseDesired, type DesiredRead } from './desired-file.j
  * Writes never throw: they run from the agent's timers and loops, where an exception would
  * end a loop or crash the process. A failed write is reported (CCA-E0594) through
  * `onReport` once per file until it works again, and the agent carries on from memory.
+ * It is the real node's AgentDisk (agent/core/ports.ts): the core installs `onReport`.
  */
-export interface LeaseState {
-  lease: number;
-  tenure: number;
-  ttl: number;
-}
-
-/** The file operations the state directory uses: node:fs, or a test's failing stand-in. */
-export type StateIo = Pick<typeof fs, 'readFileSync' | 'writeFileSync' | 'renameSync' | 'unlinkSync' | 'readdirSync'>;
-
-/** How many unusable desired-state files are kept aside (the oldest beyond this are removed). */
-export const KEEP_BAD_DESIRED = 3;
-
-/** What a stale copy of each file would do if the agent restarted before the next write worked. */
-const RISK: Record<string, string> = {
-  credential: 'a restarted agent would present the previous credential: refused, it would need `cca node reset` before it can enroll again',
-  'lease.json': 'a restarted agent would resume the previous lease: the server gives it a new tenure instead, and its workloads are replaced',
-  'desired.json': 'a restarted agent reads an older list of assignments, until the server answers',
-  'fence-at': 'the workloads\' supervisors fence at the previous deadline: the workloads stop early unless the write works again before it',
-};
-
-export class StateDir {
+export class StateDir implements AgentDisk {
   readonly replicas: string;
   readonly fenceFile: string;
   /** Where coded problems with the directory's files go (the agent logs and reports them); `d` is absent for a problem resolved. */
@@ -136,8 +135,9 @@ export class StateDir {
 
   /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
   saveFenceAt(at: number): boolean {
-    const lease = this.write('lease-fence-at', String(Math.floor(at)), 0o644);
-    return this.write('fence-at', String(Math.floor(at)), 0o644) && lease;
+    // The supervisors' deadline first: it is the one that stops workloads.
+    const supervisors = this.write('fence-at', String(Math.floor(at)), 0o644);
+    return this.write('lease-fence-at', String(Math.floor(at)), 0o644) && supervisors;
   }
 
   /** Peers confirm an outage: the supervisors' deadline alone moves (to the confirmations' end, or back). */

@@ -20,7 +20,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { deadlines, FENCE } from '../agent/fence.js';
+import { deadlines, FENCE } from '../agent/core/fence.js';
 import { parsePidFile, sameProcessAlive } from '../agent/proc.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';

@@ -1,4 +1,5 @@
 import { isMajority, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import type { OutageOracle } from './ports.js';
 
 /**
  * The agent's half of the quorum rule (docs/fencing.md), without I/O: browser-safe, so the
@@ -7,11 +8,6 @@ import { isMajority, QUORUM, type MembershipVersion } from '../../core/model/quo
  * decides whether they confirm that the control plane is down for a majority, and keeps
  * the confirmation chained from the fence point (OutageLatch).
  */
-
-/** The agent core's injected view of the outage (agent/core: fenced = due && !confirmsOutage). */
-export interface OutageOracle {
-  confirmsOutage(now: number): boolean;
-}
 
 /** A peer's answer whose signature the shell verified against `node`'s key in the copy. */
 export interface VerifiedAnswer {
@@ -105,6 +101,11 @@ export class OutageLatch implements OutageOracle {
   confirmsOutage(now: number): boolean {
     const fenceAt = this.fenceAt();
     return fenceAt !== undefined && Number.isFinite(fenceAt) && this.from <= fenceAt && now < this.until;
+  }
+
+  /** A restarted agent resumes the chain its previous run left (from the fence point to the deadline it wrote). */
+  resume(from: number, until: number): void {
+    this.confirmed(from, until);
   }
 
   /** Until when the workloads may run (for the supervisors' fence file), or undefined. */

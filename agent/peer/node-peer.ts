@@ -1,6 +1,6 @@
 import { CcaError } from '../../core/diagnostics/index.js';
 import { membershipCopySchema, type MembershipVersion, type PeerInfo } from '../../core/model/quorum.js';
-import type { FenceClock } from '../fence.js';
+import type { FenceClock, OutageOracle } from '../core/index.js';
 import type { StateDir } from '../state.js';
 import { PeerKeys } from './keys.js';
 import { PeerQuorum } from './outage.js';
@@ -13,7 +13,8 @@ export interface NodePeerOptions {
   listen: string;
   advertise: string;
   now: () => number;
-  fence: FenceClock;
+  /** The core's fence clock (its lease keeper's): the fence point, and when the last keepalive that succeeded was sent. */
+  fence: () => FenceClock;
   keepaliveSettled: () => Promise<unknown> | undefined;
   ttlMs: () => number;
   log: (line: string) => void;
@@ -22,18 +23,18 @@ export interface NodePeerOptions {
 }
 
 /**
- * Everything of the quorum rule a real agent holds (docs/fencing.md): its key pair, its peer
- * endpoint, its membership copy (from the assignments answers), and the polling loop whose
- * confirmations the fence decision consults. While a confirmed outage lasts it moves the
- * supervisors' deadline (`<state>/fence-at`) to the chain's end, so a frozen or killed
- * agent still fences once the confirmations stop; the lease's own fence point is kept apart
- * for a restart (StateDir.leaseFenceAt).
+ * Everything of the quorum rule a real agent's shell holds (docs/fencing.md): its key pair,
+ * its peer endpoint, its membership copy (from the assignments answers, handed over by the
+ * core), and the polling loop whose confirmations feed the latch (agent/core/quorum.ts). It
+ * is the core's OutageOracle: the core fences at `due && !confirmsOutage`, and moves the
+ * supervisors' deadline (`<state>/fence-at`) to the chain's end while an outage is
+ * confirmed (LeaseKeeper.followOutage), so a frozen or killed agent still fences once the
+ * confirmations stop; the lease's own fence point is kept apart for a restart.
  */
-export class NodePeer {
+export class NodePeer implements OutageOracle {
   readonly quorum: PeerQuorum;
   private server: PeerServer | undefined;
   private copy: { copy: MembershipVersion; fetchedAt: number } | undefined;
-  private extended = false;
 
   constructor(private readonly o: NodePeerOptions) {
     const keys = PeerKeys.inDir(o.state.dir);
@@ -42,9 +43,9 @@ export class NodePeer {
       self: o.node,
       keys,
       now: o.now,
-      fenceAt: () => o.fence.fenceAt(),
+      fenceAt: () => o.fence().fenceAt(),
       lastOkSentAt: () => {
-        const since = o.fence.sinceRenewal(o.now());
+        const since = o.fence().sinceRenewal(o.now());
         return Number.isFinite(since) ? o.now() - since : undefined;
       },
       keepaliveSettled: o.keepaliveSettled,
@@ -57,19 +58,17 @@ export class NodePeer {
 
   private readonly keys: PeerKeys;
 
-  /**
-   * An agent restarted during a confirmed outage: the previous run's chain ran unbroken until
-   * the deadline it left in `fence-at` (past the lease's own point only while confirmed), so
-   * the chain resumes from there rather than fencing everything at once. Call after the
-   * fence clock was restored.
-   */
-  resume(): void {
-    const leaseAt = this.o.fence.fenceAt();
-    const until = this.o.state.supervisorDeadline();
-    if (leaseAt === undefined || !Number.isFinite(leaseAt) || until === undefined || until <= leaseAt) return;
-    this.quorum.latch.confirmed(leaseAt, until);
-    this.extended = true;
-    this.o.log(`resuming an outage confirmed until ${new Date(until).toISOString()} by the previous run`);
+  confirmsOutage(now: number): boolean {
+    return this.quorum.latch.confirmsOutage(now);
+  }
+
+  runsUntil(now: number): number | undefined {
+    return this.quorum.latch.runsUntil(now);
+  }
+
+  /** An agent restarted during a confirmed outage: the chain resumes from the deadline the previous run left (the core reads it). */
+  resume(from: number, until: number): void {
+    this.quorum.latch.resume(from, until);
   }
 
   /** Start the endpoint; what to publish in the node record. */
@@ -91,25 +90,9 @@ export class NodePeer {
     if (!this.copy || sentAt >= this.copy.fetchedAt) this.copy = { copy: m.data, fetchedAt: sentAt };
   }
 
-  /** Rounds every QUORUM.pollMs; after each, the supervisors' deadline follows the chain. */
+  /** Rounds every QUORUM.pollMs; after each, `changed` (the core moves the supervisors' deadline and reconciles). */
   loop(isClosed: () => boolean, sleep: (ms: number) => Promise<void>, changed: () => void): Promise<void> {
-    return this.quorum.loop(isClosed, sleep, () => {
-      this.syncDeadline();
-      changed();
-    });
-  }
-
-  private syncDeadline(): void {
-    const fenceAt = this.o.fence.fenceAt();
-    if (fenceAt === undefined || !Number.isFinite(fenceAt)) return;
-    const until = this.quorum.latch.runsUntil(this.o.now());
-    if (until !== undefined && until > fenceAt) {
-      this.o.state.saveRunUntil(until);
-      this.extended = true;
-    } else if (this.extended) {
-      this.o.state.saveRunUntil(fenceAt);
-      this.extended = false;
-    }
+    return this.quorum.loop(isClosed, sleep, changed);
   }
 
   async close(): Promise<void> {

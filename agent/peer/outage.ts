@@ -1,5 +1,6 @@
 import { cannotReachAfterMs, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
-import { cannotReach, OutageLatch, quorumVerdict, type OutageOracle, type QuorumVerdict } from '../core/quorum.js';
+import { cannotReach, OutageLatch, quorumVerdict, type QuorumVerdict } from '../core/quorum.js';
+import type { OutageOracle } from '../core/ports.js';
 import { askMembers } from './client.js';
 import type { PeerKeys } from './keys.js';
 

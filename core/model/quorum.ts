@@ -38,7 +38,7 @@ export const QUORUM = {
   defaultTtlSeconds: 30,
 } as const;
 
-/** K: a healthy agent sends a keepalive every T / 4 (agent/fence.ts FENCE.keepalivesPerTtl). */
+/** K: a healthy agent sends a keepalive every T / 4 (agent/core/fence.ts FENCE.keepalivesPerTtl). */
 export function keepaliveEveryMs(ttlMs: number): number {
   return ttlMs / 4;
 }

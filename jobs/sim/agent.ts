@@ -1,339 +1,382 @@
-import { isCcaError } from '../../core/diagnostics/error.js';
+import { AgentCore, NEVER_CONFIRMS, OutageLatch, ServerError, UnreachableError, type AgentDisk, type CachedDesired, type ControlPlane, type LeaseState, type LocalVolumes, type OutageOracle, type Prober, type VolumeInfo } from '../../agent/core/index.js';
+import { FakeRuntime, type FakeWorkload } from '../../agent/core/fake-runtime.js';
+import { isCcaError, makeDiagnostic } from '../../core/diagnostics/error.js';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import type { Assignment, Observation } from '../../core/model/facts.js';
+import type { Assignment, NodeEvent, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
 import type { Op, Store } from '../../db/store.js';
-import { FakeRuntime } from './runtime.js';
-import { OutageLatch } from '../../agent/core/quorum.js';
 import { membershipCopySchema, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
 import type { SimPeer } from './peer-net.js';
 
 export interface AgentTiming {
   ttlSeconds: number;
-  /** The quorum rule (docs/fencing.md): registered as the API does (backstop lease, TTL in the record), peers asked past the fence point. */
+  /** The quorum rule (docs/fencing.md): registered as the API does (backstop lease, TTL in the record), the peers the outage oracle. */
   quorum?: boolean;
-  keepaliveMs: number;
-  /** Workloads stop this long before the lease could expire, timed from the last contact. */
-  fenceMarginMs: number;
 }
 
-/** What survives an agent restart (its state file): the lease and the tenure it registered. */
-interface Disk {
-  lease?: number;
-  tenure?: number;
+/** One agent process's half of the quorum rule in the simulation: its latch and its membership copy. */
+interface SimQuorum {
+  latch: OutageLatch;
+  copy: { copy: MembershipVersion; fetchedAt: number } | undefined;
 }
 
-export type AgentEvent = { kind: 'started' | 'stopped' | 'fenced' | 'registered' | 'lease-lost'; replica?: string; tenure?: number };
+export type AgentEvent = { kind: string; replica?: string; tenure?: number; detail?: string };
 
 /**
- * A simulated node agent following the agent↔store protocol (docs/controllers.md):
- * register `/nodes/<node>` on a lease, keep it alive, run what `/assigned/<node>/` says
- * under the current tenure, report `/observed/<node>/<replica>` with a compare on the
- * tenure (a write from a lost tenure is refused by the store), fence its own workloads a
- * margin before the lease can expire, and keep running what it last knew otherwise.
+ * A simulated node: the real agent core (agent/core/) on the node's clocks, the fake runtime
+ * (which plays the supervisors too), a state file that survives restarts and power loss, and a
+ * control plane that speaks the agent↔store protocol of the agent routes straight to the
+ * simulation's store (through the gate that injects partitions and outages). Only the world
+ * around the agent is simulated here; every decision is the real agent's.
  */
 export class SimAgent implements SimPeer {
-  readonly runtime = new FakeRuntime();
-  /** Confirmations of an outage by a majority of peers (the real decision, fed by the world's peer network). */
-  readonly latch = new OutageLatch(() => (Number.isFinite(this.lastOk) ? this.leaseDeadline : undefined));
-  /** The fence point the lease alone gives; the supervisor's deadline may run later while the latch confirms. */
-  private leaseDeadline = Infinity;
-  private copy: { copy: MembershipVersion; fetchedAt: number } | undefined;
+  readonly runtime: FakeRuntime;
   alive = true;
-  private disk: Disk = {};
-  /** Local time of the last successful keepalive (or registration). */
-  private lastOk = -Infinity;
-  /** First and latest "store down" answers since then: the span the store's lease clock stood still. */
-  private downFirst: number | undefined;
-  private downLast: number | undefined;
-  private lastKeepalive = -Infinity;
-  /** The wall clock of the current loop, for timestamps. */
+  /** What a running workload's readiness check finds (a story can make a version fail it); `unready` workloads fail it anyway. */
+  readiness: (a: Pick<Assignment, 'replica' | 'service' | 'spec'>) => 'unknown' | 'passing' | 'failing' = () => 'passing';
+  /**
+   * Whether a majority confirms the control plane is unreachable (docs/fencing.md): with the
+   * quorum rule, the current process's latch fed by the world's peer network; never otherwise.
+   * A story may replace it at any time.
+   */
+  outage: OutageOracle = NEVER_CONFIRMS;
+  /** The current process's confirmations (a restart starts a new one and resumes it from the state file, as the real agent). */
+  private quorum: SimQuorum | undefined;
+  private core: AgentCore | undefined;
+  private readonly disk = new SimDisk();
+  private readonly volumes = new SimVolumes();
+  private readonly control: StoreControlPlane;
   private wall = 0;
-  /** The last observation written per replica, to write only changes. */
-  private written = new Map<string, string>();
-  /** Replicas this tenure already started once: an exit is final, replacement is the controller's job. */
-  private started = new Set<string>();
-  /** Stateful replicas of past tenures whose stop this agent confirmed, and under which tenure. */
-  private readonly confirmedUnder = new Map<string, number>();
-  /** The volume reports last written (key → value), to write only changes. */
-  private volumes = new Map<string, string>();
-  /** What a running workload's readiness check reports (a story can make a version fail it). */
-  readiness: (a: Assignment) => 'unknown' | 'passing' | 'failing' = () => 'passing';
+  private mono = 0;
+  private nextLeaseStep = Number.NEGATIVE_INFINITY;
 
   constructor(
     readonly record: NodeRecordInput & { name: string },
-    private readonly store: Store,
+    store: Store,
     private readonly timing: AgentTiming,
     private readonly emit: (e: AgentEvent) => void,
-  ) {}
+    opts: { subnet?: string | undefined } = {},
+  ) {
+    this.control = new StoreControlPlane(record.name, store, timing.quorum === true);
+    this.runtime = new FakeRuntime({ catalogue: record.images, now: () => this.wall, manualTime: true, ...(opts.subnet === undefined ? {} : { ownNetwork: true, subnet: opts.subnet }) });
+  }
 
   get tenure(): number | undefined {
-    return this.disk.tenure;
+    return this.disk.lease()?.tenure;
   }
 
   /**
-   * One pass of the agent's loop. `wall` is the machine's clock (maybe skewed, maybe
-   * stepped by NTP): only timestamps come from it. Every duration — keepalive period,
-   * fencing deadline — is timed on `mono`, a monotonic clock, because a clock that jumps
-   * back would otherwise stretch the fencing window past the lease.
+   * One pass of the agent's loops. `wall` is the machine's clock (maybe skewed): only
+   * timestamps and the supervisors' fence-at come from it. Every duration is timed on
+   * `mono`, a monotonic clock.
    */
   async tick(wall: number, mono: number = wall): Promise<void> {
     this.wall = wall;
-    const local = mono;
-    // After a failed keepalive the agent retries on every loop, not every keepalive period.
-    // With the quorum rule a failed keepalive is retried every loop too, as the real agent does
-    // (every 500 ms): back from a partition, it renews before its peers' "reaches" ends its run.
-    const failed = this.timing.quorum === true && this.lastOk < this.lastKeepalive;
-    const due = local - this.lastKeepalive >= this.timing.keepaliveMs || this.downLast !== undefined || failed;
-    if (this.alive && this.disk.lease !== undefined && due) await this.keepalive(local);
-    // While peers confirm an outage the supervisor's deadline follows the confirmations.
-    this.runtime.fenceDeadline = Math.max(this.leaseDeadline, (this.alive ? this.latch.runsUntil(local) : undefined) ?? -Infinity);
-    // The supervisor checks after the keepalive: a restarted agent renews first.
-    for (const r of this.runtime.supervise(local, wall)) this.emit({ kind: 'fenced', replica: r });
-    if (!this.alive) return;
-    if (this.disk.lease === undefined) {
-      await this.guard(() => this.register(local));
-      if (this.disk.lease === undefined) return;
-    }
-    if (this.disk.tenure === undefined) return;
-    const assignments = await this.guard(() => this.assignments(local));
-    if (assignments) await this.guard(() => this.reconcile(assignments, local));
+    this.mono = mono;
+    const core = this.alive ? await this.ensureCore() : undefined;
+    if (core && mono >= this.nextLeaseStep) this.nextLeaseStep = mono + (await core.leaseStep());
+    // The world's peer round came just before: the supervisors' deadline follows it first.
+    core?.outageChanged();
+    // The supervisors check after the keepalive: a restarted agent renews first.
+    this.runtime.fenceAt = this.disk.supervisorDeadline();
+    for (const r of this.runtime.supervise(wall)) this.emit({ kind: 'fenced', replica: r });
+    if (!core) return;
+    await core.poll(0, 0);
+    await core.tick();
+    await core.idle();
+    this.runtime.advance();
+    await core.idle();
   }
 
-  /** Process killed: workloads live on under the supervisor. */
+  /** Process killed: workloads live on under the supervisors. */
   kill(): void {
     this.alive = false;
+    this.drop();
   }
 
   /** Process restarted: reads its state file, re-adopts what the runtime still runs. */
   restart(): void {
+    this.drop();
     this.alive = true;
-    this.written.clear();
-    this.volumes.clear();
-    this.lastKeepalive = -Infinity;
-    for (const w of this.runtime.workloads.values()) this.started.add(w.replica);
   }
 
   /** Machine lost power: agent and workloads die; the state file survives. */
-  powerOff(at: number): void {
+  powerOff(_at: number): void {
     this.alive = false;
-    this.runtime.powerOff(at);
-    this.started.clear();
+    this.drop();
+    this.runtime.powerOff();
   }
 
-  private async guard<T>(f: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await f();
-    } catch (e) {
-      // Unreachable or store down: keep running what we last knew (rule 8).
-      if (e instanceof Error && (e.name === 'Unreachable' || (isCcaError(e) && e.blame === 'environment'))) return undefined;
-      throw e;
-    }
+  private drop(): void {
+    void this.core?.close();
+    this.core = undefined;
+    this.quorum = undefined;
+    this.nextLeaseStep = Number.NEGATIVE_INFINITY;
   }
 
-  private async register(local: number): Promise<void> {
-    // With the quorum rule, as the API registers: a backstop lease, the TTL in the record for the node controller.
-    const { id } = await this.store.grantLease(this.timing.quorum ? QUORUM.backstopSeconds : this.timing.ttlSeconds);
-    const key = buildKey('node', this.record.name);
-    const record = this.timing.quorum ? { ...this.record, leaseTtlSeconds: this.timing.ttlSeconds } : this.record;
-    const r = await this.store.txn({ compare: [], success: [{ put: { key, value: encodeFact('node', record), lease: id } }, { range: { key } }] });
-    const kv = (r.responses[1] as { range: { kvs: { createRevision: number }[] } }).range.kvs[0]!;
-    this.disk = { lease: id, tenure: kv.createRevision };
-    this.lastKeepalive = local;
-    this.renewed(local);
-    this.written.clear();
-    this.volumes.clear();
-    this.started.clear();
-    this.emit({ kind: 'registered', tenure: kv.createRevision });
+  private async ensureCore(): Promise<AgentCore> {
+    if (this.core) return this.core;
+    if (this.timing.quorum) this.useQuorum();
+    const { images: _i, runtime: _r, agentVersion: _v, name: _n, ...record } = this.record as NodeRecordInput & { name: string; agentVersion?: string };
+    const core = new AgentCore({
+      node: this.record.name,
+      record,
+      leaseTtlSeconds: this.timing.ttlSeconds,
+      clock: { mono: () => this.mono, wall: () => this.wall },
+      // Only the retry jitter of a failed read uses it, and the simulation reads every tick.
+      random: () => 0,
+      control: this.control,
+      runtime: this.runtime,
+      disk: this.disk,
+      workspace: { prepare: (a) => ({ dir: `/sim/${this.record.name}/replicas/${a.replica}`, files: [], env: {}, volumes: [] }) },
+      volumes: this.volumes,
+      prober: this.prober(),
+      // Read through on every call: a story may swap the oracle at any time.
+      outage: {
+        confirmsOutage: (now) => this.outage.confirmsOutage(now),
+        runsUntil: (now) => this.outage.runsUntil?.(now),
+        resume: (from, until) => this.outage.resume?.(from, until),
+        learned: (membership, sentAt) => this.outage.learned?.(membership, sentAt),
+      },
+      log: () => undefined,
+      onEvent: (e) => this.onEvent(e),
+      enforcesPolicy: true,
+    });
+    this.core = core;
+    await core.start();
+    return core;
   }
 
-  private async keepalive(local: number): Promise<void> {
-    this.lastKeepalive = local;
-    try {
-      await this.store.keepAlive(this.disk.lease!);
-      this.renewed(local);
-    } catch (e) {
-      if (isCcaError(e, 'CCA-E0107')) {
-        // The lease is gone: our tenure ended. Stop everything it ran, register anew.
-        this.emit({ kind: 'lease-lost', tenure: this.disk.tenure! });
-        for (const w of this.runtime.running()) this.runtime.kill(w.replica, this.wall);
-        this.disk = {};
-        return;
-      }
-      // The server answered that its store is down: the store's lease clock stands still
-      // while it is down (leases are refreshed by the time they had left), so the fencing
-      // deadline moves by the span we *saw* it down — never by more, since the lease may
-      // have had little time left when the outage began.
-      if (isCcaError(e, 'CCA-E0111')) {
-        this.downFirst ??= local;
-        this.downLast = local;
-        this.leaseDeadline = this.deadlineFrom(this.lastOk) + (this.downLast - this.downFirst);
-        this.runtime.fenceDeadline = this.leaseDeadline;
-      }
-    }
+  /** A fresh process's half of the quorum rule: its latch (on the core's fence point) and membership copy, as the core's oracle. */
+  private useQuorum(): void {
+    const q: SimQuorum = { latch: new OutageLatch(() => this.core?.leases.fence.fenceAt()), copy: undefined };
+    this.quorum = q;
+    this.outage = {
+      confirmsOutage: (now) => q.latch.confirmsOutage(now),
+      runsUntil: (now) => q.latch.runsUntil(now),
+      resume: (from, until) => q.latch.resume(from, until),
+      learned: (membership, sentAt) => {
+        const m = membershipCopySchema.nullable().optional().safeParse(membership);
+        if (m.success && m.data && (!q.copy || sentAt >= q.copy.fetchedAt)) q.copy = { copy: m.data, fetchedAt: sentAt };
+      },
+    };
   }
 
-  private renewed(local: number): void {
-    this.lastOk = local;
-    this.downFirst = undefined;
-    this.downLast = undefined;
-    this.leaseDeadline = this.deadlineFrom(local);
-    this.runtime.fenceDeadline = this.leaseDeadline;
-  }
-
-  // ---- SimPeer: what the world's peer network reads ----
-  lastOkSentAt(): number | undefined {
-    return Number.isFinite(this.lastOk) ? this.lastOk : undefined;
-  }
-
-  keepaliveInFlight(): boolean {
-    return false;
-  }
-
-  ttlMs(): number {
-    return this.timing.ttlSeconds * 1000;
-  }
-
-  membership(): { copy: MembershipVersion; fetchedAt: number } | undefined {
-    return this.copy;
-  }
+  // ---- SimPeer: what the world's peer network reads (times on the core's monotonic clock) ----
 
   get node(): string {
     return this.record.name;
   }
 
-  private deadlineFrom(ok: number): number {
-    return ok + this.timing.ttlSeconds * 1000 - this.timing.fenceMarginMs;
+  get latch(): OutageLatch {
+    return this.quorum?.latch ?? new OutageLatch(() => undefined);
   }
 
-  private async assignments(local: number): Promise<Map<string, Assignment>> {
-    const r = await this.store.range({ prefix: prefixOf('assigned', this.record.name) });
-    if (this.timing.quorum) {
-      // The membership comes with the assignments, read at the same revision (as the API answers).
-      const m = await this.store.get(buildKey('membership', 'nodes'), { revision: r.revision });
-      const v = m ? membershipCopySchema.safeParse(decodeFact('membership', m.key, m.value).versions.at(-1)) : undefined;
-      if (v?.success) this.copy = { copy: v.data, fetchedAt: local };
-    }
-    return new Map(r.kvs.map((kv) => {
-      const a = decodeFact('assigned', kv.key, kv.value);
-      return [a.replica, a];
-    }));
+  lastOkSentAt(): number | undefined {
+    const since = this.core?.leases.fence.sinceRenewal(this.mono);
+    return since === undefined || !Number.isFinite(since) ? undefined : this.mono - since;
   }
 
-  private async reconcile(assigned: Map<string, Assignment>, local: number): Promise<void> {
-    const tenure = this.disk.tenure!;
-    const fenced = local >= this.runtime.fenceDeadline;
-    for (const a of assigned.values()) {
-      if (a.tenure !== tenure) continue;
-      const w = this.runtime.workloads.get(a.replica);
-      if (a.desired === 'run' && !w && !this.started.has(a.replica) && !fenced) {
-        this.runtime.start(a.replica, a.service, tenure, this.wall);
-        this.started.add(a.replica);
-        this.emit({ kind: 'started', replica: a.replica });
-      } else if (a.desired === 'stop' && w?.state === 'running' && this.runtime.kill(a.replica, this.wall)) {
-        this.emit({ kind: 'stopped', replica: a.replica });
-      }
-    }
-    for (const w of this.runtime.running()) {
-      const a = assigned.get(w.replica);
-      if ((!a || a.tenure !== tenure || w.tenure !== tenure) && this.runtime.kill(w.replica, this.wall)) this.emit({ kind: 'stopped', replica: w.replica });
-      // Liveness failed past its threshold: stop it and report it failed (agent/agent.ts does the same).
-      else if (w.unalive && this.runtime.kill(w.replica, this.wall)) {
-        w.livenessFailed = `liveness failed: exec probe did not pass 3 time(s) in a row, so the agent stopped replica ${w.replica}`;
-        this.emit({ kind: 'stopped', replica: w.replica });
-      }
-    }
-    await this.report(assigned, tenure);
-    await this.reportVolumes(assigned, tenure);
+  keepaliveInFlight(): boolean {
+    return this.core?.leases.keepaliveInFlight !== undefined;
   }
 
-  /**
-   * Volumes as the real agent keeps them (agent/volumes.ts): those `/volumes/<node>/` wants and
-   * those its assignments mount exist, anything else is deleted; reported on change only.
-   */
-  private async reportVolumes(assigned: Map<string, Assignment>, tenure: number): Promise<void> {
-    const node = this.record.name;
-    const want = new Map<string, number>();
-    for (const kv of (await this.store.range({ prefix: prefixOf('volume', node) })).kvs) {
-      const v = decodeFact('volume', kv.key, kv.value);
-      want.set(buildKey('observedVolume', node, v.service, v.volume), v.sizeBytes);
-    }
-    for (const a of assigned.values()) {
-      for (const v of a.spec.volumes) {
-        const key = buildKey('observedVolume', node, a.service, v.name);
-        if (!want.has(key)) want.set(key, v.sizeBytes);
-      }
-    }
-    const guard = { key: buildKey('node', node), target: 'createRevision' as const, op: '=' as const, value: tenure };
-    const values = new Map([...want].map(([key, sizeBytes]) => [key, encodeFact('observedVolume', { state: 'ready', path: `/sim${key}`, sizeBytes, usedBytes: 0, at: 0 })]));
-    const ops: Op[] = [];
-    for (const [key, value] of values) if (this.volumes.get(key) !== value) ops.push({ put: { key, value } });
-    for (const key of (await this.store.range({ prefix: prefixOf('observedVolume', node), keysOnly: true })).kvs.map((kv) => kv.key)) {
-      if (!values.has(key)) ops.push({ delete: { key } });
-    }
-    if (ops.length === 0) return;
-    if ((await this.store.txn({ compare: [guard], success: ops })).succeeded) this.volumes = values;
+  ttlMs(): number {
+    return (this.core?.leases.lease?.ttl ?? this.timing.ttlSeconds) * 1000;
   }
 
-  /** Observations of what runs under this tenure; stale ones (no assignment any more) are removed. */
-  private async report(assigned: Map<string, Assignment>, tenure: number): Promise<void> {
-    const nodeKey = buildKey('node', this.record.name);
-    const guard = { key: nodeKey, target: 'createRevision' as const, op: '=' as const, value: tenure };
-    for (const w of this.runtime.workloads.values()) {
-      const a = assigned.get(w.replica);
-      if (!a || a.tenure !== tenure || w.tenure !== tenure) continue;
-      const cpu = w.state === 'running' ? this.runtime.cpuUsage(w) : undefined;
-      const obs: Observation = {
-        replica: w.replica,
-        service: w.service,
-        node: this.record.name,
-        tenure,
-        state: w.livenessFailed ? 'failed' : w.state,
-        ...(w.exitCode !== undefined ? { exitCode: w.exitCode } : {}),
-        restarts: 0,
-        health: { liveness: w.livenessFailed ? 'failing' : 'unknown', readiness: w.state !== 'running' ? 'unknown' : w.unready ? 'failing' : this.readiness(a) },
-        image: a.spec.image,
-        ...(cpu !== undefined ? { usage: { cpuMillis: cpu, memoryBytes: 64 * 1024 * 1024 } } : {}),
-        // Its own address (a node with a replica network), else host networking: the node's
-        // declared address; the spec's container ports.
-        address: w.address ?? (this.record.address || '127.0.0.1'),
-        ports: Object.fromEntries(a.spec.ports.map((p) => [p.name, p.container])),
-        ...(w.livenessFailed ? { diagnostic: { code: 'CCA-E0513', message: w.livenessFailed } } : {}),
-        at: w.endedAt ?? w.startedAt,
-      };
-      const value = encodeFact('observed', obs);
-      if (this.written.get(w.replica) === value) continue;
-      const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, w.replica), value } }] });
-      if (r.succeeded) this.written.set(w.replica, value);
-    }
-    // A stateful replica of a past tenure that does not run here: confirm its stop under
-    // this tenure, the proof the node controller needs to replace it (docs/volumes.md).
-    const confirmed = new Set<string>();
-    for (const a of assigned.values()) {
-      if (a.tenure >= tenure || a.desired !== 'run' || a.spec.volumes.length === 0) continue;
-      const w = this.runtime.workloads.get(a.replica);
-      if (w?.state === 'running') continue;
-      confirmed.add(a.replica);
-      const obs: Observation = {
-        replica: a.replica, service: a.service, node: this.record.name, tenure, state: 'exited', restarts: 0,
-        health: { liveness: 'unknown', readiness: 'unknown' }, image: '', at: this.wall,
-      };
-      if (this.confirmedUnder.get(a.replica) === tenure) continue;
-      const r = await this.store.txn({ compare: [guard], success: [{ put: { key: buildKey('observed', this.record.name, a.replica), value: encodeFact('observed', obs) } }] });
-      if (r.succeeded) this.confirmedUnder.set(a.replica, tenure);
-    }
-    const existing = await this.store.range({ prefix: prefixOf('observed', this.record.name), keysOnly: true });
-    for (const kv of existing.kvs) {
-      const replica = kv.key.slice(kv.key.lastIndexOf('/') + 1);
-      const a = assigned.get(replica);
-      if ((a && a.tenure === tenure) || confirmed.has(replica)) continue;
-      await this.store.txn({ compare: [guard], success: [{ delete: { key: kv.key } }] });
-      this.written.delete(replica);
-      const w = this.runtime.workloads.get(replica);
-      if (w && w.state !== 'running') this.runtime.workloads.delete(replica);
-    }
-    for (const w of [...this.runtime.workloads.values()]) {
-      if (w.state !== 'running' && !assigned.has(w.replica)) this.runtime.workloads.delete(w.replica);
-    }
+  membership(): { copy: MembershipVersion; fetchedAt: number } | undefined {
+    return this.quorum?.copy;
+  }
+
+  /** The world answers the probes: a workload marked unalive fails liveness, an unready one readiness. */
+  private prober(): Prober {
+    return {
+      probe: async (check, spec, handle) => {
+        const w = this.runtime.workloads.get(handle.replica);
+        if (!w || w.state !== 'running') return false;
+        if (check === spec.health.liveness) return !w.unalive;
+        return !w.unready && this.readiness({ replica: handle.replica, service: handle.service, spec }) === 'passing';
+      },
+    };
+  }
+
+  private onEvent(e: NodeEvent): void {
+    if (e.kind === 'registered' || e.kind === 'lease-lost') this.emit({ kind: e.kind, ...(this.tenure === undefined ? {} : { tenure: this.tenure }) });
+    else if (['started', 'exited', 'fenced', 'unfenced', 'liveness-failed', 'liveness', 'readiness', 'adopted'].includes(e.kind)) this.emit({ kind: e.kind, ...(e.replica === undefined ? {} : { replica: e.replica }), detail: e.message });
   }
 }
+
+/**
+ * The state file: lease, the lease's fence point and the supervisors' deadline (later while
+ * peers confirm an outage), desired state. It survives restarts and power loss.
+ * Before the first desired state is saved there is none: the core then leaves what runs alone
+ * until the server answers, as a real agent without `desired.json` does.
+ */
+class SimDisk implements AgentDisk {
+  private l: LeaseState | undefined;
+  private fence: number | undefined;
+  private runUntil: number | undefined;
+  private d: CachedDesired = { revision: 0, assignments: [], unknown: 'all' };
+  /** Memory never fails a write: nothing to report. */
+  onReport: AgentDisk['onReport'] = () => undefined;
+  lease(): LeaseState | undefined {
+    return this.l;
+  }
+  saveLease(lease: LeaseState | undefined): void {
+    this.l = lease;
+  }
+  fenceAt(): number | undefined {
+    return this.fence;
+  }
+  saveFenceAt(at: number): void {
+    this.fence = at;
+    this.runUntil = at;
+  }
+  supervisorDeadline(): number | undefined {
+    return this.runUntil;
+  }
+  saveRunUntil(at: number): void {
+    this.runUntil = at;
+  }
+  desired(): CachedDesired {
+    return this.d;
+  }
+  saveDesired(revision: number, assignments: Assignment[]): void {
+    this.d = { revision, assignments, unknown: new Set() };
+  }
+}
+
+class SimVolumes implements LocalVolumes {
+  private readonly held = new Map<string, VolumeInfo>();
+  ensure(service: string, volume: string, sizeBytes: number): void {
+    const key = `${service}/${volume}`;
+    if (!this.held.has(key)) this.held.set(key, { service, volume, path: `/sim/volumes/${key}`, sizeBytes, usedBytes: 0 });
+  }
+  remove(service: string, volume: string): void {
+    this.held.delete(`${service}/${volume}`);
+  }
+  list(): VolumeInfo[] {
+    return [...this.held.values()];
+  }
+}
+
+/** The HTTP status the agent routes answer a coded error with (handlers/http-status.ts, for the codes these calls meet). */
+function asServerError(e: unknown): unknown {
+  if (e instanceof Error && e.name === 'Unreachable') return new UnreachableError('sim://control-plane', e.message);
+  if (!isCcaError(e)) return e;
+  const status = e.code === 'CCA-E0107' ? 404 : e.code === 'CCA-E0613' || e.code === 'CCA-E0611' ? 409 : e.blame === 'environment' ? 503 : 400;
+  return new ServerError(status, e.diagnostic);
+}
+
+/**
+ * The agent routes' effect on the store (handlers/routes/agent.ts), called in-process: a
+ * registration on a lease whose create revision is the tenure (resumed when the lease still
+ * holds the record), keepalives, the assignments, and reports written only under the tenure.
+ */
+class StoreControlPlane implements ControlPlane {
+  readonly enrolled = true;
+  /** One credential for good: the simulation's nodes are never refused. */
+  readonly generation = 0;
+
+  constructor(
+    private readonly node: string,
+    private readonly store: Store,
+    /** As the API registers since the quorum rule (handlers/routes/agent.ts): a backstop lease, the TTL in the record, the membership with the assignments. */
+    private readonly quorum: boolean,
+  ) {}
+
+  async enroll(): Promise<void> {}
+  forgetCredential(): void {}
+
+  private async call<T>(f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (e) {
+      throw asServerError(e);
+    }
+  }
+
+  register(record: NodeRecordInput, ttl: number, resumeLease?: number) {
+    return this.call(async () => {
+      const key = buildKey('node', this.node);
+      const value = encodeFact('node', { ...record, name: this.node, ...(this.quorum ? { leaseTtlSeconds: ttl } : {}) });
+      const existing = await this.store.get(key);
+      if (resumeLease !== undefined && existing?.lease === resumeLease) {
+        const kept = await this.store.keepAlive(resumeLease);
+        const r = await this.store.txn({ compare: [{ key, target: 'lease', op: '=', value: resumeLease }], success: [{ put: { key, value, lease: resumeLease } }] });
+        if (r.succeeded) return { lease: resumeLease, ttl: this.quorum ? ttl : kept.ttl, tenure: existing.createRevision, revision: r.revision };
+      }
+      if (existing && existing.lease !== 0) await this.store.revokeLease(existing.lease).catch(() => undefined);
+      const lease = await this.store.grantLease(this.quorum ? Math.max(QUORUM.backstopSeconds, ttl) : ttl);
+      const r = await this.store.txn({ compare: [{ key, target: 'createRevision', op: '=', value: 0 }], success: [{ put: { key, value, lease: lease.id } }] });
+      if (!r.succeeded) throw new ServerError(409, makeDiagnostic('CCA-E0611', { what: `the registration of node ${this.node}` }));
+      return { lease: lease.id, ttl: this.quorum ? ttl : lease.ttl, tenure: r.revision, revision: r.revision };
+    });
+  }
+
+  keepalive(lease: number) {
+    return this.call(async () => {
+      const kv = await this.store.get(buildKey('node', this.node));
+      if (!kv || kv.lease !== lease) throw new ServerError(404, makeDiagnostic('CCA-E0107', { lease }));
+      if (!this.quorum) return this.store.keepAlive(lease);
+      // The node controller expired this tenure and revokes the lease: no renewal from that write on.
+      const st = await this.store.get(buildKey('nodeStatus', this.node));
+      const status = st ? decodeFact('nodeStatus', st.key, st.value) : undefined;
+      if (status?.state === 'lost' && status.expired && status.tenure === kv.createRevision) {
+        await this.store.revokeLease(lease).catch(() => undefined);
+        throw new ServerError(404, makeDiagnostic('CCA-E0107', { lease }));
+      }
+      const renewed = await this.store.keepAlive(lease);
+      // The agent fences by the TTL it registered with, not the backstop's.
+      return { ttl: decodeFact('node', kv.key, kv.value).leaseTtlSeconds ?? renewed.ttl };
+    });
+  }
+
+  assignments() {
+    return this.call(async () => {
+      const r = await this.store.range({ prefix: prefixOf('assigned', this.node) });
+      const assignments = r.kvs.map((kv) => decodeFact('assigned', kv.key, kv.value));
+      if (!this.quorum) return { revision: r.revision, changed: true, assignments };
+      // The membership the agent counts its peers against, read at the same revision.
+      const m = await this.store.get(buildKey('membership', 'nodes'), { revision: r.revision });
+      const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
+      return { revision: r.revision, changed: true, assignments, membership };
+    });
+  }
+
+  observations(tenure: number, observations: Observation[]): Promise<void> {
+    return this.underTenure(tenure, observations.map((o) => ({ put: { key: buildKey('observed', this.node, o.replica), value: encodeFact('observed', o) } })));
+  }
+
+  /** Events go to the trace (SimAgent's onEvent), not the store. */
+  async events(): Promise<void> {}
+
+  volumes() {
+    return this.call(async () => (await this.store.range({ prefix: prefixOf('volume', this.node) })).kvs.map((kv) => decodeFact('volume', kv.key, kv.value)));
+  }
+
+  observedVolumes(tenure: number, volumes: { service: string; volume: string }[]): Promise<void> {
+    return this.call(async () => {
+      const keep = new Set<string>();
+      const ops: Op[] = [];
+      for (const { service, volume, ...obs } of volumes as (Parameters<ControlPlane['observedVolumes']>[1][number])[]) {
+        const key = buildKey('observedVolume', this.node, service, volume);
+        keep.add(key);
+        ops.push({ put: { key, value: encodeFact('observedVolume', obs) } });
+      }
+      for (const kv of (await this.store.range({ prefix: prefixOf('observedVolume', this.node), keysOnly: true })).kvs) if (!keep.has(kv.key)) ops.push({ delete: { key: kv.key } });
+      await this.underTenure(tenure, ops);
+    });
+  }
+
+  private underTenure(tenure: number, ops: Op[]): Promise<void> {
+    return this.call(async () => {
+      if (ops.length === 0) return;
+      const r = await this.store.txn({ compare: [{ key: buildKey('node', this.node), target: 'createRevision', op: '=', value: tenure }], success: ops });
+      if (!r.succeeded) throw new ServerError(409, makeDiagnostic('CCA-E0613', { node: this.node, tenure, current: 0 }));
+    });
+  }
+}
+
+export type { FakeWorkload };

@@ -83,7 +83,7 @@ export function checkStatefulPlacements(batch: WatchBatch, replaces: ReadonlyMap
     const old = replaces.get(a.replica);
     if (a.spec.volumes.length === 0 || !old) continue;
     for (const agent of agents) {
-      if (agent.runtime.workloads.get(old)?.state === 'running') out.push(`${a.replica} placed on ${a.node} while ${old}, the stateful replica it replaces, still runs on ${agent.record.name}`);
+      if (agent.runtime.alive().some((w) => w.replica === old)) out.push(`${a.replica} placed on ${a.node} while ${old}, the stateful replica it replaces, still runs on ${agent.record.name}`);
     }
     // The proofs the world saw on the old replica's /lost/ records (deleted once released).
     const proofs = lostProofs.get(old);
@@ -98,7 +98,7 @@ export function checkSingleCopy(agents: Iterable<SimAgent>): string[] {
   const where = new Map<string, string>();
   const out: string[] = [];
   for (const a of agents) {
-    for (const w of a.runtime.running()) {
+    for (const w of a.runtime.alive()) {
       const other = where.get(w.replica);
       if (other) out.push(`${w.replica} runs on ${other} and ${a.record.name}`);
       where.set(w.replica, a.record.name);

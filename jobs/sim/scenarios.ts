@@ -29,12 +29,12 @@ export function expectThat(w: SimWorld, ok: boolean, what: string): void {
 
 export async function running(w: SimWorld, service: string): Promise<string[]> {
   const out: string[] = [];
-  for (const a of w.agents.values()) for (const r of a.runtime.running()) if (r.service === service) out.push(r.replica);
+  for (const a of w.agents.values()) for (const r of a.runtime.alive()) if (r.service === service) out.push(r.replica);
   return out.sort();
 }
 
 async function runningOn(w: SimWorld, node: string): Promise<string[]> {
-  return (w.agents.get(node)?.runtime.running() ?? []).map((r) => r.replica).sort();
+  return (w.agents.get(node)?.runtime.alive() ?? []).map((r) => r.replica).sort();
 }
 
 export const web = (replicas: number, extra: Partial<ServiceSpecInput> = {}): ServiceSpecInput => ({

@@ -76,7 +76,7 @@ export async function simDrain(opts: SimOptions): Promise<ScenarioResult> {
   const ready = await readyAt(w.store, 'web', await w.store.revision());
   expectThat(w, ready.size === 6, `six ready before the drain (${ready.size})`);
   // The node with the most replicas of web (ties: the seed's pick), so the drain moves several.
-  const counts = nodes.map((n) => [n, w.agents.get(n)!.runtime.running().filter((r) => r.service === 'web').length] as const);
+  const counts = nodes.map((n) => [n, w.agents.get(n)!.runtime.alive().filter((r) => r.service === 'web').length] as const);
   const most0 = Math.max(...counts.map(([, c]) => c));
   const victim = story.pick(counts.filter(([, c]) => c === most0).map(([n]) => n));
   w.at(w.t + story.int(0, 3_000), `drain ${victim}`, async () => {
@@ -84,7 +84,7 @@ export async function simDrain(opts: SimOptions): Promise<ScenarioResult> {
     await nodeOp(w, victim, { cordoned: true, drain: true });
   });
   await w.runFor(60_000);
-  const left = w.agents.get(victim)!.runtime.running().filter((r) => r.service === 'web');
+  const left = w.agents.get(victim)!.runtime.alive().filter((r) => r.service === 'web');
   expectThat(w, left.length === 0, `every replica left ${victim} (${left.length} still run there)`);
   expectThat(w, (await running(w, 'web')).length === 6, 'six replicas running after the drain');
   expectThat(w, (await readyAt(w.store, 'web', await w.store.revision())).size === 6, 'six ready after the drain');

@@ -110,7 +110,7 @@ const endpointsOf = async (w: SimWorld, service = 'web') => {
 
 /**
  * sim-endpoints: three nodes with declared addresses, six web replicas with a readiness
- * check. Readiness flaps (out within a tick, back in after), a liveness failure (replaced
+ * and a liveness check. Readiness flaps (out once the check fails, back in after), a liveness failure (replaced
  * per the restart policy, the decision quoting the reason), a machine powered off (its
  * endpoints gone at the lease expiry, before any replacement), a partition and a store
  * outage at seeded times — the endpoint invariants checked after every step throughout.
@@ -122,23 +122,29 @@ export async function simEndpoints(opts: SimOptions): Promise<ScenarioResult> {
   for (const [i, zone] of ['a', 'b', 'c'].entries()) w.addNode({ name: `node${i + 1}`, address: `127.0.1.${i + 1}`, zone, cpuMillis: 2_000, memoryBytes: 4 * Gi });
   await w.runFor(3_000);
   const readiness = { probe: { type: 'http' as const, path: '/ready', port: 'http' }, intervalMs: 1_000, timeoutMs: 500 };
-  await w.apply(web(6, { ports: [{ name: 'http', container: 8080 }], health: { readiness } }));
+  const liveness = { probe: { type: 'tcp' as const, port: 'http' }, intervalMs: 1_000, timeoutMs: 500 };
+  await w.apply(web(6, { ports: [{ name: 'http', container: 8080 }], health: { readiness, liveness } }));
+  // The agent calls a check failing after failureThreshold (3, the default) failed probes in a
+  // row; it probes on its passes (a simulated agent's come a tick apart, so a probe may wait
+  // one more tick), and the report follows on the next pass.
+  const probeEvery = readiness.intervalMs + w.timing.tickMs;
+  const failsWithin = 3 * probeEvery + 2 * w.timing.tickMs;
   await w.runFor(20_000);
   let eps = await endpointsOf(w);
   expectThat(w, eps.length === 6, 'six ready replicas published');
   expectThat(w, eps.every((e) => e.address === `127.0.1.${e.node.slice(4)}` && e.ports.http === 8080), "each endpoint carries its node's address and the http port");
 
-  // Readiness flaps on a seeded replica: out within one tick, back after, never restarted.
+  // Readiness flaps on a seeded replica: out once its check fails, back after, never restarted.
   const flapped = w.rng.pick(eps).replica;
   w.setReadiness(flapped, true);
-  await w.runFor(w.timing.tickMs + 100);
+  await w.runFor(failsWithin);
   eps = await endpointsOf(w);
-  expectThat(w, !eps.some((e) => e.replica === flapped) && eps.length === 5, `${flapped} left the endpoints within one agent tick of failing readiness`);
+  expectThat(w, !eps.some((e) => e.replica === flapped) && eps.length === 5, `${flapped} left the endpoints within its failure threshold of failing probes and a tick`);
   const ans = await why(w.store, 'service', 'web');
   notes.push(whyText(ans));
   expectThat(w, ans.complete && ans.chain[0]!.decision.reasons.some((r) => r.startsWith(`${flapped} is out: readiness failing`)), 'why service web names the readiness failure');
   w.setReadiness(flapped, false);
-  await w.runFor(w.timing.tickMs + 100);
+  await w.runFor(probeEvery + 2 * w.timing.tickMs);
   expectThat(w, (await endpointsOf(w)).some((e) => e.replica === flapped), `${flapped} joined again once ready`);
   expectThat(w, (await running(w, 'web')).includes(flapped), 'failing readiness restarts nothing');
 

@@ -110,14 +110,14 @@ export async function simNetwork(opts: SimOptions): Promise<ScenarioResult> {
     const sets = await ruleSets(w.store);
     return sets.flatMap((rs) => rs.replicas.filter((r) => r.service === 'db').map((r) => r.rules[0]?.from ?? []));
   };
-  const runningAddresses = (service: string) => [...w.agents.values()].flatMap((a) => a.runtime.running().filter((x) => x.service === service && x.address).map((x) => x.address!));
+  const runningAddresses = (service: string) => [...w.agents.values()].flatMap((a) => a.runtime.alive().filter((x) => x.service === service && x.address).map((x) => x.address!));
   const apiAddresses = runningAddresses('api');
   expectThat(w, apiAddresses.length === 3, 'three api replicas run, each with its own address');
   const dbRules = await admitted();
   expectThat(w, dbRules.length === 2 && dbRules.every((f) => same(f, apiAddresses)), 'both db replicas admit exactly the three api addresses');
 
   // A crash: the replaced replica's address leaves, its replacement's joins.
-  const victim = [...w.agents.values()].flatMap((a) => a.runtime.running()).find((x) => x.service === 'api')!;
+  const victim = [...w.agents.values()].flatMap((a) => a.runtime.alive()).find((x) => x.service === 'api')!;
   w.crashReplica(victim.replica, 137);
   await w.runFor(15_000);
   const after = await admitted();
@@ -148,7 +148,7 @@ export async function simNetwork(opts: SimOptions): Promise<ScenarioResult> {
         break;
       case 'crash':
         w.at(at, 'fault', () => {
-          const r = plan.pick([...w.agents.values()].flatMap((a) => a.runtime.running()).filter((x) => x.service !== 'db').map((x) => x.replica).concat(['none']));
+          const r = plan.pick([...w.agents.values()].flatMap((a) => a.runtime.alive()).filter((x) => x.service !== 'db').map((x) => x.replica).concat(['none']));
           if (r !== 'none') w.crashReplica(r, 1);
         });
         break;

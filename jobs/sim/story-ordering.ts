@@ -122,7 +122,7 @@ export async function simOrdering(opts: SimOptions): Promise<ScenarioResult> {
   const victim = w.rng.pick([...new Set(dbNodes)].sort());
   const apiElsewhere = async () => {
     const out: string[] = [];
-    for (const [name, a] of w.agents) if (name !== victim) for (const r of a.runtime.running()) if (r.service === 'api') out.push(r.replica);
+    for (const [name, a] of w.agents) if (name !== victim) for (const r of a.runtime.alive()) if (r.service === 'api') out.push(r.replica);
     return out.sort();
   };
   const before = await apiElsewhere();

@@ -15,7 +15,7 @@ const Gi = 1024 ** 3;
 /** Where each replica runs, and since when: the simulation's "same pid". */
 function runningSince(w: SimWorld): Map<string, string> {
   const out = new Map<string, string>();
-  for (const [node, a] of w.agents) for (const r of a.runtime.running()) out.set(r.replica, `${node}@${r.startedAt}`);
+  for (const [node, a] of w.agents) for (const r of a.runtime.alive()) out.set(r.replica, `${node}@${r.startedAt}`);
   return out;
 }
 
@@ -62,7 +62,7 @@ export async function simQuorumIsolated(opts: SimOptions): Promise<ScenarioResul
   w.peerSplit([[victim], nodes.filter((n) => n !== victim)]);
   cutOff(w, [victim], true);
   await w.runFor(90_000);
-  expectThat(w, w.agents.get(victim)!.runtime.running().length === 0, `${victim}, cut off alone, fenced`);
+  expectThat(w, w.agents.get(victim)!.runtime.alive().length === 0, `${victim}, cut off alone, fenced`);
   expectThat(w, (await state(w, victim)) === 'lost', `${victim} was expired`);
   const now = runningSince(w);
   expectThat(w, now.size === 3 && onVictim.every((r) => !now.has(r)), 'its replica was replaced on the others');
@@ -89,7 +89,7 @@ async function group(opts: SimOptions, size: number, name: string): Promise<Scen
     for (const n of cut) expectThat(w, (await state(w, n)) === 'unreachable', `${n} is held unreachable, not lost`);
     expectThat(w, now.size === 5, 'nothing was replaced');
   } else {
-    expectThat(w, cut.every((n) => w.agents.get(n)!.runtime.running().length === 0), `a minority cut off together (${cut.join(' ')}) fenced`);
+    expectThat(w, cut.every((n) => w.agents.get(n)!.runtime.alive().length === 0), `a minority cut off together (${cut.join(' ')}) fenced`);
     for (const n of cut) expectThat(w, (await state(w, n)) === 'lost', `${n} was expired`);
     expectThat(w, now.size === 5 && onCut.every((r) => !now.has(r)), 'their replicas were replaced on the majority');
   }

@@ -17,12 +17,11 @@ import { Rng } from './rng.js';
 
 export interface SimOptions {
   seed: number;
+  /** The agents' lease TTL; keepalives and the fence margin are the real agent's (agent/core/fence.ts). */
   ttlSeconds?: number;
-  keepaliveMs?: number;
-  fenceMarginMs?: number;
   tickMs?: number;
   lostGraceMs?: number;
-  /** The quorum rule on (docs/fencing.md): agents register as the API does and ask their peers; TTL 30 s, keepalive T/4, margin 3 s by default. */
+  /** The quorum rule on (docs/fencing.md): agents register as the API does and ask their peers through the world's peer network; TTL 30 s by default. */
   quorum?: boolean;
   /** Keep at most this many trace lines (the newest). */
   traceLimit?: number;
@@ -112,8 +111,6 @@ export class SimWorld {
     const ttlSeconds = opts.ttlSeconds ?? (opts.quorum ? QUORUM.defaultTtlSeconds : 10);
     this.timing = {
       ttlSeconds,
-      keepaliveMs: opts.keepaliveMs ?? (opts.quorum ? (ttlSeconds * 1000) / 4 : 2_000),
-      fenceMarginMs: opts.fenceMarginMs ?? (opts.quorum ? 3_000 : 4_000),
       tickMs: opts.tickMs ?? 1_000,
       ...(opts.quorum ? { quorum: true } : {}),
     };
@@ -178,9 +175,8 @@ export class SimWorld {
       images: spec.images ?? DEFAULT_IMAGES,
       runtime: 'fake',
     };
-    const agent = new SimAgent(record, this.attributed(gated, { kind: 'agent', node: name }), this.timing, (e) => this.onAgentEvent(name, e));
+    const agent = new SimAgent(record, this.attributed(gated, { kind: 'agent', node: name }), this.timing, (e) => this.onAgentEvent(name, e), { subnet: spec.subnet });
     agent.runtime.cpuUsage = (w) => this.cpuUsage(w);
-    agent.runtime.subnet = spec.subnet;
     this.agents.set(name, agent);
     this.scheduleTick(name, this.t + this.agentRng.int(0, this.timing.tickMs));
     this.log(`node ${name} added (zone ${record.zone}, ${spec.cpuMillis}m cpu)`);
@@ -199,14 +195,14 @@ export class SimWorld {
   }
 
   private onAgentEvent(node: string, e: AgentEvent): void {
-    this.log(`agent ${node}: ${e.kind}${e.replica ? ` ${e.replica}` : ''}${e.tenure !== undefined ? ` tenure ${e.tenure}` : ''}`);
+    this.log(`agent ${node}: ${e.kind}${e.replica ? ` ${e.replica}` : ''}${e.tenure !== undefined ? ` tenure ${e.tenure}` : ''}${e.detail ? ` (${e.detail})` : ''}`);
     if (e.kind !== 'started' || !e.replica) return;
     // The replaced copy must be stopped before its replacement starts (rule 7's window is
     // the fencing margin, which is spent before the lease can expire).
     const old = this.replaces.get(e.replica);
     if (!old) return;
     for (const [name, a] of this.agents) {
-      if (a.runtime.workloads.get(old)?.state === 'running') {
+      if (a.runtime.alive().some((w) => w.replica === old)) {
         this.violate(inv.INVARIANTS.fencedBeforeReplacement, `${e.replica} started on ${node} while the replica it replaces, ${old}, still runs on ${name}`);
       }
     }
@@ -233,7 +229,7 @@ export class SimWorld {
     const load = this.loads.get(w.service);
     if (!load || this.t - w.startedAt < load.every) return undefined;
     let n = 0;
-    for (const a of this.agents.values()) n += a.runtime.running().filter((r) => r.service === w.service).length;
+    for (const a of this.agents.values()) n += a.runtime.alive().filter((r) => r.service === w.service).length;
     const sampledAt = Math.floor(this.t / load.every) * load.every;
     return Math.round(load.curve(sampledAt) / Math.max(1, n));
   }
@@ -320,7 +316,7 @@ export class SimWorld {
   crashReplica(replica: string, code = 1): boolean {
     for (const [name, a] of this.agents) {
       if (a.runtime.workloads.get(replica)?.state === 'running') {
-        a.runtime.crash(replica, code, this.t);
+        a.runtime.crash(replica, code);
         this.log(`fault: ${replica} crashed on ${name} with code ${code}`);
         return true;
       }
@@ -356,8 +352,8 @@ export class SimWorld {
 
   failKills(node: string, n: number): void {
     const a = this.agents.get(node);
-    if (a) a.runtime.failingKills += n;
-    this.log(`fault: the next ${n} kill(s) on ${node} fail`);
+    if (a) a.runtime.failingStops += n;
+    this.log(`fault: the next ${n} stop(s) on ${node} fail`);
   }
 
   /**
@@ -548,11 +544,29 @@ export class SimWorld {
     const after = await this.store.revision();
     if (after === before) return [];
     const keys: string[] = [];
-    for (let rev = before + 1; rev <= after && keys.length < 10; rev++) {
+    let changes = 0;
+    for (let rev = before + 1; rev <= after; rev++) {
       const r = await this.watch.next();
-      if (!r.done) keys.push(...r.value.events.map((e) => `${e.type} ${e.kv.key}`));
+      if (r.done) break;
+      // The agent re-sends an autoscaled replica's observation with fresh usage every
+      // reportEveryMs by design (agent/core/reporting.ts): the same fact at a later time is no change.
+      const real = [];
+      for (const e of r.value.events) if (!(await this.isRefresh(e, rev))) real.push(e);
+      if (real.length > 0) changes++;
+      keys.push(...real.map((e) => `${e.type} ${e.kv.key}`));
     }
     this.consumed = after;
-    return [`a converged system wrote ${after - before} revision(s): ${keys.slice(0, 10).join(', ')}`];
+    if (changes === 0) return [];
+    return [`a converged system wrote ${changes} revision(s): ${keys.slice(0, 10).join(', ')}`];
+  }
+
+  /** A put of an observation equal to the one before it but for its time. */
+  private async isRefresh(e: WatchBatch['events'][number], revision: number): Promise<boolean> {
+    if (e.type !== 'put' || parseKey(e.kv.key)?.kind !== 'observed') return false;
+    const prev = await this.store.get(e.kv.key, { revision: revision - 1 }).catch(() => undefined);
+    if (!prev) return false;
+    const { at: _a, ...was } = decodeFact('observed', prev.key, prev.value);
+    const { at: _b, ...now } = decodeFact('observed', e.kv.key, e.kv.value);
+    return JSON.stringify(was) === JSON.stringify(now);
   }
 }

@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AgentClient, ServerError } from '../../agent/client.js';
-import { deadlines, FENCE } from '../../agent/fence.js';
+import { deadlines, FENCE } from '../../agent/core/fence.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { FakeAgentServer } from './fake-server.js';
 import { sleep, startAgent, tempDir, type TestAgent } from './support.js';

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ContainerdDaemon } from '../../agent/containerd/daemon.js';
-import { FENCE } from '../../agent/fence.js';
+import { FENCE } from '../../agent/core/fence.js';
 import { ContainerdRuntime } from '../../agent/runtime-containerd.js';
 import { startContainerdAgent, stopContainerdAgent } from './containerd-harness.js';
 import type { FakeAgentServer } from './fake-server.js';

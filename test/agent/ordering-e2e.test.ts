@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent } from '../../agent/agent.js';
 import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
-import { FENCE } from '../../agent/fence.js';
+import { FENCE } from '../../agent/core/fence.js';
 import { controllers } from '../../jobs/controllers/index.js';
 import { standInEndpoints } from '../../jobs/sim/story-ordering.js';
 import { startServer, type RunningServer } from '../../server/start.js';

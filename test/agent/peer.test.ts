@@ -6,7 +6,7 @@ import { PeerKeys, verifySignature } from '../../agent/peer/keys.js';
 import { PEER_PATH } from '../../agent/peer/protocol.js';
 import { PeerServer } from '../../agent/peer/server.js';
 import { PeerQuorum } from '../../agent/peer/outage.js';
-import { FENCE } from '../../agent/fence.js';
+import { FENCE } from '../../agent/core/fence.js';
 import { cannotReachAfterMs } from '../../core/model/quorum.js';
 import { QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
 import { tempDir } from './support.js';
@@ -164,31 +164,32 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
   });
 });
 
-describe('NodePeer restart during a confirmed outage', () => {
+describe('restart during a confirmed outage', () => {
   it('resumes the chain the previous run left in fence-at, no further', async () => {
     const { StateDir } = await import('../../agent/state.js');
-    const { FenceClock, FENCE: F } = await import('../../agent/fence.js');
-    const { NodePeer } = await import('../../agent/peer/node-peer.js');
+    const { LeaseKeeper, OutageLatch, FENCE: F } = await import('../../agent/core/index.js');
     const tmp = tempDir('node-peer');
     try {
       const state = new StateDir(tmp.dir);
-      const fence = new FenceClock(30);
-      fence.renewed(0, 30);
-      const leaseAt = fence.fenceAt()!;
-      expect(leaseAt).toBe(30_000 - F.marginMs);
+      const leaseAt = 30_000 - F.marginMs;
+      state.saveLease({ lease: 1, tenure: 7, ttl: 30 });
       state.saveFenceAt(leaseAt);
-      const make = () => new NodePeer({ node: 'a', state, listen: '127.0.0.1:0', advertise: '', now: () => 0, fence, keepaliveSettled: () => undefined, ttlMs: () => 30_000, log: () => undefined });
+      // A restarted agent's lease keeper (only its restore is used) and the latch its peers feed.
+      const restart = () => {
+        const keeper = new LeaseKeeper({ node: 'a', ttl: 30, control: undefined as never, disk: state, runtime: undefined as never, record: {} as never, clock: { mono: () => 0, wall: () => 0 }, log: () => undefined, event: () => undefined, changed: () => undefined });
+        const latch = new OutageLatch(() => keeper.fence.fenceAt());
+        expect(keeper.restore((from, until) => latch.resume(from, until))).toBe(true);
+        expect(keeper.fence.fenceAt()).toBe(leaseAt);
+        return latch;
+      };
       // No outage was confirmed: nothing to resume, the fence point stands.
-      const plain = make();
-      plain.resume();
-      expect(plain.quorum.confirmsOutage(leaseAt + 1)).toBe(false);
+      expect(restart().confirmsOutage(leaseAt + 1)).toBe(false);
       // The previous run's confirmations reached 60 s: resumed until then.
       state.saveRunUntil(60_000);
       expect(state.fenceAt()).toBe(leaseAt);
-      const resumed = make();
-      resumed.resume();
-      expect(resumed.quorum.confirmsOutage(59_999)).toBe(true);
-      expect(resumed.quorum.confirmsOutage(60_000)).toBe(false);
+      const resumed = restart();
+      expect(resumed.confirmsOutage(59_999)).toBe(true);
+      expect(resumed.confirmsOutage(60_000)).toBe(false);
     } finally {
       tmp.cleanup();
     }
@@ -198,14 +199,14 @@ describe('NodePeer restart during a confirmed outage', () => {
 describe('peer endpoint address in use', () => {
   it('is a coded environment diagnostic (CCA-E0580) naming the address', async () => {
     const { StateDir } = await import('../../agent/state.js');
-    const { FenceClock } = await import('../../agent/fence.js');
+    const { FenceClock } = await import('../../agent/core/fence.js');
     const { NodePeer } = await import('../../agent/peer/node-peer.js');
     const tmp = tempDir('node-peer-busy');
     const taken = createServer();
     await new Promise<void>((r) => taken.listen(0, '127.0.0.1', () => r()));
     try {
       const listen = `127.0.0.1:${(taken.address() as AddressInfo).port}`;
-      const peer = new NodePeer({ node: 'a', state: new StateDir(tmp.dir), listen, advertise: '', now: () => 0, fence: new FenceClock(30), keepaliveSettled: () => undefined, ttlMs: () => 30_000, log: () => undefined });
+      const peer = new NodePeer({ node: 'a', state: new StateDir(tmp.dir), listen, advertise: '', now: () => 0, fence: () => new FenceClock(30), keepaliveSettled: () => undefined, ttlMs: () => 30_000, log: () => undefined });
       await expect(peer.start()).rejects.toMatchObject({ code: 'CCA-E0580', blame: 'environment' });
     } finally {
       await new Promise((r) => taken.close(r));

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FENCE } from '../../agent/fence.js';
+import { FENCE } from '../../agent/core/fence.js';
 import { FakeAgentServer } from './fake-server.js';
 import { tempDir } from './support.js';
 import { waitFor } from '../support/wait.js';

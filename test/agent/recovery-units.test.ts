@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentClient, ServerError } from '../../agent/client.js';
 import { DESIRED_FORMAT, parseDesired } from '../../agent/desired-file.js';
-import { Enrollment, ENROLL_BACKOFF, reenrollDelayMs } from '../../agent/recover.js';
+import { HttpControlPlane } from '../../agent/control-plane.js';
+import { Enrollment, ENROLL_BACKOFF, reenrollDelayMs } from '../../agent/core/index.js';
 import { KEEP_BAD_DESIRED, StateDir, type StateIo } from '../../agent/state.js';
 import { makeDiagnostic, type Diagnostic } from '../../core/diagnostics/index.js';
 import { assignmentSchema, serviceSpecSchema } from '../../core/model/index.js';
@@ -148,18 +149,20 @@ describe('StateDir: the bad file kept aside, failed writes reported and never th
       expect(state.saveCredential('cca_node_x')).toBe(false);
       expect(state.saveLease({ lease: 1, tenure: 2, ttl: 10 })).toBe(false);
       expect(state.saveDesired(1, [])).toBe(false);
-      expect(seen.map((s) => s.d?.code)).toEqual(['CCA-E0594', 'CCA-E0594', 'CCA-E0594', 'CCA-E0594']);
-      expect(seen.map((s) => String(s.d?.params.file).split('/').pop())).toEqual(['fence-at', 'credential', 'lease.json', 'desired.json']);
+      // saveFenceAt writes the supervisors' deadline and the lease's own fence point (docs/fencing.md).
+      expect(seen.map((s) => s.d?.code)).toEqual(['CCA-E0594', 'CCA-E0594', 'CCA-E0594', 'CCA-E0594', 'CCA-E0594']);
+      expect(seen.map((s) => String(s.d?.params.file).split('/').pop())).toEqual(['fence-at', 'lease-fence-at', 'credential', 'lease.json', 'desired.json']);
       expect(seen[0]!.d!.message).toMatch(/ENOSPC.*supervisors fence at the previous deadline/);
-      expect(seen[1]!.d!.message).toMatch(/cca node reset/);
+      expect(seen[1]!.d!.message).toMatch(/ENOSPC.*resume its fence clock from the previous fence point/);
+      expect(seen[2]!.d!.message).toMatch(/cca node reset/);
       failWith = 'EACCES';
       expect(state.saveFenceAt(3_000)).toBe(false);
-      expect(seen).toHaveLength(5);
+      expect(seen).toHaveLength(7);
       expect(fs.readdirSync(t.dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
       failWith = undefined;
       expect(state.saveFenceAt(4_000)).toBe(true);
       expect(state.fenceAt()).toBe(4_000);
-      expect(seen.at(-1)).toEqual({ line: `${join(t.dir, 'fence-at')} written again (CCA-E0594 resolved)` });
+      expect(seen.slice(-2)).toEqual([{ line: `${join(t.dir, 'fence-at')} written again (CCA-E0594 resolved)` }, { line: `${join(t.dir, 'lease-fence-at')} written again (CCA-E0594 resolved)` }]);
     } finally {
       t.cleanup();
     }
@@ -188,10 +191,13 @@ describe('Enrollment: which refusals of the credential start a re-enrollment', (
   const refusal = (client: AgentClient, generation = client.generation) => new ServerError(401, makeDiagnostic('CCA-E0605', { needs: 'a node credential', got: 'no valid token' }), generation);
   const setup = () => {
     const client = new AgentClient('http://127.0.0.1:9', 'n1', 1_000, enrollOk);
-    client.credential = 'cca_node_old';
     const logs: string[] = [];
     let now = 1_000;
-    const e = new Enrollment({ node: 'n1', token: 'join', client, state: new StateDir(t.dir), now: () => now, log: (l) => logs.push(l), event: () => undefined, stableMs: 10_000 });
+    // The core's Enrollment over the real shell's control plane: the credential and its generation are the client's.
+    const control = new HttpControlPlane(client, new StateDir(t.dir), 'join');
+    // Set after the control plane read the state directory (an earlier test's enrollment saved one there).
+    client.credential = 'cca_node_old';
+    const e = new Enrollment({ node: 'n1', control, clock: { mono: () => now, wall: () => now }, log: (l) => logs.push(l), event: () => undefined, stableMs: 10_000 });
     return { client, logs, e, tick: (ms: number) => (now += ms) };
   };
 

@@ -122,10 +122,10 @@ describe('agent: outages of its own state', () => {
     await sleep(3_000); // several keepalives, each writing fence-at
     const e0594 = a.logs.filter((l) => l.startsWith('CCA-E0594'));
     const files = e0594.map((l) => /could not write (\S+):/.exec(l)?.[1]?.split('/').pop()).sort();
-    expect(files).toEqual(['desired.json', 'fence-at', 'lease.json']);
+    expect(files).toEqual(['desired.json', 'fence-at', 'lease-fence-at', 'lease.json']);
     expect(e0594[0]).toContain('ENOSPC');
     failing = false;
     await waitFor('written again', () => a.logs.some((l) => l.endsWith('fence-at written again (CCA-E0594 resolved)')), 10_000);
-    await waitFor('reported', () => server.events.filter((e) => e.kind === 'state-problem' && e.message.startsWith('CCA-E0594')).length === 3, 10_000);
+    await waitFor('reported', () => server.events.filter((e) => e.kind === 'state-problem' && e.message.startsWith('CCA-E0594')).length === 4, 10_000);
   }, 40_000);
 });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lookupProgram } from '../../agent/runtime-process.js';
-import { startFailure, type StartFailureInput } from '../../agent/start-failure.js';
+import { startFailure, type StartFailureInput } from '../../agent/core/start-failure.js';
 
 const base: StartFailureInput = { runtime: 'process', node: 'n1', replica: 'web-abc', service: 'web', image: 'ccattler/toolbox:1', argv: ['httpd', '-f'], exitCode: 127, detail: undefined };
 const diagnose = (over: Partial<StartFailureInput>) => startFailure({ ...base, ...over });

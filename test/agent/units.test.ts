@@ -3,7 +3,7 @@ import { createServer as createTcp } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { parseEventLine } from '../../agent/containerd/ctr.js';
-import { FENCE, FenceClock } from '../../agent/fence.js';
+import { FENCE, FenceClock } from '../../agent/core/fence.js';
 
 const FENCE_KILL = FENCE.killMs;
 import { CheckState, probeFor } from '../../agent/health.js';
@@ -108,7 +108,7 @@ describe('health probes', () => {
 });
 
 describe('the reconcile plan', async () => {
-  const { plan } = await import('../../agent/plan.js');
+  const { plan } = await import('../../agent/core/plan.js');
   const { assignmentSchema } = await import('../../core/model/index.js');
   const spec = serviceSpecSchema.parse({ name: 'web', image: 'busybox:1.35', stopGraceMs: 10_000 });
   const assign = (replica: string, over: Record<string, unknown> = {}) =>

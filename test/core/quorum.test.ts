@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { FENCE } from '../../agent/fence.js';
+import { FENCE } from '../../agent/core/fence.js';
 import { cannotReachAfterMs, historyWindowMs, keepaliveEveryMs, QUORUM, quorumFits, renewingWithinMs } from '../../core/model/quorum.js';
 
 const doc = readFileSync(new URL('../../docs/fencing.md', import.meta.url), 'utf8');

@@ -9,7 +9,7 @@ import { resolve } from 'node:path';
 import { getTableName, is } from 'drizzle-orm';
 import { PgTable } from 'drizzle-orm/pg-core';
 import { describe, expect, test } from 'vitest';
-import { deadlines, FENCE } from '../../agent/fence.js';
+import { deadlines, FENCE } from '../../agent/core/fence.js';
 import { allDiagnostics } from '../../core/diagnostics/index.js';
 import * as schema from '../../db/postgres/schema.js';
 import { repoRoot } from './support/golden.js';
@@ -18,7 +18,7 @@ const doc = (p: string) => readFileSync(resolve(repoRoot, p), 'utf8');
 const s = (ms: number) => `${ms / 1000} s`;
 const TTL = 10;
 
-describe('fence constants in the docs equal agent/fence.ts', () => {
+describe('fence constants in the docs equal agent/core/fence.ts', () => {
   test('docs/agent.md: the table, and the default-TTL arithmetic', () => {
     const text = doc('docs/agent.md');
     const rows = new Map([...text.matchAll(/^\| `FENCE\.(\w+)` \| ([\d,.]+)( ms| s)? \|/gm)].map((m) => [m[1]!, Number(m[2]!.replace(/,/g, ''))]));

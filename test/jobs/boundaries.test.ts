@@ -48,3 +48,17 @@ test('controllers read no clock and no randomness except through their context',
     }
   }
 });
+
+test("the agent's core loads in a browser, reads no clock or randomness of its own, and imports only what the console serves", () => {
+  for (const e of files('agent/core')) {
+    const { modules, packages } = closure(e);
+    expect([...packages].filter((p) => p !== 'zod'), e).toEqual([]);
+    for (const m of modules) {
+      expect(m, `${e} imports ${m}`).toMatch(/^(core|jobs|db|agent\/core)\//);
+      expect(readFileSync(join(root, m), 'utf8'), m).not.toMatch(/\bprocess\.|\bBuffer\b|require\(/);
+    }
+    // The fake runtime's real timers serve unit tests and `--runtime fake`; the simulation runs it on manual time.
+    if (e.endsWith('fake-runtime.ts')) continue;
+    expect(readFileSync(join(root, e), 'utf8'), e).not.toMatch(/Date\.now|Math\.random|new Date\(\)|randomUUID|performance\.now|setTimeout|setInterval/);
+  }
+});

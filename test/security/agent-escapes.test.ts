@@ -8,7 +8,7 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSy
 import { join, relative } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { Refusal } from '../../agent/confine.js';
-import { FENCE } from '../../agent/fence.js';
+import { FENCE } from '../../agent/core/fence.js';
 import { materialize } from '../../agent/materialize.js';
 import { bindMount } from '../../agent/runtime-containerd.js';
 import { ProcessRuntime } from '../../agent/runtime-process.js';

@@ -1,7 +1,7 @@
-import { makeDiagnostic } from '../core/diagnostics/index.js';
-import type { Assignment, Observation } from '../core/model/index.js';
+import { makeDiagnostic } from '../../core/diagnostics/index.js';
+import type { Assignment, Observation } from '../../core/model/index.js';
 import { CheckState } from './health.js';
-import type { InitProgress, PullProgress, Usage, WorkloadHandle } from './runtime.js';
+import type { InitProgress, PullProgress, Usage, WorkloadHandle, WorkloadStatus } from './runtime.js';
 
 /** What the agent knows of one replica on its node: the assignment, the workload, what it reported. */
 export interface Slot {
@@ -102,4 +102,43 @@ export function fingerprint(o: Observation): string {
   const { at: _at, usage, ...rest } = o;
   // The first usage sample is news (nothing to show before it); later figures are refreshes.
   return JSON.stringify({ ...rest, sampled: usage !== undefined });
+}
+
+/** States a workload does not leave. */
+export const TERMINAL: ReadonlySet<Observation['state']> = new Set<Observation['state']>(['exited', 'failed', 'lost']);
+
+/**
+ * What an exit means: a stop we asked for ends `exited` whatever the signal's code, unless
+ * we stopped it for failing its liveness check; a workload that died on its own is `failed`.
+ */
+export function exitState(slot: Slot, exitCode: number, oom: boolean): Observation['state'] {
+  if (slot.livenessFailed) return 'failed';
+  return exitCode === 0 || (slot.state === 'stopping' && !oom) ? 'exited' : 'failed';
+}
+
+/** What the runtime says of a workload, onto its slot (a start failure's diagnostic is the caller's). */
+export function applyStatus(slot: Slot, s: WorkloadStatus): void {
+  if (s.state === 'exited') {
+    slot.state = exitState(slot, s.exitCode ?? 0, s.oom ?? false);
+    if (s.exitCode !== undefined) slot.exitCode = s.exitCode;
+  } else if (s.state === 'lost') {
+    slot.state = 'lost';
+    if (s.lost) slot.diagnostic = s.lost;
+  } else {
+    slot.state = s.state;
+  }
+  // A failed pull attempt's diagnostic stays on the replica while the runtime retries; it goes once the pull works.
+  if (s.state === 'pulling' && s.pull?.diagnostic) slot.diagnostic = s.pull.diagnostic;
+  else if (s.state !== 'pulling' && slot.pull?.diagnostic && slot.diagnostic?.code === slot.pull.diagnostic.code) delete slot.diagnostic;
+  if (s.state === 'pulling' && s.pull) slot.pull = s.pull;
+  else delete slot.pull;
+  // The digest a pull resolved is known after start() returned: the runtime's handle has it.
+  if (slot.handle && s.handle.id === slot.handle.id && s.handle.image !== '') slot.handle.image = s.handle.image;
+  if (s.usage) slot.usage = s.usage;
+  if (s.init) slot.init = s.init;
+  // A workload that ended has no address any more (its namespace may be gone, or reused).
+  if (s.address !== undefined && s.state !== 'exited' && s.state !== 'lost') slot.address = s.address;
+  else delete slot.address;
+  if (s.ports !== undefined && slot.address !== undefined) slot.ports = s.ports;
+  else delete slot.ports;
 }

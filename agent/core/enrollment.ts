@@ -1,6 +1,6 @@
-import { makeDiagnostic } from '../core/diagnostics/index.js';
-import { ServerError, type AgentClient } from './client.js';
-import type { StateDir } from './state.js';
+import { makeDiagnostic } from '../../core/diagnostics/index.js';
+import { ServerError } from './errors.js';
+import type { AgentClock, ControlPlane } from './ports.js';
 
 /** Refused enrollments are retried, slower each time: an admin may take a while to reset the node or hand out a token. */
 export const ENROLL_BACKOFF = { initialMs: 1_000, maxMs: 60_000 } as const;
@@ -17,11 +17,9 @@ export function reenrollDelayMs(n: number): number {
 
 export interface EnrollmentDeps {
   node: string;
-  /** The join token. */
-  token: string;
-  client: AgentClient;
-  state: StateDir;
-  now: () => number;
+  /** Holds the credential and the join token; the core only asks it to enroll or forget. */
+  control: ControlPlane;
+  clock: AgentClock;
   log: (line: string) => void;
   event: (kind: string, message: string) => void;
   /** A new credential that worked this long counts as recovered: refusals count from zero again. */
@@ -34,6 +32,7 @@ export interface EnrollmentDeps {
  * backup). Recovery drops the credential and enrolls again; the lease keeper then registers
  * again (resuming its lease: the same tenure while the lease lives, a new one otherwise).
  * Workloads are not touched here: they run on until the fence rule says otherwise.
+ * Durations are timed on the monotonic clock.
  */
 export class Enrollment {
   private refusals = 0;
@@ -50,16 +49,15 @@ export class Enrollment {
    * caller's usual retry.
    */
   async ensure(): Promise<number> {
-    if (this.d.client.credential !== '') return 0;
-    const wait = this.notBefore - this.d.now();
+    if (this.d.control.enrolled) return 0;
+    const wait = this.notBefore - this.d.clock.mono();
     if (wait > 0) return wait;
     try {
-      const credential = await this.d.client.enroll(this.d.token);
-      // A failed write is reported by the state directory (CCA-E0594); the credential works from memory.
-      this.d.state.saveCredential(credential);
+      // The control plane keeps the credential (a failed write of it is reported by the disk, CCA-E0594; it works from memory).
+      await this.d.control.enroll();
       this.d.log('enrolled');
       this.d.event('enrolled', this.refusals > 0 ? 'enrolled again with the join token after the credential was refused' : 'enrolled with the join token');
-      this.enrolledAt = this.d.now();
+      this.enrolledAt = this.d.clock.mono();
       this.backoffMs = 0;
       this.lastRefusal = '';
       return 0;
@@ -73,23 +71,24 @@ export class Enrollment {
    * A call answered 401. Only a refusal of the credential in hand counts: a call still in
    * flight with the previous credential can come back refused after the new one was issued,
    * and dropping the new one would leave the node unable to enroll (the server enrolls only
-   * a node without a credential) — fenced for good.
+   * a node without a credential) — fenced for good. The error carries the generation of the
+   * credential its call was made with (ControlPlane.generation).
    */
   refused(e: ServerError, call: string): void {
-    const c = this.d.client;
-    if (c.credential === '' || (e.generation !== undefined && e.generation !== c.generation)) return;
+    const c = this.d.control;
+    if (!c.enrolled || (e.generation !== undefined && e.generation !== c.generation)) return;
     this.refusals++;
     const delayMs = reenrollDelayMs(this.refusals);
-    this.notBefore = this.d.now() + delayMs;
+    this.notBefore = this.d.clock.mono() + delayMs;
     const d = makeDiagnostic('CCA-E0590', { node: this.d.node, reason: `${e.diagnostic.code} ${e.diagnostic.message}`, call, attempt: this.refusals, delayMs });
     this.d.log(`${d.code} ${d.message}`);
     this.d.event('credential-refused', `${d.code} ${d.message}`);
-    c.credential = '';
+    c.forgetCredential();
   }
 
   /** The credential worked (a registration or keepalive went through). */
   held(): void {
-    if (this.enrolledAt === undefined || this.d.now() - this.enrolledAt < this.d.stableMs) return;
+    if (this.enrolledAt === undefined || this.d.clock.mono() - this.enrolledAt < this.d.stableMs) return;
     this.enrolledAt = undefined;
     this.refusals = 0;
   }

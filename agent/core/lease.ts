@@ -1,23 +1,22 @@
-import type { NodeRecordInput } from '../core/model/index.js';
-import { ServerError, type AgentClient } from './client.js';
-import { Enrollment } from './recover.js';
+import type { NodeRecordInput } from '../../core/model/index.js';
+import { Enrollment } from './enrollment.js';
+import { ServerError } from './errors.js';
 import { FENCE, FenceClock } from './fence.js';
+import type { AgentClock, AgentDisk, ControlPlane, LeaseState } from './ports.js';
 import type { Runtime } from './runtime.js';
-import type { LeaseState, StateDir } from './state.js';
 
 export const AGENT_VERSION = '0.1.0';
 
-export { ENROLL_BACKOFF } from './recover.js';
+export { ENROLL_BACKOFF } from './enrollment.js';
 
 export interface LeaseKeeperDeps {
   node: string;
-  token: string;
   ttl: number;
-  client: AgentClient;
-  state: StateDir;
-  runtime: Runtime;
+  control: ControlPlane;
+  disk: AgentDisk;
+  runtime: Pick<Runtime, 'catalogue' | 'pulls' | 'name'>;
   record: Omit<NodeRecordInput, 'name' | 'images' | 'runtime' | 'agentVersion'>;
-  now: () => number;
+  clock: AgentClock;
   log: (line: string) => void;
   event: (kind: string, message: string) => void;
   /** Something the reconcile depends on changed (tenure, fence). */
@@ -26,33 +25,65 @@ export interface LeaseKeeperDeps {
 
 /**
  * The node's registration: enrollment, registration on a lease (tenure), keepalives, and the
- * fence clock they renew. Writes the fence deadline to the state directory after every
- * renewal, for the supervisors and the containerd fencer.
+ * fence clock they renew (timed on the monotonic clock). Writes the fence deadline, as wall
+ * time, to the disk after every renewal, for the supervisors and the containerd fencer.
  */
 export class LeaseKeeper {
   readonly fence: FenceClock;
   lease: LeaseState | undefined;
   registered = false;
+  /** The supervisors' deadline was moved past the fence point (a confirmed outage, docs/fencing.md): to this (mono). */
+  private runUntil: number | undefined;
   /** The keepalive on its way, if any: it may be renewing the lease right now (a peer answering waits for it, docs/fencing.md). */
   keepaliveInFlight: Promise<unknown> | undefined;
   private readonly enrollment: Enrollment;
 
   constructor(private readonly d: LeaseKeeperDeps) {
     this.fence = new FenceClock(d.ttl);
-    this.enrollment = new Enrollment({ node: d.node, token: d.token, client: d.client, state: d.state, now: d.now, log: d.log, event: d.event, stableMs: d.ttl * 1000 });
+    this.enrollment = new Enrollment({ node: d.node, control: d.control, clock: d.clock, log: d.log, event: d.event, stableMs: d.ttl * 1000 });
   }
 
-  /** Resume from the state directory; false when there is no lease to resume (fenced until registered). */
-  restore(): boolean {
-    this.d.client.credential = this.d.state.credential() ?? '';
-    this.lease = this.d.state.lease() ?? undefined;
-    const fenceAt = this.d.state.fenceAt();
+  /**
+   * Resume from the disk; false when there is no lease to resume (fenced until registered).
+   * A previous run that left the supervisors' deadline past the lease's fence point did so
+   * only while peers confirmed an outage: `resumed` gets that chain (from, until; mono), so
+   * a restart during the outage does not fence everything at once.
+   */
+  restore(resumed?: (from: number, until: number) => void): boolean {
+    this.lease = this.d.disk.lease() ?? undefined;
+    const fenceAt = this.d.disk.fenceAt();
     if (this.lease && fenceAt !== undefined) {
-      this.fence.renewed(fenceAt + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
+      this.fence.renewed(this.toMono(fenceAt) + FENCE.marginMs - this.lease.ttl * 1000, this.lease.ttl);
+      const at = this.fence.fenceAt();
+      const deadline = this.d.disk.supervisorDeadline();
+      if (at !== undefined && deadline !== undefined && this.toMono(deadline) > at) {
+        this.runUntil = this.toMono(deadline);
+        resumed?.(at, this.runUntil);
+        this.d.log(`resuming an outage the previous run's peers confirmed: workloads may run ${Math.round(this.runUntil - at)} ms past the fence point`);
+      }
       return true;
     }
     this.fence.lost();
     return false;
+  }
+
+  /**
+   * The supervisors' deadline follows a confirmed outage (`until`, mono; undefined: none) past
+   * the fence point, and returns to the fence point when the confirmations stop, so a frozen
+   * or killed agent's workloads still stop once its peers stop confirming (docs/fencing.md).
+   * Written only when it changes.
+   */
+  followOutage(until: number | undefined): void {
+    const at = this.fence.fenceAt();
+    if (at === undefined || !Number.isFinite(at)) return;
+    if (until !== undefined && until > at) {
+      if (until === this.runUntil) return;
+      this.runUntil = until;
+      this.d.disk.saveRunUntil(until + this.wallOffset());
+    } else if (this.runUntil !== undefined) {
+      this.runUntil = undefined;
+      this.d.disk.saveRunUntil(at + this.wallOffset());
+    }
   }
 
   /** Register or keep alive, once; returns how long to wait before the next step. Throws call errors. */
@@ -61,7 +92,7 @@ export class LeaseKeeper {
     // No credential (never enrolled, or the server refused it: a reset, a store restored):
     // enroll before anything else, or wait and try again. A new credential registers again,
     // resuming the lease: the same tenure while it lives, a new one if the store lost it.
-    if (this.d.client.credential === '') {
+    if (!this.d.control.enrolled) {
       const wait = await this.enrollment.ensure();
       if (wait > 0) return wait;
       this.registered = false;
@@ -81,11 +112,11 @@ export class LeaseKeeper {
     this.saveFence();
     this.registered = false;
     this.lease = undefined;
-    this.d.state.saveLease(undefined);
+    this.d.disk.saveLease(undefined);
     this.d.changed();
   }
 
-  /** A call answered 401 (agent/recover.ts): drop the credential and enroll again, unless it was made with one already replaced. */
+  /** A call answered 401 (agent/core/enrollment.ts): drop the credential and enroll again, unless it was made with one already replaced. */
   credentialRefused(e: ServerError, call: string): void {
     this.enrollment.refused(e, call);
   }
@@ -93,11 +124,11 @@ export class LeaseKeeper {
   private async register(): Promise<void> {
     const images = (await this.d.runtime.catalogue()) ?? {};
     const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, pulls: this.d.runtime.pulls ?? false, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
-    const sentAt = this.d.now();
+    const sentAt = this.d.clock.mono();
     const previous = this.lease;
-    const r = await this.d.client.register(record, this.d.ttl, previous?.lease);
+    const r = await this.d.control.register(record, this.d.ttl, previous?.lease);
     this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
-    this.d.state.saveLease(this.lease);
+    this.d.disk.saveLease(this.lease);
     this.registered = true;
     this.enrollment.held();
     this.fence.renewed(sentAt, r.ttl);
@@ -111,9 +142,9 @@ export class LeaseKeeper {
   private async keepalive(interval: number): Promise<number> {
     const lease = this.lease;
     if (!lease) return interval;
-    const sentAt = this.d.now();
+    const sentAt = this.d.clock.mono();
     const wasDue = this.fence.due(sentAt);
-    const call = this.d.client.keepalive(lease.lease);
+    const call = this.d.control.keepalive(lease.lease);
     this.keepaliveInFlight = call;
     try {
       const r = await call;
@@ -124,8 +155,8 @@ export class LeaseKeeper {
       return interval;
     } catch (e) {
       if (e instanceof ServerError && e.storeUnavailable) {
-        // Lease expiry is a store write: it cannot happen while the server says the store is down.
-        this.fence.renewed(sentAt);
+        // The store's lease clock stands still while it is down: the deadline moves by the span seen down (fence.ts).
+        this.fence.storeDown(sentAt);
         this.saveFence();
         return FENCE.keepaliveRetryMs;
       }
@@ -139,8 +170,20 @@ export class LeaseKeeper {
     }
   }
 
+  /** The monotonic instant of a wall-clock time (the disk keeps wall time: supervisors are other processes). */
+  private toMono(wall: number): number {
+    return wall - this.wallOffset();
+  }
+
+  private wallOffset(): number {
+    return this.d.clock.wall() - this.d.clock.mono();
+  }
+
+  /** Both the lease's fence point and the supervisors' deadline (a renewal ends any extension). */
   private saveFence(): void {
     const at = this.fence.fenceAt();
-    if (at !== undefined) this.d.state.saveFenceAt(Number.isFinite(at) ? at : 0);
+    if (at === undefined) return;
+    this.runUntil = undefined;
+    this.d.disk.saveFenceAt(Number.isFinite(at) ? at + this.wallOffset() : 0);
   }
 }

@@ -29,27 +29,49 @@ export function deadlines(lastOkSentAt: number, ttlSeconds: number): { fenceAt: 
 
 /**
  * The fence clock. Renewed by each successful keepalive (with the time the request was sent);
- * `due(now)` is true once fencing must begin. A server that answers "store unavailable" also
- * renews it: a lease cannot expire while the store is down, and when the store returns the
- * next keepalive either succeeds or tells us the lease is gone (then we stop at once).
+ * `due(now)` is true once fencing must begin. A server that answers "store unavailable" moves
+ * the deadline by the span over which it said so (first such answer to the latest), never
+ * by more: the store's lease clock stands still while it is down (leases keep the time they
+ * had left), but the agent cannot know how little time its lease had left when the outage
+ * began. Renewing the whole TTL on such an answer (the rule before) let a node partitioned
+ * once the store returned outlive its lease: the simulation, running this code, found a
+ * replacement started while the old copy still ran.
  */
 export class FenceClock {
   private lastOkSentAt: number | undefined;
+  /** First and latest "store down" answers since the last renewal. */
+  private downFirst: number | undefined;
+  private downLast: number | undefined;
 
   constructor(private ttlSeconds: number) {}
 
   renewed(sentAt: number, ttlSeconds = this.ttlSeconds): void {
     this.ttlSeconds = ttlSeconds;
-    if (this.lastOkSentAt === undefined || sentAt > this.lastOkSentAt) this.lastOkSentAt = sentAt;
+    if (this.lastOkSentAt === undefined || sentAt > this.lastOkSentAt) {
+      this.lastOkSentAt = sentAt;
+      this.downFirst = undefined;
+      this.downLast = undefined;
+    }
+  }
+
+  /** The server answered, at `sentAt`, that its store is down: the lease cannot expire meanwhile. */
+  storeDown(sentAt: number): void {
+    if (this.lastOkSentAt === undefined || !Number.isFinite(this.lastOkSentAt) || sentAt <= this.lastOkSentAt) return;
+    this.downFirst ??= sentAt;
+    this.downLast = Math.max(this.downLast ?? sentAt, sentAt);
   }
 
   /** The lease is known to be gone: fence now. */
   lost(): void {
     this.lastOkSentAt = Number.NEGATIVE_INFINITY;
+    this.downFirst = undefined;
+    this.downLast = undefined;
   }
 
   fenceAt(): number | undefined {
-    return this.lastOkSentAt === undefined ? undefined : deadlines(this.lastOkSentAt, this.ttlSeconds).fenceAt;
+    if (this.lastOkSentAt === undefined) return undefined;
+    const seenDown = this.downFirst === undefined || this.downLast === undefined ? 0 : this.downLast - this.downFirst;
+    return deadlines(this.lastOkSentAt, this.ttlSeconds).fenceAt + seenDown;
   }
 
   due(now: number): boolean {

@@ -1,4 +1,4 @@
-import type { Assignment, Observation } from '../core/model/index.js';
+import type { Assignment, Observation } from '../../core/model/index.js';
 import { FENCE } from './fence.js';
 
 /**

@@ -4,7 +4,7 @@
  * last lines of stderr) and, on the process runtime, from looking the command up on the
  * workload's PATH; the reasoning here is pure so every case is unit-tested.
  */
-import { makeDiagnostic } from '../core/diagnostics/index.js';
+import { makeDiagnostic } from '../../core/diagnostics/index.js';
 import type { ExitDetail, RuntimeName } from './runtime.js';
 
 export interface StartFailureInput {
