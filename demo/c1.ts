@@ -219,8 +219,14 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     procs.push(new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_SECRET_KEY: secretKey }));
     await until('the server to be ready', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
     const proxyUrl = await proxy.listen();
-    for (const n of NODES) startAgent(n, n.name === 'node2' ? proxyUrl : server);
-    await until('three ready nodes', nodes, (ns) => NODES.every((n) => ns.some((x) => x.name === n.name && x.state === 'ready')));
+    // One at a time, node1 first: the membership history is then {node1}, {node1, node2}, all
+    // three. node3 (killed) and node2 (cut off) were never in a version they could be a
+    // majority of alone, so their loss is judged at once; a node that registered first is
+    // protected for the history window W (docs/fencing.md: its copy {itself} is its own majority).
+    for (const n of NODES) {
+      startAgent(n, n.name === 'node2' ? proxyUrl : server);
+      await until(`${n.name} ready`, nodes, (ns) => ns.some((x) => x.name === n.name && x.state === 'ready'));
+    }
     sampler = setInterval(takeSample, SAMPLE_MS);
     nodePoller = setInterval(() => void pollNodes(), 250);
     say(`ccattler demo-c1: server ${server}, Postgres on :${pgPort}, work dir ${dir}`);
