@@ -22,6 +22,11 @@ export function readStat(pid: number): Stat | undefined {
   }
 }
 
+/** A process's start time in clock ticks since boot ('' when gone): with the pid, it names one process. */
+export function startTimeOf(pid: number): string {
+  return readStat(pid)?.startTime ?? '';
+}
+
 /** "pid starttime" as the supervisor writes it; alive only if the same process still holds the pid. */
 export function parsePidFile(text: string): { pid: number; startTime: string } | undefined {
   const [pid, startTime] = text.trim().split(' ');

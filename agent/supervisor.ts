@@ -12,6 +12,7 @@ import { constants } from 'node:os';
 import { join } from 'node:path';
 // Self-contained too (node: imports only): the output files' rotation, shared with the containerd runtime's cap.
 import { DEFAULT_LOG_MAX_BYTES, RotatingLog } from './logfile.js';
+import { startTimeOf } from './proc.js';
 
 interface SupervisorConfig {
   argv: string[];
@@ -36,14 +37,6 @@ function writeAtomic(name: string, text: string): void {
   renameSync(tmp, join(dir, name));
 }
 
-function startTime(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
-  } catch {
-    return '';
-  }
-}
 
 interface InitStep {
   name: string;
@@ -52,7 +45,7 @@ interface InitStep {
   timeoutMs: number;
 }
 
-writeAtomic('supervisor.pid', `${process.pid} ${startTime(process.pid)}\n`);
+writeAtomic('supervisor.pid', `${process.pid} ${startTimeOf(process.pid)}\n`);
 // The workload writes into pipes, not the files: the supervisor rotates them at the cap.
 const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
 const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
@@ -148,7 +141,7 @@ function runMain(): void {
   child.stdout?.on('data', (b: Buffer) => out.write(b));
   child.stderr?.on('data', (b: Buffer) => err.write(b));
   child.on('spawn', () => {
-    if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTime(child.pid)}\n`);
+    if (child.pid !== undefined) writeAtomic('workload.pid', `${child.pid} ${startTimeOf(child.pid)}\n`);
   });
   // ENOENT (no such program, or its #! interpreter is missing) and EACCES: the shell's 127 and 126.
   child.on('error', (e: NodeJS.ErrnoException) => finish(e.code === 'EACCES' ? 126 : 127, 'spawn-failed', e.message, e.code ?? ''));

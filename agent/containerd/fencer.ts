@@ -7,19 +7,12 @@
  */
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { startTimeOf } from '../proc.js';
 
 const [ctrBin = 'ctr', address = '', namespace = '', fenceFile = '', killMsText = '2000', pidFile = ''] = process.argv.slice(2);
 const killMs = Number(killMsText);
 const PREFIX = 'cca-';
 
-function startTime(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
-  } catch {
-    return '';
-  }
-}
 
 function ctr(args: string[]): Promise<string> {
   return new Promise((resolve) => execFile(ctrBin, ['-a', address, '-n', namespace, ...args], { timeout: 10_000 }, (_e, stdout) => resolve(stdout ?? '')));
@@ -51,7 +44,7 @@ async function check(): Promise<void> {
   setTimeout(() => void Promise.all(ids.map((id) => ctr(['task', 'kill', '-a', '-s', 'SIGKILL', id]))), killMs);
 }
 
-writeFileSync(pidFile, `${process.pid} ${startTime(process.pid)}\n`);
+writeFileSync(pidFile, `${process.pid} ${startTimeOf(process.pid)}\n`);
 let busy = false;
 setInterval(() => {
   if (busy) return;
