@@ -4,6 +4,7 @@ import { makeDiagnostic, messageOf } from '../core/diagnostics/index.js';
 import type { ServiceSpec } from '../core/model/index.js';
 import { checkVolumeNames, volumeNamesOk } from './confine.js';
 import type { WorkloadVolume } from './runtime.js';
+import type { VolumeInfo } from './core/ports.js';
 
 /**
  * Local volumes: one directory per (service, volume) under the agent's state directory,
@@ -18,13 +19,7 @@ import type { WorkloadVolume } from './runtime.js';
  * Deleted only when the control plane no longer wants the volume on this node and no
  * assignment here mounts it.
  */
-export interface VolumeInfo {
-  service: string;
-  volume: string;
-  path: string;
-  sizeBytes: number;
-  usedBytes: number;
-}
+export type { VolumeInfo };
 
 const MEASURE_LIMIT = 100_000;
 
