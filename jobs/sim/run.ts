@@ -34,11 +34,13 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
 export type ScenarioName = string;
 
 export function scenarioNames(): string[] {
-  return [...Object.keys(stories), 'random'];
+  return [...Object.keys(stories), 'random', 'random-quorum'];
 }
 
 export async function runScenario(name: ScenarioName, opts: SimOptions, only?: readonly number[]): Promise<ScenarioResult> {
   if (name === 'random') return simRandom(opts, only);
+  // The same random faults with the quorum rule on both sides (docs/fencing.md).
+  if (name === 'random-quorum') return { ...(await simRandom({ ...opts, quorum: true }, only)), scenario: 'random-quorum' };
   const story = stories[name];
   if (!story) throw new Error(`unknown scenario ${name}; known: ${scenarioNames().join(', ')}`);
   return story(opts);
@@ -60,9 +62,9 @@ export async function runSeeds(first: number, count: number, now: () => number, 
   const started = now();
   const summary: Summary = { runs: 0, failed: [], steps: 0, agentTicks: 0, ms: 0 };
   for (let seed = first; seed < first + count; seed++) {
-    for (const name of ['sim-c0', 'sim-c1', 'random'] as const) {
+    for (const name of ['sim-c0', 'sim-c1', 'random', 'random-quorum'] as const) {
       // The fixed scenarios are deterministic stories; a few seeds vary their interleavings enough.
-      if (name !== 'random' && seed - first >= 10) continue;
+      if (!name.startsWith('random') && seed - first >= 10) continue;
       const r = await runScenario(name, { seed, traceLimit: 4_000 });
       summary.runs++;
       summary.steps += r.stats.steps;
@@ -86,7 +88,7 @@ export async function shrink(r: ScenarioResult): Promise<{ result: ScenarioResul
   const invariant = r.violations[0]?.invariant;
   for (let i = keep.length - 1; i >= 0; i--) {
     const trial = keep.filter((k) => k !== keep[i]);
-    const t = await runScenario('random', { seed: r.seed }, trial);
+    const t = await runScenario(r.scenario === 'random-quorum' ? 'random-quorum' : 'random', { seed: r.seed }, trial);
     if (!t.ok && t.violations[0]?.invariant === invariant) {
       keep = trial;
       best = { ...t, faults: all };

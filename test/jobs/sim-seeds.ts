@@ -17,4 +17,12 @@ export function seedWindow(first: number): void {
     }
     expect(failures, failures.join('\n')).toEqual([]);
   }, 120_000);
+  test(`50 random schedules with the quorum rule on both sides (seeds ${base}..${base + 49}) hold every invariant`, async () => {
+    const failures: string[] = [];
+    for (let seed = base; seed < base + 50; seed++) {
+      const r = await runScenario('random-quorum', { seed, traceLimit: 200 });
+      if (!r.ok) failures.push(describeFailure(r));
+    }
+    expect(failures, failures.join('\n')).toEqual([]);
+  }, 120_000);
 }
