@@ -7,6 +7,7 @@ import { buildKey, prefixOf } from '../../core/keys.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, sleep, tempDir } from './support.js';
+import { pidAlive } from './support.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -58,14 +59,7 @@ describe('the agent through outages (real server, agent and cca processes)', () 
   };
   const api = () => adminApi(`http://127.0.0.1:${port}`, ADMIN);
   const workloadPid = () => Number(readFileSync(join(stateDir, 'replicas', replica, 'workload.pid'), 'utf8').split(' ')[0]);
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = pidAlive;
   const count = (re: RegExp) => (logs.match(new RegExp(re, 'g')) ?? []).length;
 
   beforeAll(async () => {

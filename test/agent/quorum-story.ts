@@ -9,6 +9,7 @@ import { startServer, type RunningServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { freePort } from '../support/postgres-server.js';
 import { adminApi, killLeftoverWorkloads, sleep, tempDir, type Json } from './support.js';
+import { pidAlive } from './support.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -64,14 +65,7 @@ export async function quorumStory(store: (dir: string) => Promise<string>, opts:
     }
     return out;
   };
-  const alive = (pid: number) => {
-    try {
-      process.kill(pid, 0);
-      return true;
-    } catch {
-      return false;
-    }
-  };
+  const alive = pidAlive;
   const nodes = async (): Promise<Record<string, Json>> => Object.fromEntries(((await api('GET', '/v1/nodes')).nodes as Json[]).map((n) => [n.name as string, n]));
   await waitFor('one replica running on each node', () => Object.values(pids()).filter(alive).length === 3 && Object.keys(pids()).length === 3, { timeoutMs: 60_000, everyMs: 200 });
   // Every agent has a membership copy of all three with their peer keys.

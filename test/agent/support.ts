@@ -66,3 +66,13 @@ export function adminApi(url: string, token: string): (method: string, path: str
     return (await r.json()) as Json;
   };
 }
+
+/** Whether a process with this pid exists (signal 0 checks without sending anything). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
