@@ -114,6 +114,10 @@ export const whyAnswer = z.looseObject({
   terminal: z.looseObject({ fact: z.string(), modRevision: count, current: z.string().optional() }).optional(),
   truncated: z.string().optional(),
   repeats: z.array(z.looseObject({ controller: z.string(), repeat: z.looseObject({ decision: z.string(), count, first: count, last: count }) })),
+  /** Evidence cited by hash, as the server read it at its revision (absent from older servers). */
+  cited: z
+    .array(z.looseObject({ key: z.string(), modRevision: count, hash: z.string(), bytes: count, state: z.enum(['retained', 'compacted', 'mismatch']), value: z.string().optional() }))
+    .default([]),
 });
 
 export type ApiService = z.output<typeof apiService>;

@@ -60,7 +60,7 @@ export function shortfallLines(reason: string): string[] | undefined {
   return [`${m[1]}; no node fits:`, ...m[2]!.split('; ').map((p) => `  - ${p}`)];
 }
 
-function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean): string[] {
+function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean, cited: Cited): string[] {
   const d = link.decision;
   const pad = '   '.repeat(depth);
   const head = `${pad}${depth === 0 ? '' : '└─ '}${paint(color, 'bold', `${d.kind} ${d.subject} ${d.action}`)}  ${paint(color, 'dim', `by ${d.controller} at ${iso(d.at)}`)}`;
@@ -78,9 +78,28 @@ function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean
   }
   if (d.evidence.length > 0) {
     lines.push(`${inner}evidence:`);
-    for (const e of d.evidence) lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', evidenceText(full ? e.value : shownValue(e.key, e.value), full))}`);
+    for (const e of d.evidence) {
+      const shown = e.hash === undefined ? evidenceText(full ? e.value : shownValue(e.key, e.value), full) : citedLine(e, cited, full);
+      lines.push(`${inner}  ${e.key} @${e.modRevision}  ${paint(color, 'dim', shown)}`);
+    }
   }
   return lines;
+}
+
+type Evidence = ChainLink['decision']['evidence'][number];
+type Cited = WhyAnswer['cited'];
+
+/**
+ * Evidence cited by hash (a spec, a large value): what the server read at that revision
+ * while the store retains it, else plainly that it was compacted.
+ */
+export function citedLine(e: Evidence, cited: Cited, full: boolean): string {
+  const c = cited.find((x) => x.key === e.key && x.modRevision === e.modRevision);
+  const size = `${e.bytes ?? 0} bytes, ${e.hash ?? ''}`;
+  if (c?.state === 'retained' && c.value !== undefined) return `(cited, retained) ${evidenceText(c.value, full)}`;
+  if (c?.state === 'compacted') return `(cited: ${size}; revision ${e.modRevision} was compacted, its value is no longer kept)`;
+  if (c?.state === 'mismatch') return `(cited: ${size}; the value read at revision ${e.modRevision} does not match the citation)`;
+  return `(cited: ${size})`;
 }
 
 /**
@@ -90,7 +109,7 @@ function linkLines(link: ChainLink, depth: number, color: boolean, full: boolean
 export function renderWhy(a: WhyAnswer, color: boolean, full = false): string {
   const status = a.complete ? paint(color, 'green', 'complete') : paint(color, 'red', 'truncated');
   const lines = [`why ${a.kind} ${a.name}: ${status} (${a.chain.length} decision${a.chain.length === 1 ? '' : 's'})`, ''];
-  a.chain.forEach((link, i) => lines.push(...linkLines(link, i, color, full)));
+  a.chain.forEach((link, i) => lines.push(...linkLines(link, i, color, full, a.cited)));
   const pad = '   '.repeat(a.chain.length);
   if (a.terminal) {
     const now = a.terminal.current === undefined ? 'since deleted' : 'still present';

@@ -157,8 +157,19 @@ export const eventSchema = z.object({
   at: ms,
 });
 
-/** What a decision read: the key, its mod revision, and the value as it was then. */
-export const evidenceSchema = z.object({ key: z.string(), modRevision: z.int().min(0), value: z.string() });
+/**
+ * What a decision read: the key, its mod revision, and the value as it was then — embedded
+ * when small, else cited: `value` empty, `hash` the SHA-256 of the (redacted) value and
+ * `bytes` its size, so `why` can show it read at that revision while the store retains it
+ * (jobs/decisions/record.ts says which values are cited).
+ */
+export const evidenceSchema = z.object({
+  key: z.string(),
+  modRevision: z.int().min(0),
+  value: z.string(),
+  hash: z.string().regex(/^sha256:[0-9a-f]{64}$/).optional(),
+  bytes: z.int().min(0).optional(),
+});
 
 /** `/decisions/<kind>/<subject>/<id>`: immutable, carries its evidence and its cause. */
 export const decisionSchema = z.object({

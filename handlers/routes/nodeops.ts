@@ -7,6 +7,7 @@ import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import { principalName, requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
 import { readFacts } from '../../jobs/facts.js';
+import { absentEvidence, evidenceOf } from '../../jobs/decisions/record.js';
 
 /**
  * Node operations (admin; `cca node cordon|uncordon|drain|remove NAME`, `cca repair node
@@ -32,7 +33,8 @@ interface Read {
 }
 
 const versionOf = (key: string, kv: KeyValue | null): Compare => ({ key, target: 'modRevision', op: '=', value: kv?.modRevision ?? 0 });
-const evidence = (key: string, kv: KeyValue | null) => ({ key, modRevision: kv?.modRevision ?? 0, value: kv?.value ?? '' });
+/** What the request read, embedded or cited by hash by the decisions' one rule (jobs/decisions/record.ts). */
+const evidence = (key: string, kv: KeyValue | null) => (kv ? evidenceOf({ key, kv }) : absentEvidence(key));
 
 async function readNode(store: Store, node: string): Promise<Read> {
   const [reg, status, op, audit, assigned] = await Promise.all([

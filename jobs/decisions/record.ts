@@ -1,9 +1,12 @@
 import { buildKey, decodeFact, encodeFact, parseKey, redactStoredValue } from '../../core/keys.js';
+import { sha256Hex } from '../../core/sha256.js';
+import { utf8Length } from '../../db/keyspace.js';
 import type { Decision, Repeat } from '../../core/model/facts.js';
 import type { KeyValue } from '../../db/store.js';
 import { absent, putFact, unchanged, type Fact } from '../facts.js';
 import { timeTag } from '../ids.js';
 import type { Write } from '../write.js';
+import { CITED_KINDS, clipText, DECISION_LIMITS } from './bounds.js';
 
 export type DecisionKind = Decision['kind'];
 export type Evidence = Decision['evidence'][number];
@@ -18,9 +21,25 @@ export function decisionKey(kind: DecisionKind, subject: string, at: number, tag
   return buildKey('decision', kind, subject, `${timeTag(at)}-${tag}`);
 }
 
-/** What a decision read from a key, as it was; secrets in specs are redacted first. */
+/**
+ * What a decision read from a key, as it was (secrets in specs redacted first). The rule:
+ * a value that holds a spec (a service, an assignment) or is over
+ * `DECISION_LIMITS.embedMaxBytes` is **cited** — key, mod revision, the SHA-256 of the
+ * redacted value and its size — and every other value is embedded. `why` shows a cited
+ * value by reading the key at that revision while the store retains it (cited.ts).
+ */
 export function evidenceOf(f: { key: string; kv: KeyValue }): Evidence {
-  return { key: f.key, modRevision: f.kv.modRevision, value: redactStoredValue(f.key, f.kv.value) };
+  const kind = parseKey(f.key)?.kind;
+  const spec = kind !== undefined && CITED_KINDS.has(kind);
+  if (!spec && utf8Length(f.kv.value) <= DECISION_LIMITS.embedMaxBytes) {
+    return { key: f.key, modRevision: f.kv.modRevision, value: f.kv.value };
+  }
+  return citedEvidence(f.key, f.kv.modRevision, redactStoredValue(f.key, f.kv.value));
+}
+
+/** Evidence citing a value (already redacted) by its hash instead of embedding it. */
+export function citedEvidence(key: string, modRevision: number, redacted: string): Evidence {
+  return { key, modRevision, value: '', hash: `sha256:${sha256Hex(redacted)}`, bytes: utf8Length(redacted) };
 }
 
 /** Evidence that a key was absent when read. */
@@ -36,6 +55,12 @@ export function causedBy(decision: string): Cause {
 /** A fact as the terminal cause: a desired key (a service) or an observed one (a node registration, an observation). */
 export function causedByFact(f: { key: string; kv?: KeyValue; modRevision?: number }): Cause {
   return { fact: f.key, modRevision: f.kv?.modRevision ?? f.modRevision ?? 0 };
+}
+
+/** Evidence built by hand (not through evidenceOf) with a large value is cited all the same. */
+function boundedEvidence(e: Evidence): Evidence {
+  if (e.value === '' || utf8Length(e.value) <= DECISION_LIMITS.embedMaxBytes) return e;
+  return citedEvidence(e.key, e.modRevision, redactStoredValue(e.key, e.value));
 }
 
 export interface DecisionInput {
@@ -62,17 +87,18 @@ export interface DecisionWrite extends Write {
  */
 export function decide(d: DecisionInput, trusted = false): DecisionWrite {
   const key = decisionKey(d.kind, d.subject, d.at, d.tag);
+  // Clipped to DECISION_LIMITS, so decisionMaxBytes() (bounds.ts) holds for any input.
   const decision: Decision = {
     id: key.slice(key.lastIndexOf('/') + 1),
     kind: d.kind,
     subject: d.subject,
-    controller: d.controller,
-    action: d.action,
+    controller: clipText(d.controller, DECISION_LIMITS.maxControllerChars),
+    action: clipText(d.action),
     at: d.at,
-    evidence: d.evidence,
+    evidence: d.evidence.slice(0, DECISION_LIMITS.maxEvidence).map(boundedEvidence),
     cause: d.cause,
-    reasons: d.reasons,
-    ...(d.basis !== undefined ? { basis: d.basis } : {}),
+    reasons: d.reasons.slice(0, DECISION_LIMITS.maxReasons).map((r) => clipText(r)),
+    ...(d.basis !== undefined ? { basis: clipText(d.basis) } : {}),
   };
   return {
     key,

@@ -2,6 +2,7 @@ import { CcaError } from '../../core/diagnostics/error.js';
 import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import type { Decision, Repeat } from '../../core/model/facts.js';
 import type { Store } from '../../db/store.js';
+import { citedText, readAllCited, type CitedValue } from './cited.js';
 import type { DecisionKind } from './record.js';
 
 export interface ChainLink {
@@ -26,6 +27,8 @@ export interface WhyAnswer {
   evicted?: string;
   /** Repetition summaries about this subject (never part of the chain). */
   repeats: { controller: string; repeat: Repeat }[];
+  /** The chain's cited evidence (values cited by hash), read at their revisions while retained. */
+  cited: CitedValue[];
 }
 
 const MAX_CHAIN = 64;
@@ -36,8 +39,9 @@ const REPEATERS = ['scheduler', 'replica', 'node', 'auditor'];
 /**
  * `cca why KIND NAME`: the newest decision about a subject, followed back cause by cause
  * to a terminal (a desired key or an observed fact), stating whether it got there. Works
- * from the decisions alone, whose evidence is embedded, so it survives the cited keys
- * changing or being compacted.
+ * from the decisions alone: small evidence is embedded, so it survives the keys changing or
+ * being compacted; large values (specs) are cited by revision and hash, and shown as read
+ * at that revision while the store retains it, or said to be compacted (`cited`).
  */
 export async function why(store: Store, kind: DecisionKind, name: string): Promise<WhyAnswer> {
   // Ids sort by time; decisions made in the same millisecond are ordered by the revision
@@ -48,7 +52,7 @@ export async function why(store: Store, kind: DecisionKind, name: string): Promi
     .sort((a, b) => b.modRevision - a.modRevision)
     .slice(0, HISTORY)
     .map((kv) => ({ key: kv.key, decision: decodeFact('decision', kv.key, kv.value) }));
-  const answer: WhyAnswer = { kind, name, history, chain: [], complete: false, repeats: [] };
+  const answer: WhyAnswer = { kind, name, history, chain: [], complete: false, repeats: [], cited: [] };
   const seen = new Set<string>();
   let link: ChainLink | undefined = history[0];
   while (link) {
@@ -81,6 +85,7 @@ export async function why(store: Store, kind: DecisionKind, name: string): Promi
     }
     link = { key: kv.key, decision: decodeFact('decision', kv.key, kv.value) };
   }
+  answer.cited = await readAllCited(store, answer.chain.flatMap((l) => l.decision.evidence));
   for (const controller of REPEATERS) {
     const kv = await store.get(buildKey('repeat', controller, kind, name));
     if (kv) answer.repeats.push({ controller, repeat: decodeFact('repeat', kv.key, kv.value) });
@@ -94,6 +99,11 @@ export function whyText(a: WhyAnswer): string {
   for (const { decision: d } of a.chain) {
     lines.push(`  ${new Date(d.at).toISOString()} ${d.controller}: ${d.kind} ${d.subject} ${d.action}`);
     for (const r of d.reasons) lines.push(`      ${r}`);
+    for (const e of d.evidence) {
+      if (e.hash === undefined) continue;
+      const c = a.cited.find((x) => x.key === e.key && x.modRevision === e.modRevision);
+      lines.push(`      cited ${e.key} @${e.modRevision}: ${c?.state === 'retained' ? `${e.bytes ?? 0} bytes, retained` : citedText(c, e)}`);
+    }
   }
   if (a.terminal) lines.push(`  ← ${a.terminal.fact} at revision ${a.terminal.modRevision}`);
   for (const r of a.repeats) lines.push(`  (${r.controller} reached its latest outcome ${r.repeat.count}× from ${r.repeat.first} to ${r.repeat.last} ms; a count, never a cause)`);
