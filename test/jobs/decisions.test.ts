@@ -2,9 +2,11 @@ import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { Decision } from '../../core/model/facts.js';
 import { controllers, nodeController, replicaController, scheduler, auditor } from '../../jobs/controllers/index.js';
-import { decide, causedBy, causedByFact } from '../../jobs/decisions/record.js';
+import { decide, causedBy, causedByFact, evidenceOf } from '../../jobs/decisions/record.js';
+import { DECISION_LIMITS } from '../../jobs/decisions/bounds.js';
+import { sha256Hex } from '../../core/sha256.js';
 import { planRetention, retention } from '../../jobs/decisions/retention.js';
-import { why } from '../../jobs/decisions/why.js';
+import { why, whyText } from '../../jobs/decisions/why.js';
 import { isCcaError } from '../../core/diagnostics/error.js';
 import { Bench } from './harness.js';
 
@@ -35,7 +37,7 @@ describe('why', () => {
     expect(full.chain.map((l) => l.decision.action)).toEqual(['c', 'b', 'a']);
   });
 
-  test('evidence survives the cited keys changing and being compacted', async () => {
+  test('a spec is cited by revision and hash: why shows it while the revision is retained, says compacted after', async () => {
     const b = new Bench();
     await b.register('n1');
     await b.settle([replicaController, scheduler, nodeController(), auditor]);
@@ -44,14 +46,37 @@ describe('why', () => {
     b.t += 1_000;
     await b.apply({ name: 'web', image: 'web:1', replicas: 2 });
     await b.settle([replicaController, scheduler, nodeController(), auditor]);
+    const before = await why(b.store, 'service', 'web');
+    expect(before.history).toHaveLength(2);
+    const cited = before.history[1]!.decision.evidence[0]!;
+    expect(cited).toMatchObject({ key: buildKey('service', 'web'), value: '' });
+    expect(cited.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // The chain's newest decision cites the current spec: read at its revision, verified.
+    const newest = before.chain[0]!.decision.evidence[0]!;
+    const shown = before.cited.find((c) => c.key === newest.key && c.modRevision === newest.modRevision);
+    expect(shown).toMatchObject({ state: 'retained', hash: newest.hash });
+    expect(JSON.parse(shown!.value!).replicas).toBe(2);
+    expect(`sha256:${sha256Hex(shown!.value!)}`).toBe(newest.hash);
+    expect(whyText(before)).toContain(`cited ${newest.key} @${newest.modRevision}: ${newest.bytes} bytes, retained`);
+
+    await b.store.compact(await b.store.revision());
+    await b.apply({ name: 'web', image: 'web:1', replicas: 2, env: { A: 'b' } });
     await b.store.compact(await b.store.revision());
     const a = await why(b.store, 'service', 'web');
     expect(a.complete).toBe(true);
-    expect(a.history).toHaveLength(2);
-    const first = a.history[1]!.decision;
-    expect(first.evidence[0]!.key).toBe(buildKey('service', 'web'));
-    expect(JSON.parse(first.evidence[0]!.value).replicas).toBe(1);
-    expect(first.evidence[0]!.value).not.toContain('hunter2'); // secrets redacted in evidence
+    const old = a.cited.find((c) => c.modRevision === newest.modRevision);
+    expect(old).toMatchObject({ state: 'compacted', hash: newest.hash, bytes: newest.bytes });
+    expect(old!.value).toBeUndefined();
+    expect(whyText(a)).toContain(`revision ${newest.modRevision} was compacted, its value is no longer kept`);
+    expect(JSON.stringify(a)).not.toContain('hunter2');
+  });
+
+  test('small values are embedded as read; a hand-built large one is cited', () => {
+    const small = evidenceOf({ key: '/node-status/n1', kv: { key: '/node-status/n1', value: '{"state":"ready"}', modRevision: 7, createRevision: 7, version: 1, lease: 0 } });
+    expect(small).toEqual({ key: '/node-status/n1', modRevision: 7, value: '{"state":"ready"}' });
+    const big = 'x'.repeat(DECISION_LIMITS.embedMaxBytes + 1);
+    const w = decide({ kind: 'node', subject: 'n1', controller: 'c', action: 'a', tag: 't', at: 1, evidence: [{ key: '/audit/n1', modRevision: 3, value: big }], cause: causedByFact({ key: '/nodes/n1', modRevision: 1 }), reasons: [] });
+    expect(w.decision.evidence[0]).toEqual({ key: '/audit/n1', modRevision: 3, value: '', hash: `sha256:${sha256Hex(big)}`, bytes: big.length });
   });
 });
 
