@@ -1,7 +1,8 @@
-import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { CcaError, makeDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { buildKey, encodeFact } from '../core/keys.js';
 import { parseFiles } from '../core/lang/index.js';
-import { issueToDiagnostic, planApply, validateService, validateServiceSet, type ApplyPlan, type ServiceSpec } from '../core/model/index.js';
+import { issueToDiagnostic, planApply, SPEC_LIMITS, validateService, validateServiceSet, type ApplyPlan, type ServiceSpec } from '../core/model/index.js';
+import { utf8Length } from '../db/keyspace.js';
 import type { Store } from '../db/store.js';
 import { readFacts } from '../jobs/facts.js';
 import { openSpec, sealSpec, type SecretBox } from './secret-box.js';
@@ -69,14 +70,15 @@ export async function applyServices(store: Store, input: ApplyInput, dryRun: boo
   if (touched.length === 0) return { plan, revision: current.revision, dryRun };
   const stored = new Map(current.specs.map((s) => [s.name, s]));
   const byName = new Map(next.map((s) => [s.name, sealSpec(box, s, stored.get(s.name))]));
+  if (touched.length > SPEC_LIMITS.applyServices) throw new InvalidSpecs([makeDiagnostic('CCA-E0332', { count: touched.length, limit: SPEC_LIMITS.applyServices })]);
+  const puts = [...plan.added, ...plan.changed.map((c) => c.name)].map((name) => ({
+    put: { key: buildKey('service', name), value: encodeFact('service', byName.get(name)!) },
+  }));
+  const bytes = puts.reduce((n, p) => n + utf8Length(p.put.value), 0);
+  if (bytes > SPEC_LIMITS.applyStoredBytes) throw new InvalidSpecs([makeDiagnostic('CCA-E0333', { bytes, limit: SPEC_LIMITS.applyStoredBytes })]);
   const r = await store.txn({
     compare: touched.map((name) => ({ key: buildKey('service', name), target: 'modRevision', op: '=', value: read.get(name) ?? 0 })),
-    success: [
-      ...[...plan.added, ...plan.changed.map((c) => c.name)].map((name) => ({
-        put: { key: buildKey('service', name), value: encodeFact('service', byName.get(name)!) },
-      })),
-      ...plan.removed.map((name) => ({ delete: { key: buildKey('service', name) } })),
-    ],
+    success: [...puts, ...plan.removed.map((name) => ({ delete: { key: buildKey('service', name) } }))],
   });
   if (!r.succeeded) throw new CcaError('CCA-E0611', { what: `service(s) ${touched.join(', ')}` });
   return { plan, revision: r.revision, dryRun };

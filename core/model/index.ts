@@ -2,6 +2,7 @@ export * from './names.js';
 export * from './paths.js';
 export * from './quantity.js';
 export * from './defaults.js';
+export * from './spec-limits.js';
 export * from './constraints.js';
 export * from './issues.js';
 export * from './service.js';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { constraintSchema, preferenceSchema, taintPattern } from './constraints.js';
 import { DEFAULTS, LIMITS } from './defaults.js';
+import { SPEC_LIMITS } from './spec-limits.js';
 import { parseSealed, sealedLengthFor } from './sealed.js';
 import { dnsLabelProblem, envNamePattern, imageProblem, labelKeyPattern } from './names.js';
 import { fileModeProblem, octalMode, specPathProblem, type SpecPathKind } from './paths.js';
@@ -39,7 +40,13 @@ function specPath(kind: SpecPathKind, rules: Rules): z.ZodString {
     if (p) ctx.addIssue({ code: 'custom', message: p.reason, params: { cca: p.code, ...p.params } });
   });
 }
-const text = z.string().max(LIMITS.stringLength);
+/** A string field of at most `limit` characters; a longer one is CCA-E0330 with its size. */
+function boundedText(what: string, limit: number) {
+  return z.string().superRefine((v, ctx) => {
+    if (v.length > limit) ctx.addIssue({ code: 'custom', message: `must be at most ${limit} characters`, params: { cca: 'CCA-E0330', what, size: v.length, limit } });
+  });
+}
+const text = boundedText('command argument', LIMITS.stringLength);
 const durationMs = z.int().min(0).max(LIMITS.durationMs);
 export const portNumberSchema = z.int().min(1).max(65_535);
 /** A port by number, or by the name of one of the service's declared ports. */
@@ -95,7 +102,7 @@ export const autoscaleSchema = z.strictObject({
   scaleDownWindowMs: durationMs.optional(),
 });
 
-const envSchema = z.record(z.string().regex(envNamePattern, 'must be a valid environment variable name'), text);
+const envSchema = z.record(z.string().regex(envNamePattern, 'must be a valid environment variable name'), boundedText('environment value', LIMITS.stringLength));
 
 export const initStepSchema = z.strictObject({
   name: dnsLabel('init step'),
@@ -122,7 +129,7 @@ const configFileSchemaFor = (rules: Rules) =>
   z.strictObject({
     name: dnsLabel('config'),
     path: specPath('config', rules),
-    content: z.string().max(LIMITS.configBytes),
+    content: boundedText('config file content', LIMITS.configBytes),
     mode: fileMode('config', rules).default(DEFAULTS.configMode),
   });
 
@@ -200,7 +207,7 @@ const serviceInputSchemaFor = (rules: Rules) =>
     /** Services that must have their desired replicas ready before this one starts. */
     after: z.array(dnsLabel('service')).max(LIMITS.listItems).default([]),
     configs: z.array(configFileSchemaFor(rules)).max(64).default([]),
-    secrets: z.array(secretSchemaFor(rules)).max(64).default([]),
+    secrets: z.array(secretSchemaFor(rules)).max(SPEC_LIMITS.secrets).default([]),
     volumes: z.array(volumeSchemaFor(rules)).max(64).default([]),
     stopGraceMs: durationMs.default(DEFAULTS.stopGraceMs),
     restart: z.enum(['always', 'on-failure', 'never']).default(DEFAULTS.restart),
