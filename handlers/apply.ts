@@ -24,7 +24,17 @@ async function currentServices(store: Store) {
   return { revision, facts, specs: facts.map((f) => f.value) };
 }
 
+/** At most SPEC_LIMITS.applyServices services per apply (CCA-E0332): they are written in one txn. */
+function limitCount(specs: ServiceSpec[]): ServiceSpec[] {
+  if (specs.length > SPEC_LIMITS.applyServices) throw new InvalidSpecs([makeDiagnostic('CCA-E0332', { count: specs.length, limit: SPEC_LIMITS.applyServices })]);
+  return specs;
+}
+
 function validate(input: ApplyInput, stored: readonly ServiceSpec[]): ServiceSpec[] {
+  return limitCount(validateInput(input, stored));
+}
+
+function validateInput(input: ApplyInput, stored: readonly ServiceSpec[]): ServiceSpec[] {
   // With prune, stored services the set leaves out are deleted: they are neither targets nor edges.
   const kept = input.prune ? [] : stored;
   const existing = kept.map((s) => s.name);

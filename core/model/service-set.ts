@@ -1,5 +1,4 @@
 import { closest } from './suggest.js';
-import { SPEC_LIMITS } from './spec-limits.js';
 import type { SpecIssue } from './issues.js';
 import type { ServiceSpec } from './service.js';
 
@@ -16,7 +15,6 @@ export interface ServiceSetOptions {
 /** Rules across the services applied together: unique names, known `after` targets, no cycles. */
 export function validateServiceSet(specs: readonly ServiceSpec[], opts: ServiceSetOptions = {}): SpecIssue[] {
   const out: SpecIssue[] = [];
-  if (specs.length > SPEC_LIMITS.applyServices) out.push({ code: 'CCA-E0332', params: { count: specs.length, limit: SPEC_LIMITS.applyServices }, path: [] });
   const seen = new Set<string>();
   for (const s of specs) {
     if (seen.has(s.name)) out.push({ code: 'CCA-E0309', params: { name: s.name }, path: ['name'], service: s.name });

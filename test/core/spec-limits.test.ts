@@ -1,10 +1,12 @@
 import { describe, expect, test } from 'vitest';
 import { encodeFact } from '../../core/keys.js';
-import { LIMITS, SPEC_LIMITS, specBytes, storedSpecMaxBytes, validateService, validateServiceSet } from '../../core/model/index.js';
+import { LIMITS, SPEC_LIMITS, specBytes, storedSpecMaxBytes, validateService } from '../../core/model/index.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
 import { limits } from '../../db/keyspace.js';
 import { newSecretKey, parseKeyring, sealSpec, SecretBox } from '../../handlers/secret-box.js';
 import { largestSpec } from '../support/largest-spec.js';
+import { MemoryStore } from '../../db/memory.js';
+import { applyServices, InvalidSpecs } from '../../handlers/apply.js';
 
 const box = new SecretBox(parseKeyring(newSecretKey('k1'), 'test'));
 
@@ -24,10 +26,15 @@ describe('spec size limits (docs/limits.md)', () => {
     if (!r.ok) expect(r.issues[0]).toMatchObject({ code: 'CCA-E0330', params: { what: 'environment value', size: LIMITS.stringLength + 1, limit: LIMITS.stringLength }, path: ['env', 'A'] });
   });
 
-  test('an apply of more services than the limit is CCA-E0332', () => {
-    const specs = Array.from({ length: SPEC_LIMITS.applyServices + 1 }, (_, i) => serviceSpecSchema.parse({ name: `s${i}`, image: 'web:1' }));
-    expect(validateServiceSet(specs)[0]).toMatchObject({ code: 'CCA-E0332', params: { count: SPEC_LIMITS.applyServices + 1, limit: SPEC_LIMITS.applyServices } });
-    expect(validateServiceSet(specs.slice(1))).toEqual([]);
+  test('an apply of more services than the limit is CCA-E0332; more stored bytes than the limit CCA-E0333', async () => {
+    const store = new MemoryStore();
+    const many = Array.from({ length: SPEC_LIMITS.applyServices + 1 }, (_, i) => ({ name: `s${i}`, image: 'web:1' }));
+    const refused = (e: unknown, code: string) => e instanceof InvalidSpecs && e.all[0]?.code === code;
+    await expect(applyServices(store, { kind: 'specs', services: many, prune: false }, false)).rejects.toSatisfy((e) => refused(e, 'CCA-E0332'));
+    await applyServices(store, { kind: 'specs', services: many.slice(1), prune: false }, false);
+    const big = [largestSpec('big1', 1), largestSpec('big2', 1), largestSpec('big3', 1), largestSpec('big4', 1), largestSpec('big5', 1)];
+    await expect(applyServices(store, { kind: 'specs', services: big, prune: false }, false, box)).rejects.toSatisfy((e) => refused(e, 'CCA-E0333'));
+    await applyServices(store, { kind: 'specs', services: big.slice(0, 2), prune: false }, false, box);
   });
 
   test('the largest spec, sealed as stored, stays under its stated bound, which fits the store', () => {
