@@ -91,7 +91,10 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
           await client.query('ROLLBACK');
           return out;
         }
-        if (out.wake.at !== undefined) await addJobs(client, [{ ...stepJob(controller, subject), key: `${key}:timer`, runAt: out.wake.at }]);
+        // A step with refused writes commits its other writes and is backed off: its timer
+        // is the book's backoff, not the step's own "soon".
+        const at = out.refused ? book.settle(key, out, now(), random) : out.wake.at;
+        if (at !== undefined) await addJobs(client, [{ ...stepJob(controller, subject), key: `${key}:timer`, runAt: at }]);
         await client.query('COMMIT');
         return out;
       } catch (e) {
@@ -103,7 +106,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ok: out.ok, ms: performance.now() - started });
     // Booked and reported as in every driver; the retry time it answers is graphile-worker's
     // to choose here (its own backoff, kept in the job's row, so any pod may take the retry).
-    book.settle(key, out, now(), random);
+    if (!(out.ok && out.refused)) book.settle(key, out, now(), random);
     if (!out.ok) throw new Error(out.diagnostic.message);
   };
 

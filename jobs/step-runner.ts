@@ -3,8 +3,13 @@ import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
 import type { Controller, Wakeup } from './controller.js';
 import { messageOf } from '../core/diagnostics/index.js';
+import { guardRefusals, type Refusal } from './refusals.js';
 
-export type StepOutcome = { ok: true; wake: Wakeup } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
+/**
+ * `refused`: writes the store refused outright (CCA-E0450 each); the step's other writes went
+ * through, and the step is backed off like a failure (refusals.ts).
+ */
+export type StepOutcome = { ok: true; wake: Wakeup; refused?: Diagnostic[] } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
 export type StepFailure = Extract<StepOutcome, { ok: false }>;
 
 /**
@@ -12,9 +17,13 @@ export type StepFailure = Extract<StepOutcome, { ok: false }>;
  * is handed (a graphile job's transaction, the in-process driver's store, the simulation's).
  */
 export async function runStep(c: Controller, store: Store, now: number, random: () => number, subject: string | undefined): Promise<StepOutcome> {
+  const refusals: Refusal[] = [];
   try {
-    const wake = await c.reconcile({ store, now, random, ...(subject !== undefined ? { subject } : {}) });
-    return { ok: true, wake };
+    const guarded = guardRefusals(store, refusals);
+    const wake = await c.reconcile({ store: guarded, now, random, ...(subject !== undefined ? { subject } : {}) });
+    if (refusals.length === 0) return { ok: true, wake };
+    const refused = refusals.map((r) => makeDiagnostic('CCA-E0450', { controller: c.name, subject: r.key, reason: r.reason }));
+    return { ok: true, wake, refused };
   } catch (e) {
     return stepFailure(c, e);
   }
@@ -102,6 +111,13 @@ export class StepBook {
    * due again: its own wakeup after a success, a backoff after a failure.
    */
   settle(stepKey: string, out: StepOutcome, now: number, random: () => number): number | undefined {
+    if (out.ok && out.refused && out.refused.length > 0) {
+      // Its other writes went through; the refused ones are reported once and backed off.
+      const n = (this.failures.get(stepKey) ?? 0) + 1;
+      this.failures.set(stepKey, n);
+      for (const d of out.refused) this.reporter.report({ ok: false, storeDown: false, diagnostic: d });
+      return now + backoffMs(n, random, 100, this.opts.maxBackoffMs ?? 5_000);
+    }
     if (out.ok) {
       this.failures.delete(stepKey);
       if (this.storeDown) {

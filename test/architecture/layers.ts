@@ -84,7 +84,7 @@ export const LAYERS: Layer[] = [
   },
   {
     name: 'drivers',
-    paths: ['jobs/driver.ts', 'jobs/step-runner.ts', 'jobs/wake-table.ts', 'jobs/maintenance.ts'],
+    paths: ['jobs/driver.ts', 'jobs/step-runner.ts', 'jobs/refusals.ts', 'jobs/wake-table.ts', 'jobs/maintenance.ts'],
     what: 'the in-process driver and what every driver shares (running a step, routing wakeups, lease expiry and compaction)',
     imports: ['core', 'store interface', 'step kit'],
     builtins: false,
