@@ -3,7 +3,7 @@ import { uniqueCompares } from '../../facts.js';
 import type { Write } from '../../write.js';
 
 /** The store's per-branch limit is 128; leave room so one group never overflows. */
-const MAX_OPS = 120;
+export const MAX_OPS = 120;
 
 /**
  * Pack actions into txns: all actions of one group (one node, whose allocation record they

@@ -10,10 +10,17 @@ import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
 import type { Pending } from './types.js';
 import type { Write } from '../../write.js';
+import { MAX_OPS } from './batch.js';
 
 export const SCHEDULER = 'scheduler';
-/** Placements on one node per step: one node's placements share a txn (its allocation record). */
+/**
+ * Placements on one node per step: one node's placements share a txn (its allocation record),
+ * so they stop where that txn's compares would pass the store's per-branch limit (MAX_OPS):
+ * each placement compares 4 keys (plus its gate's), the node 6 (28 placements without gates).
+ */
 export const MAX_PER_NODE = 36;
+const PLACEMENT_COMPARES = 4;
+const NODE_COMPARES = 6;
 
 export interface PlacementPlan {
   /** Per node: compares and writes of every placement on it, allocation written once. */
@@ -122,7 +129,8 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     }
     const target = byName.get(result.node)!;
     const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [] };
-    if (group.replicas.length >= MAX_PER_NODE) {
+    const compares = group.compares.length + PLACEMENT_COMPARES + (p.gate?.compares.length ?? 0) + NODE_COMPARES;
+    if (group.replicas.length >= MAX_PER_NODE || compares > MAX_OPS) {
       plan.more = true;
       break;
     }
