@@ -20,7 +20,7 @@ const ASSIGNMENT_OVERHEAD = 2_048;
  * every controller keeps moving, no write is refused (Bench.settle calls each step directly,
  * so a refused write fails the test), and every value written stays under its stated bound.
  */
-test('32 replicas of the largest spec on one node, then a repair of the node: every controller keeps moving', async () => {
+test('32 replicas of the largest spec on one node, then a repair of the node: every controller keeps moving', { timeout: 180_000 }, async () => {
   const b = new Bench();
   await b.register('n1');
   const all = controllers({ retention: false });
