@@ -21,7 +21,8 @@ import type { VolumeInfo } from './core/ports.js';
  */
 export type { VolumeInfo };
 
-const MEASURE_LIMIT = 100_000;
+/** Entries one measurement of a volume's used bytes visits at most (a huge tree costs a bounded walk). */
+export const MEASURE_LIMIT = 100_000;
 
 export class VolumeDir {
   readonly root: string;

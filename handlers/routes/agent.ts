@@ -14,14 +14,14 @@ import { readFacts } from '../../jobs/facts.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 
-const MAX_EVENTS_PER_NODE = 200;
+export const MAX_EVENTS_PER_NODE = 200;
 /**
  * Writes per store transaction: the store takes at most `limits.maxTxnOps` (128) ops and as
  * many compares; a report of more is written in several transactions, each under the tenure.
  */
 const OPS_PER_TXN = 100;
 /** At most this many events in one request (the agent sends ≤ 100): more is refused, never trimmed. */
-const MAX_EVENTS_PER_REQUEST = 100;
+export const MAX_EVENTS_PER_REQUEST = 100;
 
 const enrollBody = z.strictObject({ node: z.string().min(1).max(253) });
 const registerBody = z.object({

@@ -16,7 +16,7 @@ import { RETRY, retrySoon } from '../retry.js';
 import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Why } from './replica-draft.js';
 
 /** Replicas created per step; more are created by the next step, at once. */
-const MAX_CREATE = 50;
+export const MAX_CREATE = 50;
 
 /**
  * The replica controller, one step per service: desired replicas → replica records with

@@ -11,7 +11,7 @@ import { retrySoon } from '../retry.js';
 
 export const STORAGE_CONTROLLER = 'storage';
 /** Volume writes per step; the rest in the next step, at once. */
-const MAX_WRITES = 64;
+export const MAX_WRITES = 64;
 
 /** A volume some assignment needs on its node: the first assignment (by replica id) that needs it. */
 interface Want {

@@ -5,6 +5,9 @@ import type { Controller, StepContext, Wakeup } from '../controller.js';
 import { listFacts } from '../facts.js';
 import type { ChainLink } from './why.js';
 
+/** Decisions kept per subject, and how long a gone subject's decisions stay after its newest. */
+export const RETENTION_DEFAULTS = { keepPerSubject: 20, maxAgeMs: 3_600_000 } as const;
+
 export interface RetentionOptions {
   /** Decisions kept per subject beyond the protected ones. */
   keepPerSubject?: number;
@@ -19,8 +22,8 @@ export interface RetentionOptions {
  * is older than `maxAgeMs` (unless a kept chain still needs them).
  */
 export function planRetention(decisions: readonly ChainLink[], live: (kind: string, subject: string) => boolean, now: number, opts: RetentionOptions = {}): string[] {
-  const keepN = opts.keepPerSubject ?? 20;
-  const maxAge = opts.maxAgeMs ?? 3_600_000;
+  const keepN = opts.keepPerSubject ?? RETENTION_DEFAULTS.keepPerSubject;
+  const maxAge = opts.maxAgeMs ?? RETENTION_DEFAULTS.maxAgeMs;
   const bySubject = new Map<string, ChainLink[]>();
   for (const d of decisions) {
     const k = `${d.decision.kind}/${d.decision.subject}`;

@@ -31,7 +31,8 @@ export interface WhyAnswer {
   cited: CitedValue[];
 }
 
-const MAX_CHAIN = 64;
+/** Decisions a `why` chain follows before it says it was truncated. */
+export const MAX_CHAIN = 64;
 const HISTORY = 20;
 /** Controllers that write repeat summaries about subjects. */
 const REPEATERS = ['scheduler', 'replica', 'node', 'auditor'];
