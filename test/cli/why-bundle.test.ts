@@ -5,6 +5,7 @@ import { gunzipSync } from 'node:zlib';
 import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { Decision } from '../../core/model/facts.js';
+import { evidenceOf } from '../../jobs/decisions/record.js';
 import { expectGolden } from './golden.js';
 import { ADMIN, at, cca, liveServers, seedNode, type Live } from './harness.js';
 
@@ -32,7 +33,7 @@ async function seedPending(live: Live) {
     controller: 'replica',
     action: 'created',
     at: at(2),
-    evidence: [{ key: svc.key, modRevision: svc.modRevision, value: svc.value }],
+    evidence: [evidenceOf({ key: svc.key, kv: svc })],
     cause: { fact: svc.key, modRevision: svc.modRevision },
     reasons: ['service web wants 2 replicas and has 1'],
   });
@@ -45,7 +46,7 @@ async function seedPending(live: Live) {
     at: at(3),
     evidence: [
       { key: '/replicas/web/web-7f3a', modRevision: 7, value: encodeFact('replica', { id: 'web-7f3a', service: 'web', specRevision: svc.modRevision, desired: 'run', createdAt: at(2) }) },
-      { key: svc.key, modRevision: svc.modRevision, value: svc.value },
+      evidenceOf({ key: svc.key, kv: svc }),
     ],
     cause: { decision: created },
     reasons: [
@@ -71,6 +72,21 @@ describe('why', () => {
     const json = await live.run([...argv, '-o', 'json']);
     expectGolden('why-replica-json', [...argv, '-o', 'json'], json);
     expect(JSON.parse(json.stdout)).toMatchObject({ complete: true, chain: [{ decision: { action: 'pending' } }, { decision: { action: 'created' } }] });
+  });
+
+  test('a cited spec is shown as read at its revision while retained, and said to be compacted after', async () => {
+    const live = await setup();
+    await seedPending(live);
+    const before = await live.run(['why', 'replica', 'web-7f3a']);
+    expect(before.stdout).toContain('(cited, retained) name=web image=');
+    const svc = (await live.store.get(buildKey('service', 'web')))!;
+    await live.store.put(svc.key, svc.value.replace('"replicas":2', '"replicas":3'));
+    await live.store.compact(await live.store.revision());
+    const after = await live.run(['why', 'replica', 'web-7f3a']);
+    expect(after.code).toBe(0);
+    expect(after.stdout).toContain(`/services/web @${svc.modRevision}  (cited: `);
+    expect(after.stdout).toContain(`revision ${svc.modRevision} was compacted, its value is no longer kept)`);
+    expect(after.stdout).not.toContain('(cited, retained)');
   });
 
   test('a truncated chain says so and why; node and service subjects work; unknown subjects are coded', async () => {
