@@ -140,7 +140,7 @@ async function publish(
     // The set's digest keeps two changes in one millisecond apart.
     tag: `ep-${digest(endpoints.map((e) => `${e.replica}@${e.address}`))}`,
     at: now,
-    evidence: [current ? setEvidence(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, 32)],
+    evidence: [current ? evidenceOf(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, 32)],
     cause,
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
@@ -166,14 +166,6 @@ function applyChanges(before: readonly Endpoint[], batch: readonly Standing[], n
     else out.delete(c.replica);
   }
   return [...out.values()].sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0));
-}
-
-/** The published set as evidence: whole when small, else its size and first members (a decision stays small). */
-function setEvidence(f: Fact<'endpoints'>): Evidence {
-  const e = evidenceOf(f);
-  if (e.value.length <= 4_096) return e;
-  const ids = f.value.endpoints.map((x) => x.replica);
-  return { ...e, value: JSON.stringify({ service: f.value.service, count: ids.length, replicas: [...ids.slice(0, 50), '…'] }) };
 }
 
 /** The replica's standing and the words `cca why service` shows for it. */
