@@ -101,3 +101,38 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
   await new Promise((r) => setTimeout(r, 800));
   expect(await store.revision()).toBe(before);
 }, 60_000);
+
+/** Writes a value too large for the store for one key and a small one for another, each in its own txn. */
+const oversized: Controller = {
+  name: 'oversized',
+  watches: ['/go'],
+  async reconcile({ store, now }) {
+    let failed = 0;
+    for (const [key, value] of [['/big/a', 'x'.repeat(2_000_000)], ['/big/b', 'small']] as const) {
+      if ((await store.get(key))?.value === value) continue;
+      if (!(await store.txn({ compare: [], success: [{ put: { key, value } }] })).succeeded) failed++;
+    }
+    return failed > 0 ? { at: now + 100 } : {};
+  },
+};
+
+test("as a graphile job, a refused write does not roll back the step's other writes; it is reported once and backed off", async () => {
+  const db = await createTestDatabase('graphile-refusal');
+  cleanups.push(db.drop);
+  const controllers = [oversized];
+  const pool = createPool(db.url);
+  cleanups.push(() => pool.end());
+  const reports: Diagnostic[] = [];
+  const steps: StepInfo[] = [];
+  const driver = await startGraphileDriver({ pool, controllers, pollIntervalMs: 100, concurrency: 2, onDiagnostic: (d) => reports.push(d), metrics: { step: (i) => steps.push(i) } });
+  cleanups.push(() => driver.stop());
+  const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
+  cleanups.push(() => store.close());
+
+  await store.put('/go', '1');
+  await waitFor('/big/b written', () => store.get('/big/b'));
+  await waitFor('three steps of the refusing controller', () => steps.filter((s) => s.controller === 'oversized').length >= 3, 20_000);
+  expect(await store.get('/big/a')).toBeNull();
+  expect(reports.map((d) => d.code)).toEqual(['CCA-E0450']);
+  expect(reports[0]!.params).toMatchObject({ controller: 'oversized', subject: '/big/a' });
+}, 60_000);
