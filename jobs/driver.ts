@@ -98,7 +98,7 @@ export function startDriver(opts: DriverOptions): Driver {
     const started = clock.now();
     const out = await runStep(step.controller, store, started, random, step.subject);
     table.done(step);
-    opts.metrics?.step({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ok: out.ok, ms: clock.now() - started });
+    opts.metrics?.step({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ok: out.ok && !out.refused, ms: clock.now() - started });
     const next = book.settle(step.key, out, clock.now(), random);
     if (next !== undefined) table.wake(step.controller, step.subject, next);
     poke();

@@ -103,7 +103,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         return stepFailure(controller, pgFailure(e, 'the job database'));
       }
     }).catch((e: unknown) => stepFailure(controller, pgFailure(e, 'the job database'))); // no connection at all
-    opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ok: out.ok, ms: performance.now() - started });
+    opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ok: out.ok && !out.refused, ms: performance.now() - started });
     // Booked and reported as in every driver; the retry time it answers is graphile-worker's
     // to choose here (its own backoff, kept in the job's row, so any pod may take the retry).
     if (!(out.ok && out.refused)) book.settle(key, out, now(), random);

@@ -53,6 +53,7 @@ export function backoffMs(failures: number, random: () => number, baseMs = 100, 
 export interface StepInfo {
   controller: string;
   subject?: string;
+  /** false also when the store refused some of its writes (the others went through). */
   ok: boolean;
   ms: number;
 }

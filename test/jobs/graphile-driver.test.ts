@@ -135,4 +135,6 @@ test("as a graphile job, a refused write does not roll back the step's other wri
   expect(await store.get('/big/a')).toBeNull();
   expect(reports.map((d) => d.code)).toEqual(['CCA-E0450']);
   expect(reports[0]!.params).toMatchObject({ controller: 'oversized', subject: '/big/a' });
+  // The metrics count such a step as failed, though its other writes went through.
+  expect(steps.filter((s) => s.controller === 'oversized').every((s) => !s.ok)).toBe(true);
 }, 60_000);
