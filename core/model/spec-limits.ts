@@ -33,3 +33,11 @@ export function storedSpecMaxBytes(): number {
   const perSecret = sealedLengthFor(0) + 2;
   return Math.ceil((SPEC_LIMITS.serviceBytes * 4) / 3) + SPEC_LIMITS.secrets * perSecret;
 }
+
+/**
+ * The most bytes an assignment (`/assigned/`) can take: the stored spec plus its own fields
+ * (replica id, service and node names of at most 253 characters each, a few numbers).
+ */
+export function assignmentMaxBytes(): number {
+  return storedSpecMaxBytes() + 2_048;
+}

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { buildKey, encodeFact, parseKey, prefixOf } from '../../core/keys.js';
-import { storedSpecMaxBytes } from '../../core/model/spec-limits.js';
+import { assignmentMaxBytes, storedSpecMaxBytes } from '../../core/model/spec-limits.js';
 import { limits, utf8Length } from '../../db/keyspace.js';
 import { controllers } from '../../jobs/controllers/index.js';
 import { decisionMaxBytes } from '../../jobs/decisions/bounds.js';
@@ -11,8 +11,6 @@ import { largestSpec } from '../support/largest-spec.js';
 import { Bench } from './harness.js';
 
 const box = new SecretBox(parseKeyring(newSecretKey('k1'), 'test'));
-/** An assignment is its stored spec plus a few names and numbers. */
-const ASSIGNMENT_OVERHEAD = 2_048;
 
 /**
  * Issue 20's proof: the largest spec the model accepts, with volumes, 32 replicas of it on one
@@ -61,7 +59,7 @@ test('32 replicas of the largest spec on one node, then a repair of the node: ev
     const kind = parseKey(kv.key)?.kind;
     if (kind === 'decision') largestDecision = Math.max(largestDecision, bytes);
     if (kind === 'service') expect(bytes, kv.key).toBeLessThanOrEqual(storedSpecMaxBytes());
-    if (kind === 'assigned') expect(bytes, kv.key).toBeLessThanOrEqual(storedSpecMaxBytes() + ASSIGNMENT_OVERHEAD);
+    if (kind === 'assigned') expect(bytes, kv.key).toBeLessThanOrEqual(assignmentMaxBytes());
   }
   expect(largestDecision).toBeLessThanOrEqual(decisionMaxBytes());
   // Measured, not a threshold on time: the repair decision cites 32 specs in a few kB.
