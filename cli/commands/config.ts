@@ -21,7 +21,7 @@ export const spec = defineCommand({
   examples: [
     { line: 'cca config set-context prod --server https://cca.example:7070 --token-file prod.token --ca prod-ca.pem', says: 'add (or change) a context' },
     { line: 'cca config use-context prod', says: 'commands use prod from now on' },
-    { line: 'cca get nodes --context staging', says: 'one command against another context' },
+    { line: 'cca config current-context', says: 'which context commands use (`cca get nodes --context staging` uses another for one command)' },
     { line: 'cca config get-contexts', says: 'every context, the current one marked' },
   ],
 });
