@@ -63,7 +63,7 @@ describe('cca completion', () => {
 
   // Shown as skipped (not hidden) on a machine without the shell; the content test above runs everywhere.
   for (const shell of ['zsh', 'fish']) {
-    test.skipIf(!installed(shell))(`${shell} -n accepts the ${shell} script (skipped: ${shell} is not installed)`, async () => {
+    test.skipIf(!installed(shell))(`${shell} -n accepts the ${shell} script (only where ${shell} is installed)`, async () => {
       const file = join(dir, `cca.${shell}`);
       writeFileSync(file, await script(shell));
       expect(spawnSync(shell, ['-n', file], { encoding: 'utf8' }).status).toBe(0);
