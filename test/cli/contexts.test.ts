@@ -5,7 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { cca, closedUrl } from './harness.js';
 
 /** Distinct URLs nothing listens on: which one a command tried tells where its server came from. */
-const [flagUrl, envUrl, ctxA, ctxB, topLevel] = await Promise.all([1, 2, 3, 4, 5].map(() => closedUrl()));
+const [flagUrl, envUrl, ctxA, ctxB, topLevel] = (await Promise.all([1, 2, 3, 4, 5].map(() => closedUrl()))) as [string, string, string, string, string];
 
 function configFile(content?: object): string {
   const dir = mkdtempSync(join(tmpdir(), 'cca-contexts-'));

@@ -36,7 +36,7 @@ describe('cca fence node NAME --yes', () => {
     const live = await open();
     for (const [name, argv, opts] of [
       ['n2', ['--confirm'], {}],
-      ['n3', [], { stdinIsTTY: true, answers: ['yes'] }],
+      ['n3', [], { stdinIsTTY: true, answers: ['yes'] as string[] }],
     ] as const) {
       const tenure = await seedNode(live.store, name, 'a', 2_000, 'ready');
       await live.store.delete(buildKey('node', name));

@@ -2,6 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { commands } from '../../cli/commands.js';
 import { globalFlags } from '../../cli/globals.js';
 import { acceptedOptions, parseLine } from '../../cli/parse.js';
+import type { Flags } from '../../cli/spec.js';
 import { USAGE as agentUsage } from '../../agent/options.js';
 import { serverUsage } from '../../server/config.js';
 import { cca } from './harness.js';
@@ -18,7 +19,7 @@ describe('every command declares its flags and examples, and the parser agrees',
     // The parser accepts exactly the global flags and the declared ones (and the reverse).
     const accepted = Object.keys(acceptedOptions(spec)).sort();
     expect(accepted).toEqual([...new Set([...Object.keys(globalFlags), ...Object.keys(spec.flags)])].sort());
-    for (const [flag, f] of Object.entries({ ...globalFlags, ...spec.flags })) {
+    for (const [flag, f] of Object.entries({ ...globalFlags, ...spec.flags } as Flags)) {
       expect(f.description.length, `--${flag} has a description`).toBeGreaterThan(5);
       const given = f.type === 'string' ? [`--${flag}`, f.choices?.[0] ?? 'x'] : [`--${flag}`];
       expect(() => parseLine(name, spec, given), `--${flag} parses`).not.toThrow();
