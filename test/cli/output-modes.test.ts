@@ -13,12 +13,15 @@ describe('-o json|yaml|wide|name, consistent across commands', () => {
     const json = JSON.parse((await live.run(['get', 'nodes', '-o', 'json'])).stdout);
     const yaml = await live.run(['get', 'nodes', '-o', 'yaml']);
     expect(yaml.code).toBe(0);
+    expect(yaml.stdout).toMatch(/^kind: nodes\nrevision: \d+\nitems:\n  - name: n1\n/);
     expect(parseYaml(yaml.stdout)).toEqual(json);
     expect(await live.run(['get', 'nodes', '-o', 'name'])).toMatchObject({ code: 0, stdout: 'node/n1\nnode/n2\n' });
     expect((await live.run(['get', 'nodes', 'n2', '-o', 'name'])).stdout).toBe('node/n2\n');
     expect((await live.run(['get', 'services', '-o', 'name'])).stdout).toBe('');
     const qJson = JSON.parse((await live.run(['query', 'nodes', 'zone=a', '-o', 'json'])).stdout);
-    expect(parseYaml((await live.run(['query', 'nodes', 'zone=a', '-o', 'yaml'])).stdout)).toEqual(qJson);
+    const qYaml = (await live.run(['query', 'nodes', 'zone=a', '-o', 'yaml'])).stdout;
+    expect(qYaml).toMatch(/^kind: node\nrevision: \d+\n/);
+    expect(parseYaml(qYaml)).toEqual(qJson);
     expect((await live.run(['query', 'nodes', '-o', 'name'])).stdout).toBe('nodes/n1\nnodes/n2\n');
     expect((await live.run(['token', 'list', '-o', 'yaml'])).stdout).toMatch(/^revision: \d+\ntokens:\n/);
   });
