@@ -1,7 +1,8 @@
 import type { Client } from './client.js';
 import type { Io } from './io.js';
+import type { CommandSpec, OutputMode } from './spec.js';
 
-export type OutputMode = 'plain' | 'wide' | 'json';
+export type { OutputMode };
 
 export interface Globals {
   server: string;
@@ -13,6 +14,8 @@ export interface Globals {
   requestId?: string;
   /** Where the server came from, for messages: flag, env, config or default. */
   serverFrom: 'flag' | 'env' | 'config' | 'default';
+  /** The config file's context in use, when one is. */
+  context?: string;
 }
 
 /** What every command receives. The client is made on first use, so offline commands never need a server. */
@@ -20,10 +23,10 @@ export interface Context {
   io: Io;
   globals: Globals;
   client(): Client;
-  /** Colour escapes only on a terminal, and never with NO_COLOR. */
+  /** Colour escapes only on a terminal, never with NO_COLOR or --no-color. */
   color: boolean;
   /** The command table's names and summaries, for `cca help` (which the table itself loads). */
-  commands: Readonly<Record<string, { summary: string }>>;
+  commands: Readonly<Record<string, { summary: string; load(): Promise<CommandModule> }>>;
 }
 
 export type Values = Record<string, string | boolean | string[] | undefined>;
@@ -33,11 +36,8 @@ export interface CommandArgs {
   values: Values;
 }
 
-/** A command module: its flags, its usage line, and one async function. */
+/** A command module: its declaration (usage, flags, examples) and one async function. */
 export interface CommandModule {
-  usage: string;
-  /** The flag that `-o VALUE` sets when VALUE is not an output mode (bundle: the file to write). */
-  fileFlag?: string;
-  options?: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }>;
+  spec: CommandSpec;
   run(ctx: Context, args: CommandArgs): Promise<void | number>;
 }

@@ -327,3 +327,8 @@ export function roughDuration(ms: number): string {
   const step = ms >= 3_600_000 ? 60_000 : 1_000;
   return formatDuration(Math.ceil(ms / step) * step);
 }
+
+/** `-o name`: each item as KIND/NAME, the kind singular (a volume's name is its node, service and volume). */
+export function nameLines(l: Listing): string[] {
+  return l.items.map((i) => ('volume' in i ? `volume/${i.node}/${i.service}/${i.volume}` : `${l.kind.replace(/s$/, '')}/${i.name}`));
+}

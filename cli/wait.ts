@@ -3,6 +3,7 @@ import type { Context } from './context.js';
 import { whyAnswer } from './api.js';
 import { ExitError, fail } from './exit.js';
 import { follow } from './follow.js';
+import { structured } from './output.js';
 import { list, type ServiceItem } from './views.js';
 
 export interface WaitRequest {
@@ -109,7 +110,7 @@ export async function waitConverged(ctx: Context, req: WaitRequest): Promise<Wai
   if (stuck && !state.done) fail('CCA-E0719', { service: stuck.name, reason: stuck.rollout?.reason ?? '' });
   const mine = items.filter((s) => req.names.includes(s.name));
   if (state.done) {
-    if (ctx.globals.output !== 'json') ctx.io.stdout.write(`converged: ${mine.map((s) => `${s.name} ${s.ready}/${s.desired} ready`).join(', ') || 'nothing to wait for'}\n`);
+    if (!structured(ctx.globals)) ctx.io.stdout.write(`converged: ${mine.map((s) => `${s.name} ${s.ready}/${s.desired} ready`).join(', ') || 'nothing to wait for'}\n`);
     return { converged: true, interrupted: false, services: mine };
   }
   if (!timeout.aborted) return { converged: false, interrupted: true, services: mine };

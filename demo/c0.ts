@@ -9,10 +9,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { gunzipSync } from 'node:zlib';
 import os from 'node:os';
 import path from 'node:path';
-import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { newSecretKey } from '../handlers/secret-box.js';
 import { freePort } from '../test/support/postgres-server.js';
+import { demoPostgres } from './postgres.js';
 import { alive, cca, DemoFailure, Proc, until } from './procs.js';
 import { messageOf } from '../core/diagnostics/index.js';
 
@@ -45,7 +45,8 @@ const ghost = `service ghost {
 export interface DemoOptions {
   say?: (line: string) => void;
   /**
-   * The store the server runs on: its own embedded Postgres (graphile-worker jobs), its own
+   * The store the server runs on: a Postgres database of its own (graphile-worker jobs; the
+   * server from DATABASE_URL, else a Testcontainers container, else an embedded one), its own
    * etcd or a SQLite file (the in-process driver).
    */
   store?: 'postgres' | 'etcd' | 'sqlite';
@@ -60,21 +61,9 @@ interface DemoStore {
   stop(): Promise<void>;
 }
 
+/** Postgres in the harness order (DATABASE_URL → Testcontainers → embedded), a database of the demo's own. */
 async function postgresStore(dir: string): Promise<DemoStore> {
-  const port = await freePort();
-  const start = () => startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port, persistent: true, noSync: true });
-  let pg: RunningPostgres = await start();
-  return {
-    url: pg.url,
-    name: `Postgres on :${port}`,
-    async outage(ms, whileDown) {
-      await pg.stop();
-      await new Promise((r) => setTimeout(r, ms - 500));
-      await whileDown();
-      pg = await start();
-    },
-    stop: () => pg.stop(),
-  };
+  return await demoPostgres(dir, 'demo_c0');
 }
 
 /**

@@ -22,10 +22,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { deadlines, FENCE } from '../agent/core/fence.js';
 import { parsePidFile, sameProcessAlive } from '../agent/proc.js';
-import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { newSecretKey } from '../handlers/secret-box.js';
+import { demoPostgres, type DemoPostgres } from './postgres.js';
 import { cca, DemoFailure, Proc, until } from './procs.js';
 import { messageOf } from '../core/diagnostics/index.js';
 
@@ -154,13 +154,12 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
   const admin = newRoleToken('admin');
   const join = newRoleToken('join');
   const port = await freePort();
-  const pgPort = await freePort();
   const server = `http://127.0.0.1:${port}`;
   const env = { CCA_SERVER: server, CCA_TOKEN: admin, CCA_STATE_DIR: path.join(dir, 'cli'), CCA_CONFIG: path.join(dir, 'no-config.json') };
   const stateDirs: Record<string, string> = Object.fromEntries(NODES.map((n) => [n.name, path.join(dir, n.name)]));
   const procs: Proc[] = [];
   const proxy = new CuttableProxy(port);
-  let pg: RunningPostgres | undefined;
+  let pg: DemoPostgres | undefined;
   let sampler: ReturnType<typeof setInterval> | undefined;
   let nodePoller: ReturnType<typeof setInterval> | undefined;
 
@@ -215,7 +214,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
   };
 
   try {
-    pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'pg'), port: pgPort, persistent: true, noSync: true });
+    pg = await demoPostgres(dir, 'demo_c1');
     procs.push(new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_SECRET_KEY: secretKey }));
     await until('the server to be ready', () => fetch(`${server}/readyz`).then((r) => r.ok), Boolean);
     const proxyUrl = await proxy.listen();
@@ -229,7 +228,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     }
     sampler = setInterval(takeSample, SAMPLE_MS);
     nodePoller = setInterval(() => void pollNodes(), 250);
-    say(`ccattler demo-c1: server ${server}, Postgres on :${pgPort}, work dir ${dir}`);
+    say(`ccattler demo-c1: server ${server}, Postgres: ${pg.name}, work dir ${dir}`);
     say(`   agents node1 (zone a), node2 (zone b, through the demo's proxy ${proxyUrl}), node3 (zone c); process runtime, lease TTL ${TTL_S} s`);
 
     step(1, `cca apply: ${REPLICAS} replicas of a sleep service, spread over the zones`);

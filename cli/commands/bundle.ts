@@ -8,15 +8,27 @@ import type { CommandArgs, Context } from '../context.js';
 import { ExitError, fail } from '../exit.js';
 import { reason } from '../files.js';
 import { readJournal } from '../journal.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
 import { redactDeep } from '../../core/keys.js';
 import { redactText, redactUrl } from '../../core/redact.js';
 import { tarGz, type TarEntry } from '../tar.js';
 import { cliVersion } from './version.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca bundle [--last] [-o FILE]';
-export const fileFlag = 'file';
-export const options = { last: { type: 'boolean' }, file: { type: 'string', short: 'f' } } as const;
+export const spec = defineCommand({
+  usage: ['cca bundle [--last] [-o FILE]'],
+  description: 'A redacted .tar.gz of evidence for a bug report, written locally (mode 0600) and sent nowhere. -o names the file unless it is an output mode.',
+  flags: {
+    last: { type: 'boolean', description: 'only the last command\'s requests' },
+    file: { type: 'string', short: 'f', value: 'FILE', default: 'cca-bundle-TIME.tar.gz', description: 'the file to write' },
+  },
+  fileFlag: 'file',
+  examples: [
+    { line: 'cca bundle --last', says: 'the evidence around the last command' },
+    { line: 'cca bundle -o report.tar.gz', says: 'choose the file' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 /** The newest decisions kept in a bundle, chosen from at most PAGES pages of the store. */
 const DECISIONS = 500;
@@ -121,7 +133,7 @@ export async function run(ctx: Context, { values }: CommandArgs): Promise<void> 
     fail('CCA-E0714', { file: target, reason: reason(e) });
   }
   const summary = { file: target, entries: files.map((f) => f.name), requests: requests.length, decisions: decisions?.length ?? 0, errors };
-  if (mode === 'json') printJson(ctx.io, summary);
+  if (structured(ctx.globals)) printData(ctx, summary);
   else {
     ctx.io.stdout.write(`wrote ${target}\n${files.map((f) => `  ${f.name}`).join('\n')}\n`);
     ctx.io.stdout.write(`${requests.length} recent command(s), ${summary.decisions} decision(s); secrets and tokens redacted; nothing was sent anywhere\n`);

@@ -1,17 +1,27 @@
 import { allDiagnostics, explain, lookup } from '../../core/diagnostics/index.js';
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca explain CODE | cca explain --all';
-export const options = { all: { type: 'boolean' } } as const;
+export const spec = defineCommand({
+  usage: ['cca explain CODE', 'cca explain --all'],
+  description: 'Offline, from the registry: what a diagnostic code means, who is to blame and the fix.',
+  flags: { all: { type: 'boolean', description: 'list every code with its blame and title' } },
+  offline: true,
+  examples: [
+    { line: 'cca explain CCA-E0701', says: 'what that code means' },
+    { line: 'cca explain --all -o json', says: 'the whole registry' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 /** Offline: everything the registry knows about a code. */
 export async function run(ctx: Context, { positionals, values }: CommandArgs): Promise<void> {
-  const json = ctx.globals.output === 'json';
+  const json = structured(ctx.globals);
   if (values.all) {
     const defs = allDiagnostics();
-    if (json) printJson(ctx.io, defs);
+    if (json) printData(ctx, defs);
     else ctx.io.stdout.write(`${defs.map((d) => `${d.code}  ${d.blame.padEnd(11)}  ${d.title}`).join('\n')}\n`);
     return;
   }
@@ -21,6 +31,6 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   if (text === undefined) fail('CCA-E0712', { code: given });
   if (json) {
     const up = given.toUpperCase();
-    printJson(ctx.io, lookup(up.startsWith('CCA-') ? up : `CCA-${up}`));
+    printData(ctx, lookup(up.startsWith('CCA-') ? up : `CCA-${up}`));
   } else ctx.io.stdout.write(`${text}\n`);
 }

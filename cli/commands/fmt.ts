@@ -4,10 +4,20 @@ import type { Diagnostic } from '../../core/diagnostics/index.js';
 import type { CommandArgs, Context } from '../context.js';
 import { ExitError, fail } from '../exit.js';
 import { readSources, reason } from '../files.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca fmt FILE|DIR… [--check]';
-export const options = { check: { type: 'boolean' } } as const;
+export const spec = defineCommand({
+  usage: ['cca fmt FILE|DIR… [--check]'],
+  description: 'Offline. Rewrites .cca files in the canonical layout; files with syntax errors are left alone and reported.',
+  flags: { check: { type: 'boolean', description: 'change nothing; fail (CCA-E0710) listing the files that would change, for CI' } },
+  offline: true,
+  examples: [
+    { line: 'cca fmt services/', says: 'format a folder in place' },
+    { line: 'cca fmt --check services/', says: 'in CI' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 /** Offline. Rewrites files in canonical layout; --check only reports which ones would change. */
 export async function run(ctx: Context, { positionals, values }: CommandArgs): Promise<void> {
@@ -23,9 +33,9 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   if (problems.length > 0) throw new ExitError(problems, new Map(files.map((f) => [f.name, f.text])));
   const names = changed.map((f) => f.name);
   if (values.check) {
-    if (ctx.globals.output === 'json') printJson(ctx.io, { checked: files.length, unformatted: names });
+    if (structured(ctx.globals)) printData(ctx, { checked: files.length, unformatted: names });
     if (changed.length > 0) fail('CCA-E0710', { count: changed.length, files: names.join(' ') });
-    if (ctx.globals.output !== 'json') ctx.io.stdout.write(`${files.length} file(s) already formatted\n`);
+    if (!structured(ctx.globals)) ctx.io.stdout.write(`${files.length} file(s) already formatted\n`);
     return;
   }
   for (const f of changed) {
@@ -35,6 +45,6 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
       fail('CCA-E0714', { file: f.name, reason: reason(e) });
     }
   }
-  if (ctx.globals.output === 'json') printJson(ctx.io, { checked: files.length, formatted: names });
+  if (structured(ctx.globals)) printData(ctx, { checked: files.length, formatted: names });
   else ctx.io.stdout.write(`${names.map((n) => `formatted ${n}\n`).join('')}${changed.length} formatted, ${files.length - changed.length} unchanged\n`);
 }

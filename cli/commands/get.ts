@@ -1,19 +1,39 @@
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
 import { follow } from '../follow.js';
+import { formatData, structured } from '../output.js';
 import { table } from '../render/table.js';
-import { list, tableOf, type Kind, type Listing } from '../views.js';
+import { list, nameLines, tableOf, type Kind, type Listing } from '../views.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca get services|replicas|nodes [NAME] [--service NAME] [-w] [-o plain|wide|json] | cca get endpoints SERVICE [-w] | cca get volumes [--service NAME] [-w]';
-export const options = { watch: { type: 'boolean', short: 'w' }, service: { type: 'string' } } as const;
+export const spec = defineCommand({
+  usage: ['cca get services|replicas|nodes [NAME] [--service NAME] [-w] [-o plain|wide|json|yaml|name]', 'cca get endpoints SERVICE [-w]', 'cca get volumes [--service NAME] [-w]'],
+  description: 'A table of what the server shows (or its listing as JSON or YAML, or kind/name lines); with -w, again after every change until Ctrl-C.',
+  flags: {
+    watch: { type: 'boolean', short: 'w', description: 'follow: print the listing again after every change' },
+    service: { type: 'string', value: 'NAME', description: 'only the replicas or volumes of this service' },
+  },
+  outputs: ['plain', 'wide', 'json', 'yaml', 'name'],
+  words: ['services', 'replicas', 'nodes', 'endpoints', 'volumes'],
+  examples: [
+    { line: 'cca get services -o wide', says: 'services with their rollouts and pending reasons' },
+    { line: 'cca get replicas --service web -w', says: 'follow one service\'s replicas' },
+    { line: 'cca get nodes -o name', says: 'node/NAME lines, for scripts' },
+    { line: 'cca get endpoints web -o yaml', says: 'where the service\'s traffic may go, as YAML' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 const KINDS: Record<string, Kind> = { service: 'services', services: 'services', svc: 'services', replica: 'replicas', replicas: 'replicas', node: 'nodes', nodes: 'nodes', endpoints: 'endpoints', endpoint: 'endpoints', ep: 'endpoints', volumes: 'volumes', volume: 'volumes', vol: 'volumes' };
 
-/** JSON is indented once, or one compact line per listing when following (JSON lines). */
+/** JSON is indented once, or one compact line per listing when following (JSON lines); YAML one document per listing. */
 function show(ctx: Context, l: Listing, watching: boolean): string {
-  if (ctx.globals.output === 'json') return watching ? JSON.stringify(l) : JSON.stringify(l, null, 2);
+  const output = ctx.globals.output;
+  if (output === 'json') return watching ? JSON.stringify(l) : JSON.stringify(l, null, 2);
+  if (output === 'yaml') return `${watching ? '---\n' : ''}${formatData('yaml', l).trimEnd()}`;
+  if (output === 'name') return nameLines(l).join('\n');
   if (l.items.length === 0) return `no ${l.kind}`;
-  const t = tableOf(l, ctx.globals.output === 'wide');
+  const t = tableOf(l, output === 'wide');
   return table(t.headers, t.rows);
 }
 
@@ -31,7 +51,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   const watching = values.watch === true;
   const first = await read();
   let last = show(ctx, first, watching);
-  ctx.io.stdout.write(`${last}\n`);
+  if (last !== '') ctx.io.stdout.write(`${last}\n`);
   if (!watching) return;
   await follow(ctx, {
     from: first.revision + 1,
@@ -41,7 +61,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
       const text = show(ctx, l, true);
       if (text.replace(/"revision":\d+/, '') === last.replace(/"revision":\d+/, '')) return false;
       last = text;
-      if (ctx.globals.output === 'json') ctx.io.stdout.write(`${text}\n`);
+      if (structured(ctx.globals)) ctx.io.stdout.write(`${text}\n`);
       else if (ctx.io.stdout.isTTY) ctx.io.stdout.write(`\u001b[H\u001b[2J${text}\n`);
       else ctx.io.stdout.write(`\n# revision ${l.revision}\n${text}\n`);
       return false;

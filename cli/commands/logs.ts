@@ -2,14 +2,24 @@ import { logFrameSchema, parseSince, type LogFrame } from '../../core/model/inde
 import type { CommandArgs, Context } from '../context.js';
 import { records } from '../records.js';
 import { ExitError, fail } from '../exit.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca logs REPLICA [-f] [--tail N] [--since 10m|TIME] [--previous]';
-export const options = {
-  follow: { type: 'boolean', short: 'f' },
-  tail: { type: 'string' },
-  since: { type: 'string' },
-  previous: { type: 'boolean' },
-} as const;
+export const spec = defineCommand({
+  usage: ['cca logs REPLICA [-f] [--tail N] [--since 10m|TIME] [--previous]'],
+  description: 'A replica\'s output, read on its node and relayed by the server: its stdout to stdout, its stderr to stderr.',
+  flags: {
+    follow: { type: 'boolean', short: 'f', description: 'go on printing what it writes until Ctrl-C (a follow ends by itself after an hour or 32 MiB)' },
+    tail: { type: 'string', value: 'N', description: 'the last N lines of each stream' },
+    since: { type: 'string', value: 'DURATION|TIME', description: 'what it wrote since then: 10m, 90s, 2h or an RFC 3339 time' },
+    previous: { type: 'boolean', description: 'the rotated file: the output before the current file began' },
+  },
+  outputs: ['plain', 'json'],
+  examples: [
+    { line: 'cca logs web-3f2a-1 --tail 50 -f', says: 'the last 50 lines, then follow' },
+    { line: 'cca logs web-3f2a-1 --since 10m -o json', says: 'the frames of the last ten minutes, one JSON object a line' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 /** The query the route takes (core/model/logs.ts), from the flags, checked here first so a typo costs no request. */
 function query(values: CommandArgs['values']): URLSearchParams {

@@ -1,9 +1,20 @@
 import { z } from 'zod';
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca node reset|cordon|uncordon|drain|remove NAME';
+export const spec = defineCommand({
+  usage: ['cca node reset|cordon|uncordon|drain|remove NAME'],
+  description: 'Node operations (admin), each a decision record (`cca why node NAME`): reset deletes its credential; cordon and uncordon stop and allow placements; drain replaces its replicas elsewhere; remove forgets a lost node.',
+  flags: {},
+  words: ['reset', 'cordon', 'uncordon', 'drain', 'remove'],
+  examples: [
+    { line: 'cca node drain node2', says: 'move everything off node2 within each service\'s update limits' },
+    { line: 'cca node reset node2', says: 'the join token may enroll node2 again' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 const resetAnswer = z.looseObject({ reset: z.string(), revision: z.int(), decision: z.string() });
 const opAnswer = z.looseObject({ node: z.string(), revision: z.int(), decision: z.string() });
@@ -31,11 +42,11 @@ export async function run(ctx: Context, { positionals }: CommandArgs): Promise<v
   if (!name || extra.length > 0) fail('CCA-E0703', { command: `cca node ${verb}`, reason: 'name exactly one node', usage });
   if (verb === 'reset') {
     const r = await ctx.client().json('POST', `/v1/nodes/${encodeURIComponent(name)}/reset`, resetAnswer);
-    if (ctx.globals.output === 'json') printJson(ctx.io, r);
+    if (structured(ctx.globals)) printData(ctx, r);
     else ctx.io.stdout.write(`node ${r.reset}: credential deleted at revision ${r.revision}; the join token may enroll it again (see \`cca why node ${r.reset}\`)\n`);
     return;
   }
   const r = await ctx.client().json('POST', `/v1/nodes/${encodeURIComponent(name)}/${verb}`, opAnswer);
-  if (ctx.globals.output === 'json') printJson(ctx.io, r);
+  if (structured(ctx.globals)) printData(ctx, r);
   else ctx.io.stdout.write(`${done[verb]!(r.node)} at revision ${r.revision} (see \`cca why node ${r.node}\`)\n`);
 }

@@ -4,10 +4,27 @@ import { checkQuery, kindNames, parsePredicates } from '../../core/query.js';
 import type { CommandArgs, Context } from '../context.js';
 import { ExitError, fail } from '../exit.js';
 import { follow } from '../follow.js';
+import { formatData, structured } from '../output.js';
 import { table } from '../render/table.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = "cca query KIND ['field=value,field!=value,field<n,field>n,field^=prefix,field?,field in (a|b)'] [--select f1,f2] [--limit N] [-w] [-o plain|wide|json]";
-export const options = { watch: { type: 'boolean', short: 'w' }, select: { type: 'string' }, limit: { type: 'string' } } as const;
+export const spec = defineCommand({
+  usage: ["cca query KIND ['field=value,field!=value,field<n,field>n,field^=prefix,field?,field in (a|b)'] [--select f1,f2] [--limit N] [-w] [-o plain|wide|json|yaml|name]"],
+  description: 'The facts of one kind (a prefix of docs/keys.md) matching every predicate, checked locally before anything is sent.',
+  flags: {
+    watch: { type: 'boolean', short: 'w', description: 'print the matches again after each change that alters them' },
+    select: { type: 'string', value: 'F1,F2', description: 'show these fields as columns (the key\'s segments come first)' },
+    limit: { type: 'string', value: 'N', default: '100', description: 'the most facts shown, 1 to 10000; says when more match' },
+  },
+  outputs: ['plain', 'wide', 'json', 'yaml', 'name'],
+  words: ['replicas', 'nodes', 'services', 'assigned', 'observed', 'node-status', 'observed-volumes'],
+  examples: [
+    { line: "cca query replicas 'service=web,desired!=stop'", says: 'the running-or-wanted replicas of web' },
+    { line: "cca query observed 'state in (failed|exited)' --select state,exitCode", says: 'what failed, two columns' },
+    { line: 'cca query nodes -o name', says: 'every node fact\'s key' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 const answerSchema = z.object({
   kind: z.string(),
@@ -73,10 +90,13 @@ async function runQuery(ctx: Context, q: ReturnType<typeof parse>): Promise<Quer
 const cell = (v: unknown): string => (v === undefined ? '' : typeof v === 'string' ? v : JSON.stringify(v));
 
 function show(ctx: Context, r: QueryResult, select: string[] | undefined, watching: boolean): string {
-  if (ctx.globals.output === 'json') {
+  if (structured(ctx.globals)) {
     const l = { kind: r.kind, revision: r.revision, truncated: r.truncated, items: r.items.map((i) => ({ key: i.key, modRevision: i.modRevision, fact: i.fact })) };
+    if (ctx.globals.output === 'yaml') return `${watching ? '---\n' : ''}${formatData('yaml', l).trimEnd()}`;
     return watching ? JSON.stringify(l) : JSON.stringify(l, null, 2);
   }
+  // Each fact's key without its leading slash: the kind's prefix, then what names it.
+  if (ctx.globals.output === 'name') return r.items.map((i) => i.key.slice(1)).join('\n');
   if (r.items.length === 0) return `no ${layout[r.kind].prefix.slice(1, -1)} match`;
   const wide = ctx.globals.output === 'wide';
   const params = [...layout[r.kind].params] as string[];
@@ -106,7 +126,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   const watching = values.watch === true;
   const first = await runQuery(ctx, q);
   let last = show(ctx, first, q.select, watching);
-  ctx.io.stdout.write(`${last}\n`);
+  if (last !== '') ctx.io.stdout.write(`${last}\n`);
   if (!watching) return;
   const strip = (s: string) => s.replace(/"revision":\d+/, '');
   await follow(ctx, {
@@ -118,7 +138,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
       const text = show(ctx, r, q.select, true);
       if (strip(text) === strip(last)) return false;
       last = text;
-      if (ctx.globals.output === 'json') ctx.io.stdout.write(`${text}\n`);
+      if (structured(ctx.globals)) ctx.io.stdout.write(`${text}\n`);
       else if (ctx.io.stdout.isTTY) ctx.io.stdout.write(`\u001b[H\u001b[2J${text}\n`);
       else ctx.io.stdout.write(`\n# revision ${r.revision}\n${text}\n`);
       return false;

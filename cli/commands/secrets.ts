@@ -1,10 +1,17 @@
 import { z } from 'zod';
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca secrets rotate';
-export const options = {} as const;
+export const spec = defineCommand({
+  usage: ['cca secrets rotate'],
+  description: 'Re-seals every stored secret under the server\'s current key; placed replicas keep theirs until replaced.',
+  flags: {},
+  words: ['rotate'],
+  examples: [{ line: 'cca secrets rotate', says: 'after adding a new first key to the server\'s key file' }],
+});
+const usage = spec.usage.join(' | ');
 
 const rotateAnswer = z.looseObject({ keyId: z.string(), resealed: z.int(), revision: z.int(), stillUsing: z.record(z.string(), z.int()) });
 
@@ -17,8 +24,8 @@ export async function run(ctx: Context, { positionals }: CommandArgs): Promise<v
   const [verb, ...extra] = positionals;
   if (verb !== 'rotate' || extra.length > 0) fail('CCA-E0703', { command: 'cca secrets', reason: verb ? `unknown action "${verb}"` : 'say what to do', usage });
   const r = await ctx.client().json('POST', '/v1/secrets/rotate', rotateAnswer, {});
-  if (ctx.globals.output === 'json') {
-    printJson(ctx.io, r);
+  if (structured(ctx.globals)) {
+    printData(ctx, r);
     return;
   }
   ctx.io.stdout.write(`${r.resealed} service(s) re-sealed under key ${r.keyId} at revision ${r.revision}\n`);

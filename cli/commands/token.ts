@@ -1,16 +1,28 @@
 import { z } from 'zod';
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
 import { table } from '../render/table.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca token create [--role join|reader|deployer|admin] [--expires 24h] [--uses N] [--name LABEL] | cca token list | cca token revoke ID';
-export const options = {
-  role: { type: 'string' },
-  expires: { type: 'string' },
-  uses: { type: 'string' },
-  name: { type: 'string' },
-} as const;
+export const spec = defineCommand({
+  usage: ['cca token create [--role join|reader|deployer|admin] [--expires 24h] [--uses N] [--name LABEL]', 'cca token list', 'cca token revoke ID'],
+  description: 'API tokens (admin only). create prints the token once: only its hash is stored.',
+  flags: {
+    role: { type: 'string', value: 'ROLE', default: 'join', choices: ['join', 'reader', 'deployer', 'admin'], description: 'what the token may do' },
+    expires: { type: 'string', value: 'DURATION', default: 'never', description: 'its lifetime: 90s, 30m, 24h, 7d' },
+    uses: { type: 'string', value: 'N', default: 'unlimited', description: 'how many enrollments a join token allows' },
+    name: { type: 'string', value: 'LABEL', description: 'a label shown by list' },
+  },
+  outputs: ['plain', 'json', 'yaml'],
+  words: ['create', 'list', 'revoke'],
+  examples: [
+    { line: 'cca token create --uses 10 --expires 24h', says: 'a join token for a batch of ten machines' },
+    { line: 'cca token create --role reader --name dashboards', says: 'a read-only token' },
+    { line: 'cca token revoke t-1a2b', says: 'it authenticates as nothing from now on' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 const tokenView = z.looseObject({
   id: z.string(),
@@ -42,7 +54,7 @@ const when = (ms: number | null) => (ms === null ? '-' : new Date(ms).toISOStrin
 export async function run(ctx: Context, { positionals, values }: CommandArgs): Promise<void> {
   const [verb, ...rest] = positionals;
   const bad = (reason: string): never => fail('CCA-E0703', { command: 'cca token', reason, usage });
-  const json = ctx.globals.output === 'json';
+  const json = structured(ctx.globals);
   if (verb === 'create') {
     if (rest.length > 0) bad(`create takes flags only, not "${rest.join(' ')}"`);
     const role = (values.role as string | undefined) ?? 'join';
@@ -57,7 +69,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
     }
     if (values.name !== undefined) body.name = String(values.name);
     const r = await ctx.client().json('POST', '/v1/tokens', created, body);
-    if (json) return printJson(ctx.io, r);
+    if (json) return printData(ctx, r);
     ctx.io.stdout.write(
       `${r.token}\n\n` +
         `token ${r.id} (${r.role}${r.name ? `, "${r.name}"` : ''}) created; expires ${when(r.expiresAt)}; uses ${r.usesLeft ?? 'unlimited'}.\n` +
@@ -68,7 +80,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   if (verb === 'list') {
     if (rest.length > 0) bad('list takes no arguments');
     const r = await ctx.client().json('GET', '/v1/tokens', listing);
-    if (json) return printJson(ctx.io, r);
+    if (json) return printData(ctx, r);
     const rows = r.tokens.map((t) => [t.id, t.role, t.name || '-', when(t.createdAt), when(t.expiresAt), t.usesLeft === null ? 'unlimited' : String(t.usesLeft), t.state]);
     ctx.io.stdout.write(`${table(['ID', 'ROLE', 'NAME', 'CREATED', 'EXPIRES', 'USES LEFT', 'STATE'], rows)}\n`);
     return;
@@ -77,7 +89,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
     const [id, ...extra] = rest;
     if (!id || extra.length > 0) return bad('name exactly one token id (see `cca token list`)');
     const r = await ctx.client().json('POST', `/v1/tokens/${encodeURIComponent(id)}/revoke`, tokenView);
-    if (json) return printJson(ctx.io, r);
+    if (json) return printData(ctx, r);
     ctx.io.stdout.write(`token ${r.id} (${r.role}) revoked: it authenticates as nothing from now on\n`);
     return;
   }

@@ -3,9 +3,16 @@ import { render, toJson, type Diagnostic } from '../../core/diagnostics/index.js
 import { healthAnswer } from '../api.js';
 import type { Context } from '../context.js';
 import { ExitError } from '../exit.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca version';
+export const spec = defineCommand({
+  usage: ['cca version'],
+  description: 'The client\'s version, and the server\'s when it answers (an unreachable server is reported, not fatal).',
+  flags: {},
+  examples: [{ line: 'cca version -o json', says: 'both versions, for a bug report' }],
+});
+const usage = spec.usage.join(' | ');
 
 export async function cliVersion(): Promise<string> {
   const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -23,8 +30,8 @@ export async function run(ctx: Context): Promise<void> {
     if (!(e instanceof ExitError)) throw e;
     server = { error: e.diagnostics[0]! };
   }
-  if (ctx.globals.output === 'json') {
-    printJson(ctx.io, {
+  if (structured(ctx.globals)) {
+    printData(ctx, {
       cli,
       node: process.version,
       platform: `${process.platform}-${process.arch}`,

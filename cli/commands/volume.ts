@@ -1,11 +1,21 @@
 import { z } from 'zod';
 import type { CommandArgs, Context } from '../context.js';
 import { fail } from '../exit.js';
-import { printJson } from '../output.js';
+import { printData, structured } from '../output.js';
 import { roughDuration } from '../views.js';
+import { defineCommand } from '../spec.js';
 
-export const usage = 'cca volume keep|release SERVICE VOLUME [--node NAME]';
-export const options = { node: { type: 'string' } } as const;
+export const spec = defineCommand({
+  usage: ['cca volume keep|release SERVICE VOLUME [--node NAME]'],
+  description: 'An operator\'s say over a released volume\'s data: keep holds it past its keep_for; release removes that hold.',
+  flags: { node: { type: 'string', value: 'NAME', default: 'every node holding it', description: 'only the copy on this node' } },
+  words: ['keep', 'release'],
+  examples: [
+    { line: 'cca volume keep db data', says: 'keep volume data of service db past its keep_for' },
+    { line: 'cca volume release db data --node node2', says: 'let the copy on node2 go' },
+  ],
+});
+const usage = spec.usage.join(' | ');
 
 const heldAnswer = z.looseObject({
   revision: z.int(),
@@ -26,7 +36,7 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
   const path = `/v1/volumes/${encodeURIComponent(service)}/${encodeURIComponent(volume)}/hold${node ? `?node=${encodeURIComponent(node)}` : ''}`;
   if (verb === 'keep') {
     const r = await ctx.client().json('POST', path, heldAnswer);
-    if (ctx.globals.output === 'json') return printJson(ctx.io, r);
+    if (structured(ctx.globals)) return printData(ctx, r);
     for (const h of r.held) {
       const was = h.deleteAt === undefined ? '' : ` (its deletion in ${roughDuration(Math.max(0, h.deleteAt - Date.now()))} is cancelled)`;
       ctx.io.stdout.write(`volume ${h.volume} of ${h.service} on ${h.node} kept${was}\n`);
@@ -35,6 +45,6 @@ export async function run(ctx: Context, { positionals, values }: CommandArgs): P
     return;
   }
   const r = await ctx.client().json('DELETE', path, releasedAnswer);
-  if (ctx.globals.output === 'json') return printJson(ctx.io, r);
+  if (structured(ctx.globals)) return printData(ctx, r);
   ctx.io.stdout.write(`hold on volume ${volume} of ${service} removed on ${r.released.join(', ')} at revision ${r.revision}; if ${service} no longer declares it, it is deleted after its keep_for (\`cca get volumes --service ${service}\`)\n`);
 }

@@ -1,7 +1,8 @@
 import { expect, test } from 'vitest';
 import { USAGE as agentUsage } from '../../agent/options.js';
 import { commands } from '../../cli/commands.js';
-import { globalOptions } from '../../cli/main.js';
+import { globalFlags } from '../../cli/globals.js';
+import { acceptedOptions } from '../../cli/parse.js';
 import { allDiagnostics } from '../../core/diagnostics/index.js';
 import { serverUsage } from '../../server/config.js';
 
@@ -20,25 +21,25 @@ async function problemOf(line: string): Promise<string | undefined> {
   if (!entry) return `there is no command "cca ${cmd}" (cli/commands.ts)`;
   const mod = await entry.load();
   // The verbs a command takes: the first word of each form of its usage, when it is a list of literal words.
-  const verbs = mod.usage
+  const verbs = mod.spec.usage.join(' | ')
     .split(' | ')
     .map((form) => form.replace(/^cca \S+\s*/, '').split(/\s+/)[0] ?? '')
     .filter((t) => /^[a-z][a-z|-]*$/.test(t))
     .flatMap((t) => t.split('|'));
   const first = rest[0];
   if (verbs.length > 0 && first !== undefined && !first.startsWith('-') && !placeholder(first) && !verbs.includes(first)) {
-    return `"cca ${cmd}" takes ${verbs.join('|')}, not "${first}" (usage: ${mod.usage})`;
+    return `"cca ${cmd}" takes ${verbs.join('|')}, not "${first}" (usage: ${mod.spec.usage.join(' | ')})`;
   }
   for (const w of rest.filter((x) => x.startsWith('-'))) {
     const flag = w.replace(/^-+/, '').split('=')[0]!;
-    if (w.startsWith('--') && flag in globalOptions) continue;
+    if (w.startsWith('--') && flag in globalFlags) continue;
     if (cmd === 'server' || cmd === 'agent') {
       if (!(cmd === 'server' ? serverUsage : agentUsage).includes(`--${flag}`)) return `"cca ${cmd}" has no flag --${flag}`;
       continue;
     }
-    const options = { ...globalOptions, ...(mod.options ?? {}) } as Record<string, { short?: string }>;
+    const options = acceptedOptions(mod.spec);
     const known = w.startsWith('--') ? flag in options : Object.values(options).some((o) => o.short === flag);
-    if (!known) return `"cca ${cmd}" has no flag ${w} (usage: ${mod.usage})`;
+    if (!known) return `"cca ${cmd}" has no flag ${w} (usage: ${mod.spec.usage.join(' | ')})`;
   }
   return undefined;
 }

@@ -4,5 +4,5 @@ import { resolve } from 'node:path';
 import { repoRoot } from '../core/support/golden.js';
 import { cliDoc } from './docs.js';
 
-writeFileSync(resolve(repoRoot, 'docs/cli.md'), cliDoc());
+writeFileSync(resolve(repoRoot, 'docs/cli.md'), await cliDoc());
 console.log('wrote docs/cli.md');

@@ -23,8 +23,8 @@ describe('offline commands', () => {
     expect((await golden('unknown-command', ['aply', 'x.cca'])).code).toBe(1);
     expect((await golden('bad-flag', ['get', 'services', '--frobnicate'])).code).toBe(1);
     expect((await golden('bad-flag-json', ['get', 'services', '--frobnicate', '--output', 'json'])).code).toBe(1);
-    expect((await golden('bad-output-mode', ['get', 'services', '-o', 'yaml'])).code).toBe(1);
-    expect((await cca(['apply', '--help'])).stdout).toMatch(/^usage: cca apply/);
+    expect((await golden('bad-output-mode', ['get', 'services', '-o', 'table'])).code).toBe(1);
+    expect((await cca(['apply', '--help'])).stdout).toMatch(/^cca apply: .*\n\nusage:\n  cca apply /);
   });
 
   test('explain: plain, json, --all, and an unknown code', async () => {

@@ -110,9 +110,23 @@ export const cliCodes = [
   {
     code: 'CCA-E0721',
     blame: 'user',
-    title: 'fence needs --confirm',
-    cause: 'fencing node {node} asserts that none of its workloads runs any more; the command needs --confirm',
-    fix: 'make sure machine {node} is powered off or cut off (its replicas with volumes are started elsewhere or anew), then run `cca fence node {node} --confirm`',
+    title: 'fence needs confirmation',
+    cause: 'fencing node {node} asserts that none of its workloads runs any more; it needs --yes, and standard input is not a terminal to ask on',
+    fix: 'make sure machine {node} is powered off or cut off (its replicas with volumes are started elsewhere or anew), then run `cca fence node {node} --yes`',
+  },
+  {
+    code: 'CCA-E0722',
+    blame: 'user',
+    title: 'unknown context',
+    cause: 'the context "{name}" (from {from}) is not in the config file {file} (its contexts: {known})',
+    fix: 'list them with `cca config get-contexts`, or add it with `cca config set-context {name} --server URL`',
+  },
+  {
+    code: 'CCA-E0723',
+    blame: 'environment',
+    title: 'cannot write the config file',
+    cause: 'cannot write the config file {file}: {reason}',
+    fix: 'check the folder and its permissions, or choose another file with --config or CCA_CONFIG',
   },
   {
     code: 'CCA-E0740',
