@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
@@ -13,6 +13,7 @@ import type { ServerDeps } from '../deps.js';
 import { readFacts } from '../../jobs/facts.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
+import type { PodLimits } from '../limits/pod-limits.js';
 
 const MAX_EVENTS_PER_NODE = 200;
 /**
@@ -152,8 +153,17 @@ async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 
   }
 }
 
-export function agentRoutes(deps: ServerDeps) {
+export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
   const { store } = deps;
+  /** A long poll holds one of its credential's stream slots while it waits (CCA-E0642 over the cap). */
+  const polled = async <T>(c: Context<AuthEnv>, poll: () => Promise<T>): Promise<T> => {
+    const release = pod.slots.hold(c.get('principal'));
+    try {
+      return await poll();
+    } finally {
+      release();
+    }
+  };
   const app = new Hono<AuthEnv>();
 
   // A node's first credential only: a join token cannot take over a node that has one (CCA-E0630).
@@ -235,7 +245,7 @@ export function agentRoutes(deps: ServerDeps) {
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
-    const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
+    const changed = await polled(c, () => changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal));
     const { revision, facts } = await readFacts(store, 'assigned', [node]);
     // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
     const m = await store.get(buildKey('membership', 'nodes'), { revision });
@@ -249,7 +259,7 @@ export function agentRoutes(deps: ServerDeps) {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
     const key = buildKey('network', node);
-    const changed = await changedSince(deps, { key }, q, c.req.raw.signal);
+    const changed = await polled(c, () => changedSince(deps, { key }, q, c.req.raw.signal));
     const revision = await store.revision();
     const kv = await store.get(key, { revision });
     return c.json({ revision, changed, rules: kv ? decodeFact('network', key, kv.value) : null });
@@ -266,6 +276,8 @@ export function agentRoutes(deps: ServerDeps) {
       return o;
     });
     if (observations.length === 0) return c.json({ revision: await store.revision() });
+    // Each key written wakes controllers: a node writes at its rate, refused before anything is read.
+    pod.nodeWrites.admit(node, observations.length);
     // Observations are independent facts: a large report is written in parts, each admitted
     // against the assignments it relies on (one compare each, within the store's bound).
     // The whole batch is judged first, so a refused replica leaves nothing of it written.
@@ -306,6 +318,7 @@ export function agentRoutes(deps: ServerDeps) {
     const body = parseBody(eventsBody, await jsonBody(c));
     const events = body.events.map((raw) => parseBody(eventSchema, raw));
     if (events.length === 0) return c.json({ revision: await store.revision() });
+    pod.nodeWrites.admit(node, events.length);
     // Every event is kept: puts first (an agent retrying after a failure rewrites the same
     // keys, see eventKeys), then the oldest beyond the node's bound are trimmed.
     let revision = 0;
