@@ -139,6 +139,10 @@ export class AgentClient {
     }
     if (res.ok) return parsed as T;
     const d = (parsed as { error?: Diagnostic } | undefined)?.error;
-    throw new ServerError(res.status, d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }), generation);
+    const coded = d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` });
+    // Retry-After in seconds (RFC 9110) when the body does not say it more precisely.
+    const after = Number(res.headers.get('retry-after') ?? NaN);
+    if (res.status === 429 && coded.params.retryAfterMs === undefined && Number.isFinite(after) && after >= 0) coded.params = { ...coded.params, retryAfterMs: after * 1000 };
+    throw new ServerError(res.status, coded, generation);
   }
 }
