@@ -19,6 +19,8 @@ export interface ServerLimits {
   watchPodBytes: number;
   /** How long a watcher at its bound may send nothing before it is cut. */
   watchStallMs: number;
+  /** How long a cut watcher's connection is kept for the event that says where to resume, before it is closed. */
+  watchCutGraceMs: number;
   /** Bytes of serialised frames kept for watchers of the same prefix to share. */
   frameCacheBytes: number;
   /** Watch streams and long polls one token may hold open on this pod at once (CCA-E0642); anonymous callers share one such allowance. */
@@ -37,6 +39,7 @@ export const defaultLimits: ServerLimits = {
   watchQueueBytes: 4 * 1024 * 1024,
   watchPodBytes: 256 * 1024 * 1024,
   watchStallMs: 10_000,
+  watchCutGraceMs: 10_000,
   frameCacheBytes: 64 * 1024 * 1024,
   streamsPerToken: 64,
   streamsPerNode: 16,

@@ -105,7 +105,7 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
 
   /**
    * Tell a cut watcher where to resume. Its client may read nothing at all: then the event
-   * cannot get through, and after the same grace the connection itself is closed.
+   * cannot get through, and after `watchCutGraceMs` the connection itself is closed.
    */
   async function endCut(c: Context<AuthEnv>, stream: SSEStreamingApi, cut: Cut, requestId: string) {
     deps.metrics.watchCuts.inc({ bound: cut.bound });
@@ -115,7 +115,7 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
         : new CcaError('CCA-E0641', { podBytes: pod.watchBytes.used, limitBytes: deps.limits.watchPodBytes, stallMs: deps.limits.watchStallMs, resumeFrom: cut.resumeFrom });
     const sent = stream.writeSSE({ event: 'error', id: String(cut.resumeFrom - 1), data: JSON.stringify({ error: diagnosticFor(error, requestId) }) }).then(() => true);
     let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deps.limits.watchStallMs)));
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deps.limits.watchCutGraceMs)));
     const delivered = await Promise.race([sent, late]);
     clearTimeout(timer);
     if (!delivered) closeConnection(c, stream);

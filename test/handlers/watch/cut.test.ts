@@ -24,7 +24,7 @@ afterEach(async () => {
 
 async function server(): Promise<{ url: string; deps: ServerDeps; store: MemoryStore }> {
   const store = new MemoryStore();
-  const deps = testDeps(store, { limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500, watchQueueBytes: QUEUE_BYTES, watchStallMs: 300 } });
+  const deps = testDeps(store, { limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500, watchQueueBytes: QUEUE_BYTES, watchStallMs: 300, watchCutGraceMs: 5_000 } });
   const http: RunningHttp = await listen(createApp(deps), { port: 0 });
   cleanups.push(() => http.close(0));
   cleanups.push(() => store.close());
@@ -60,16 +60,21 @@ describe('watch streams bounded in bytes', () => {
     await first;
     // Stop reading (the iterator is not pulled) while 16 MiB is committed: the server cuts it.
     const last = await flood(store, 1_000);
-    await waitFor('the paused watcher to be cut', () => cuts(deps), (n) => n >= 1, 30_000);
+    await waitFor('the paused watcher to be cut', () => cuts(deps), (n) => n >= 1, { timeoutMs: 30_000, everyMs: 10 });
     for (;;) {
       const r = await it.next();
       if (r.done) break;
       seen.push(r.value.revision);
       if (r.value.revision >= last) break;
     }
-    const watchRequests = client.sent.filter((s) => s.path.startsWith('/v1/watch')).length;
-    console.log(`cut ${await cuts(deps)} time(s); ${watchRequests} watch requests; ${seen.length} revisions received`);
-    expect(watchRequests).toBeGreaterThanOrEqual(2);
+    const watches = client.sent.filter((s) => s.path.startsWith('/v1/watch'));
+    console.log(`cut ${await cuts(deps)} time(s); ${watches.length} watch requests; ${seen.length} revisions received`);
+    // Read again right after the cut, the client got the event saying so, and watched again.
+    expect(watches[0]!.diagnostics?.map((d) => d.code)).toEqual(['CCA-E0640']);
+    // The revision the server named is where the client's own count resumed: nothing in between was lost.
+    const resumeFrom = watches[0]!.diagnostics![0]!.params.resumeFrom;
+    expect(watches[1]!.path).toContain(`from=${resumeFrom}`);
+    expect(watches.length).toBeGreaterThanOrEqual(2);
     expect(new Set(seen).size).toBe(seen.length);
     expect(seen).toEqual(Array.from({ length: last - from + 1 }, (_, i) => from + i));
   });
