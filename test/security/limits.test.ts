@@ -84,7 +84,7 @@ describe('streams per credential', () => {
     const now = (token = c1, node = 'n1') => call('GET', `/v1/agent/nodes/${node}/assignments?after=1000000&waitMs=0`, { token });
     const held = new AbortController();
     const other = new AbortController();
-    const polls = [poll(held.signal).catch(() => undefined), poll(other.signal).catch(() => undefined)];
+    const polls = [Promise.resolve(poll(held.signal)).catch(() => undefined), Promise.resolve(poll(other.signal)).catch(() => undefined)];
     const refused = await waitFor('the third poll refused', async () => {
       const r = await now();
       return r.status === 429 ? r : undefined;
