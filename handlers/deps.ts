@@ -27,6 +27,8 @@ export interface ServerLimits {
   streamsPerToken: number;
   /** The same for one node's credential (its assignment, network and log-request polls). */
   streamsPerNode: number;
+  /** An agent's assignments answer is paged by this many bytes of JSON (at least one assignment a page). */
+  assignmentsPageBytes: number;
   /** Observations and events one node may write, per second and in a burst, on this pod (CCA-E0643). */
   nodeWrites: BucketPolicy;
 }
@@ -43,6 +45,7 @@ export const defaultLimits: ServerLimits = {
   frameCacheBytes: 64 * 1024 * 1024,
   streamsPerToken: 64,
   streamsPerNode: 16,
+  assignmentsPageBytes: 4 * 1024 * 1024,
   nodeWrites: { ratePerSecond: 50, burst: 1000 },
 };
 

@@ -31,6 +31,8 @@ const registerBody = z.object({
 });
 const keepaliveBody = z.strictObject({ lease: z.int().min(1) });
 const assignmentsQuery = z.strictObject({ after: revisionParam.default(0), waitMs: z.coerce.number().int().min(0).max(60_000).optional() });
+/** A later page of the assignments: read at the first page's revision, after the replica the last page ended with. */
+const assignmentsPageQuery = assignmentsQuery.extend({ revision: revisionParam.optional(), cursor: z.string().min(1).max(300).optional() });
 const observationsBody = z.strictObject({ tenure: z.int().min(1), observations: z.array(z.unknown()).max(1000) });
 const observedVolumesBody = z.strictObject({ tenure: z.int().min(1), volumes: z.array(z.unknown()).max(256) });
 const nameSegment = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label');
@@ -102,6 +104,18 @@ async function writeObservations(store: Store, node: string, tenure: number, obs
     // The tenure or an assignment changed between the read and the write: judge again.
   }
   throw new CcaError('CCA-E0611', { what: `the assignments of node ${node}` });
+}
+
+/** The first items whose JSON fits in `maxBytes`, at least one: an answer bounded in bytes, paged. */
+function pageByBytes<T>(items: readonly T[], maxBytes: number): T[] {
+  let bytes = 2;
+  let n = 0;
+  while (n < items.length) {
+    bytes += Buffer.byteLength(JSON.stringify(items[n])) + 1;
+    if (n > 0 && bytes > maxBytes) break;
+    n++;
+  }
+  return items.slice(0, n);
 }
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
@@ -244,14 +258,19 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
 
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {
     const node = c.req.param('node');
-    const q = parseQuery(c, assignmentsQuery);
-    const changed = await polled(c, () => changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal));
-    const { revision, facts } = await readFacts(store, 'assigned', [node]);
+    const q = parseQuery(c, assignmentsPageQuery);
+    if ((q.cursor === undefined) !== (q.revision === undefined)) throw new CcaError('CCA-E0603', { where: 'query parameters cursor and revision', reason: 'a later page names both: the first page\'s revision and its cursor' });
+    // A later page answers at once; the first waits for a change.
+    const changed = q.cursor !== undefined ? true : await polled(c, () => changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal));
+    const { revision, facts } = await readFacts(store, 'assigned', [node], q.revision ?? 0);
     // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
     const m = await store.get(buildKey('membership', 'nodes'), { revision });
     const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
     // The one place a secret is opened: for the agent of the node that runs the replica.
-    return c.json({ revision, changed, membership, assignments: facts.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })) });
+    const rest = q.cursor === undefined ? facts : facts.filter((f) => f.value.replica > q.cursor!);
+    const page = pageByBytes(rest.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })), deps.limits.assignmentsPageBytes);
+    const more = page.length < rest.length;
+    return c.json({ revision, changed, membership, assignments: page, ...(more ? { more, cursor: page.at(-1)!.replica } : {}) });
   });
 
   // The node's network rule set (`/network/<node>`), long-polled like the assignments.

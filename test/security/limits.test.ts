@@ -152,3 +152,38 @@ describe('node writes', () => {
     expect(refused.retryAfterMs).toBeGreaterThan(0);
   });
 });
+
+describe('long polls bounded in bytes', () => {
+  test('a node\'s assignments come in pages of at most assignmentsPageBytes, read at one revision; the agent client joins them whole', async () => {
+    const { app, call, c1, store, t1 } = await cluster({ assignmentsPageBytes: 2048 });
+    for (let i = 5; i < 20; i++) await assign(store, 'n1', `web-aaaaaa${String(i).padStart(2, '0')}`, t1);
+    const first = await call('GET', '/v1/agent/nodes/n1/assignments?after=0', { token: c1 });
+    const body = (await first.json()) as { revision: number; more?: boolean; cursor?: string; assignments: { replica: string }[] };
+    expect(body.more).toBe(true);
+    expect(JSON.stringify(body.assignments).length).toBeLessThanOrEqual(2048);
+    expect(body.cursor).toBe(body.assignments.at(-1)!.replica);
+    // A later page needs the first page's revision with its cursor.
+    expect((await call('GET', `/v1/agent/nodes/n1/assignments?cursor=${body.cursor}`, { token: c1 })).status).toBe(400);
+    // A write after the first page is not seen by the later ones (one revision for all).
+    await assign(store, 'n1', 'web-zzzzzzz9', t1);
+    const http = await listen(app, { port: 0 });
+    servers.push(http);
+    const client = new AgentClient(http.url, 'n1');
+    client.credential = c1;
+    const whole = await client.assignments(0, 0);
+    expect(whole.assignments.map((a) => a.replica)).toContain('web-zzzzzzz9');
+    expect(whole.assignments).toHaveLength(21);
+    const pages: string[] = [];
+    let cursor = body.cursor;
+    while (cursor !== undefined) {
+      const r = (await (await call('GET', `/v1/agent/nodes/n1/assignments?revision=${body.revision}&cursor=${cursor}`, { token: c1 })).json()) as typeof body;
+      pages.push(...r.assignments.map((a) => a.replica));
+      cursor = r.more ? r.cursor : undefined;
+    }
+    const atFirst = [...body.assignments.map((a) => a.replica), ...pages];
+    expect(atFirst).toHaveLength(20);
+    expect(atFirst).not.toContain('web-zzzzzzz9');
+    expect([...atFirst].sort()).toEqual(atFirst);
+  });
+});
+
