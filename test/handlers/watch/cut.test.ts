@@ -22,9 +22,9 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function server(): Promise<{ url: string; deps: ServerDeps; store: MemoryStore }> {
+async function server(limits: Partial<ServerDeps['limits']> = {}): Promise<{ url: string; deps: ServerDeps; store: MemoryStore }> {
   const store = new MemoryStore();
-  const deps = testDeps(store, { limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500, watchQueueBytes: QUEUE_BYTES, watchStallMs: 300, watchCutGraceMs: 5_000 } });
+  const deps = testDeps(store, { limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500, watchQueueBytes: QUEUE_BYTES, watchStallMs: 300, watchCutGraceMs: 5_000, ...limits } });
   const http: RunningHttp = await listen(createApp(deps), { port: 0 });
   cleanups.push(() => http.close(0));
   cleanups.push(() => store.close());
@@ -117,5 +117,31 @@ describe('watch streams bounded in bytes', () => {
     expect((await deps.metrics.watchCuts.get()).values.find((v) => v.labels.bound === 'watcher')?.value).toBeGreaterThanOrEqual(1);
     ac.abort();
     await reading;
+  });
+
+  test('the pod\'s bound: watchers that together hold too much are cut with CCA-E0641, naming where to resume', async () => {
+    const { url, deps, store } = await server({ watchQueueBytes: 8 * 1024 * 1024, watchPodBytes: QUEUE_BYTES });
+    const from = (await store.revision()) + 1;
+    const res = await fetch(`${url}/v1/watch?prefix=/x/&from=${from}`);
+    const reader = res.body!.getReader();
+    await reader.read();
+    // Not read while the flood is committed: the pod's bound is reached long before the watcher's.
+    const last = await flood(store, 300);
+    await waitFor('the cut at the pod\'s bound', async () => (await deps.metrics.watchCuts.get()).values.find((v) => v.labels.bound === 'pod')?.value ?? 0, (n) => n >= 1, 30_000);
+    let text = '';
+    const decoder = new TextDecoder();
+    for (;;) {
+      const r = await reader.read();
+      if (r.done) break;
+      text += decoder.decode(r.value, { stream: true });
+    }
+    const error = /event: error\ndata: (.*)\n/.exec(text);
+    const d = JSON.parse(error![1]!).error as { code: string; params: { resumeFrom: number } };
+    expect(d.code).toBe('CCA-E0641');
+    const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    // Every batch before the cut, then the error whose id is the last of them, then the end.
+    expect(d.params.resumeFrom).toBe(ids.at(-1)! + 1);
+    expect(d.params.resumeFrom).toBeLessThanOrEqual(last);
+    expect(ids.slice(0, -1)).toEqual(Array.from({ length: ids.length - 1 }, (_, i) => from + i));
   });
 });
