@@ -50,8 +50,22 @@ export class AgentClient {
     return this.call('POST', this.path('keepalive'), { lease }, { timeoutMs: QUORUM.keepaliveTimeoutMs });
   }
 
-  assignments(after: number, waitMs: number): Promise<AssignmentsAnswer> {
-    return this.call('GET', `${this.path('assignments')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
+  /**
+   * The node's assignments, long-polled. A large answer comes in pages bounded in bytes
+   * (`more` and `cursor`): the later pages are read at once, at the first page's revision, and
+   * the core gets them whole.
+   */
+  async assignments(after: number, waitMs: number): Promise<AssignmentsAnswer> {
+    type Page = AssignmentsAnswer & { more?: boolean; cursor?: string };
+    const first = await this.call<Page>('GET', `${this.path('assignments')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
+    const assignments = [...first.assignments];
+    let page = first;
+    while (page.more && page.cursor !== undefined) {
+      page = await this.call<Page>('GET', `${this.path('assignments')}?after=${after}&waitMs=0&revision=${first.revision}&cursor=${encodeURIComponent(page.cursor)}`);
+      assignments.push(...page.assignments);
+    }
+    const { more: _more, cursor: _cursor, ...answer } = first;
+    return { ...answer, assignments };
   }
 
   /** The node's network rule set, long-polled: answers at once when it changed after `after`. */
@@ -139,6 +153,10 @@ export class AgentClient {
     }
     if (res.ok) return parsed as T;
     const d = (parsed as { error?: Diagnostic } | undefined)?.error;
-    throw new ServerError(res.status, d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }), generation);
+    const coded = d?.code ? d : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` });
+    // Retry-After in seconds (RFC 9110) when the body does not say it more precisely.
+    const after = Number(res.headers.get('retry-after') ?? NaN);
+    if (res.status === 429 && coded.params.retryAfterMs === undefined && Number.isFinite(after) && after >= 0) coded.params = { ...coded.params, retryAfterMs: after * 1000 };
+    throw new ServerError(res.status, coded, generation);
   }
 }

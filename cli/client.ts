@@ -203,10 +203,17 @@ function parseJson(text: string): unknown {
 /** How long a watch keeps trying to resume before it gives up with the last error. */
 export const WATCH_RESUME_MS = 60_000;
 
-/** A stream cut, a server not answering, or a pod that is unavailable or shutting down: worth another try. */
+/**
+ * A stream cut (by the network, or by the server at a watcher's byte bound: CCA-E0640/E0641),
+ * a server not answering, a pod that is unavailable or shutting down, or too many streams
+ * for our token right now (CCA-E0642): worth another try, from the revision after the last
+ * batch we got.
+ */
+const RESUMABLE = new Set(['CCA-E0713', 'CCA-E0701', 'CCA-E0663', 'CCA-E0610', 'CCA-E0640', 'CCA-E0641', 'CCA-E0642']);
+
 function resumable(e: unknown): boolean {
   if (!(e instanceof ExitError)) return false;
-  return e.diagnostics.some((d) => d.code === 'CCA-E0713' || d.code === 'CCA-E0701' || d.code === 'CCA-E0663' || d.code === 'CCA-E0610');
+  return e.diagnostics.some((d) => RESUMABLE.has(d.code));
 }
 
 /** "fetch failed" says nothing; its cause (ECONNREFUSED, ENOTFOUND, a timeout) does. */

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { routePath } from 'hono/route';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, isCcaError } from '../core/diagnostics/index.js';
 import type { ServerDeps } from './deps.js';
 import { errorResponse } from './errors.js';
 import { authenticate, type AuthEnv } from './auth.js';
@@ -21,9 +21,13 @@ import { nodeOpRoutes } from './routes/nodeops.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { volumeRoutes } from './routes/volumes.js';
 import { watchRoutes } from './routes/watch.js';
+import { podLimits } from './limits/pod-limits.js';
 
 /** Streams and long polls would swamp the latency histogram with their waiting time. */
 const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/replicas/:id/logs', '/v1/agent/nodes/:node/log-requests', '/v1/agent/nodes/:node/log-requests/:id/stream']);
+
+/** Refusals by a pod limit, counted in `cca_limit_refusals_total`. */
+const LIMIT_CODES = new Set(['CCA-E0642', 'CCA-E0643']);
 
 /**
  * The HTTP API as a plain `(Request) => Response` app: tests call `app.request()` with
@@ -31,6 +35,9 @@ const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/
  */
 export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
+  // Per pod: stream slots per credential, the bytes its watchers hold, each node's write rate.
+  const pod = podLimits(deps.limits);
+  deps.metrics.trackWatchBytes(() => pod.watchBytes.used);
   app.use(requestId({ generate: deps.newRequestId }));
   app.use(async function measure(c, next) {
     const started = performance.now();
@@ -56,7 +63,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   // act for their own node.
   app.route('/', stateRoutes(deps));
   app.route('/', queryRoutes(deps));
-  app.route('/', watchRoutes(deps));
+  app.route('/', watchRoutes(deps, pod));
   app.route('/', serviceRoutes(deps));
   app.route('/', readRoutes(deps));
   app.route('/', volumeRoutes(deps));
@@ -65,10 +72,13 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', nodeRoutes(deps));
   app.route('/', nodeOpRoutes(deps));
   app.route('/', tokenRoutes(deps));
-  app.route('/', agentRoutes(deps));
-  app.route('/', logRoutes(deps));
+  app.route('/', agentRoutes(deps, pod));
+  app.route('/', logRoutes(deps, pod));
   app.route('/', consoleRoutes(deps));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
-  app.onError((err, c) => errorResponse(err, c));
+  app.onError((err, c) => {
+    if (isCcaError(err) && LIMIT_CODES.has(err.code)) deps.metrics.refusals.inc({ code: err.code });
+    return errorResponse(err, c);
+  });
   return app;
 }

@@ -1,3 +1,4 @@
+import type { BucketPolicy } from '../core/limits/token-bucket.js';
 import type { Store } from '../db/store.js';
 import type { AuthPolicy } from './auth.js';
 import type { ServerMetrics } from './metrics.js';
@@ -12,6 +13,24 @@ export interface ServerLimits {
   heartbeatMs: number;
   /** A fact query refuses a prefix holding more keys than this (CCA-E0691): it would scan them all on every page. */
   queryScanKeys: number;
+  /** Bytes of frames one watcher may have waiting in this pod (beyond its socket) before it must drain or be cut (CCA-E0640). */
+  watchQueueBytes: number;
+  /** Bytes of frames all the watchers of this pod may have waiting together (CCA-E0641). */
+  watchPodBytes: number;
+  /** How long a watcher at its bound may send nothing before it is cut. */
+  watchStallMs: number;
+  /** How long a cut watcher's connection is kept for the event that says where to resume, before it is closed. */
+  watchCutGraceMs: number;
+  /** Bytes of serialised frames kept for watchers of the same prefix to share. */
+  frameCacheBytes: number;
+  /** Watch streams and long polls one token may hold open on this pod at once (CCA-E0642); anonymous callers share one such allowance. */
+  streamsPerToken: number;
+  /** The same for one node's credential (its assignment, network and log-request polls). */
+  streamsPerNode: number;
+  /** An agent's assignments answer is paged by this many bytes of JSON (at least one assignment a page). */
+  assignmentsPageBytes: number;
+  /** Observations and events one node may write, per second and in a burst, on this pod (CCA-E0643). */
+  nodeWrites: BucketPolicy;
 }
 
 export const defaultLimits: ServerLimits = {
@@ -19,6 +38,15 @@ export const defaultLimits: ServerLimits = {
   longPollMs: 30_000,
   heartbeatMs: 15_000,
   queryScanKeys: 10_000,
+  watchQueueBytes: 4 * 1024 * 1024,
+  watchPodBytes: 256 * 1024 * 1024,
+  watchStallMs: 10_000,
+  watchCutGraceMs: 10_000,
+  frameCacheBytes: 64 * 1024 * 1024,
+  streamsPerToken: 64,
+  streamsPerNode: 16,
+  assignmentsPageBytes: 4 * 1024 * 1024,
+  nodeWrites: { ratePerSecond: 50, burst: 1000 },
 };
 
 /** Everything a handler may touch. Handlers hold no state of their own: any pod serves any request. */

@@ -25,5 +25,8 @@ export function errorResponse(err: unknown, c: Context): Response {
   const d = diagnosticFor(err, requestId);
   if (d.blame === 'bug') console.error(`[${requestId}] ${d.code} ${d.message}`, err);
   const all = allDiagnostics(err, requestId);
+  // A refusal that says when to come back (429: too many streams, a node writing too fast).
+  const after = d.params.retryAfterSeconds;
+  if (typeof after === 'number' && Number.isFinite(after) && after >= 0) c.header('Retry-After', String(Math.ceil(after)));
   return c.json(all ? { error: d, diagnostics: all } : { error: d }, statusFor(d));
 }

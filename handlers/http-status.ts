@@ -24,6 +24,8 @@ const byCode: Record<string, ContentfulStatusCode> = {
   'CCA-E0635': 404,
   'CCA-E0636': 403,
   'CCA-E0637': 404,
+  'CCA-E0642': 429,
+  'CCA-E0643': 429,
   'CCA-E0560': 404,
   'CCA-E0562': 429,
   'CCA-E0563': 503,

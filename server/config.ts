@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { CcaError, messageOf } from '../core/diagnostics/index.js';
+import { defaultLimits, type ServerLimits } from '../handlers/deps.js';
 
 /** Flags win over environment variables, which win over defaults. */
 const configSchema = z.object({
@@ -17,6 +18,10 @@ const configSchema = z.object({
   secretKeyFile: z.string().min(1).optional(),
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),
+  maxStreams: z.coerce.number().int().min(1).max(100_000).default(defaultLimits.streamsPerToken),
+  maxNodeStreams: z.coerce.number().int().min(4).max(100_000).default(defaultLimits.streamsPerNode),
+  nodeWriteRate: z.coerce.number().min(0.1).max(1_000_000).default(defaultLimits.nodeWrites.ratePerSecond),
+  nodeWriteBurst: z.coerce.number().int().min(1).max(10_000_000).default(defaultLimits.nodeWrites.burst),
 }).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
   // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
   // and silently serving plain HTTP instead would hand out tokens in clear text.
@@ -39,6 +44,10 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)
+  --max-streams N     watch streams and long polls one token may hold open on this pod (anonymous callers share one allowance) (env CCA_MAX_STREAMS, default 64)
+  --max-node-streams N the same for one node's credential                                     (env CCA_MAX_NODE_STREAMS, default 16)
+  --node-write-rate N observations and events one node may write per second on this pod     (env CCA_NODE_WRITE_RATE, default 50)
+  --node-write-burst N  and at once after a quiet spell                                       (env CCA_NODE_WRITE_BURST, default 1000)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
@@ -59,6 +68,10 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'drain-seconds': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
+        'max-streams': { type: 'string' },
+        'max-node-streams': { type: 'string' },
+        'node-write-rate': { type: 'string' },
+        'node-write-burst': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -79,6 +92,10 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     secretKeyFile: values['secret-key-file'] ?? (env.CCA_SECRET_KEY_FILE || undefined),
     tlsCert: values['tls-cert'] ?? (env.CCA_TLS_CERT || undefined),
     tlsKey: values['tls-key'] ?? (env.CCA_TLS_KEY || undefined),
+    maxStreams: values['max-streams'] ?? (env.CCA_MAX_STREAMS || undefined),
+    maxNodeStreams: values['max-node-streams'] ?? (env.CCA_MAX_NODE_STREAMS || undefined),
+    nodeWriteRate: values['node-write-rate'] ?? (env.CCA_NODE_WRITE_RATE || undefined),
+    nodeWriteBurst: values['node-write-burst'] ?? (env.CCA_NODE_WRITE_BURST || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {
@@ -86,4 +103,14 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     throw new CcaError('CCA-E0603', { where: `the server setting ${i.path.join('.')}`, reason: i.message });
   }
   return r.data;
+}
+
+/** The pod limits the flags set, over the defaults (handlers/deps.ts). */
+export function limitsOf(flags: Pick<ServerFlags, 'maxStreams' | 'maxNodeStreams' | 'nodeWriteRate' | 'nodeWriteBurst'>): ServerLimits {
+  return {
+    ...defaultLimits,
+    streamsPerToken: flags.maxStreams,
+    streamsPerNode: flags.maxNodeStreams,
+    nodeWrites: { ratePerSecond: flags.nodeWriteRate, burst: flags.nodeWriteBurst },
+  };
 }

@@ -1,7 +1,7 @@
 import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { redactUrl } from '../core/redact.js';
 import { loadKeyring } from '../handlers/secret-box.js';
-import { serverConfig, serverUsage } from './config.js';
+import { limitsOf, serverConfig, serverUsage } from './config.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 
@@ -14,10 +14,11 @@ export async function runServer(argv: string[]): Promise<number> {
   const report = (d: Diagnostic) => console.error(renderPlain(d));
   try {
     const flags = serverConfig(argv, process.env);
-    const { secretKey, secretKeyFile, drainSeconds, ...rest } = flags;
+    const { secretKey, secretKeyFile, drainSeconds, maxStreams, maxNodeStreams, nodeWriteRate, nodeWriteBurst, ...rest } = flags;
+    const limits = limitsOf({ maxStreams, maxNodeStreams, nodeWriteRate, nodeWriteBurst });
     const secretKeys = loadKeyring({ key: secretKey, file: secretKeyFile });
     if (!secretKeys) console.error('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
-    const server = await startServer({ ...rest, ...(secretKeys ? { secretKeys } : {}), drainDelayMs: drainSeconds * 1000, version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
+    const server = await startServer({ ...rest, limits, ...(secretKeys ? { secretKeys } : {}), drainDelayMs: drainSeconds * 1000, version, onDiagnostic: report, onRecovered: () => console.error('the store answers again') });
     console.log(`ccattler server ${version} listening on ${server.url} (store ${redactUrl(flags.store)})`);
     if (server.tokens.admin) console.log(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
     if (server.tokens.join) console.log(`join token for agents (shown once):      ${server.tokens.join}`);

@@ -15,7 +15,7 @@ import { jobHook } from '../jobs/job-hook.js';
 import { compactOnce } from '../jobs/maintenance.js';
 import { createApp } from '../handlers/app.js';
 import { ensureTokens, type BootstrapTokens } from '../handlers/auth.js';
-import { defaultLimits } from '../handlers/deps.js';
+import { defaultLimits, type ServerLimits } from '../handlers/deps.js';
 import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
@@ -52,6 +52,8 @@ export interface ServerConfig {
   /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
   tlsCert?: string;
   tlsKey?: string;
+  /** Bounds on bodies, long polls, watches, streams per credential and node writes (`defaultLimits` otherwise). */
+  limits?: ServerLimits;
 }
 
 export interface RunningServer {
@@ -165,7 +167,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     const app = createApp({
       store,
       metrics,
-      limits: defaultLimits,
+      limits: cfg.limits ?? defaultLimits,
       newRequestId: requestIdGenerator(),
       version: cfg.version,
       auth: { openReads: cfg.openReads },

@@ -21,6 +21,18 @@ export class ServerError extends Error {
     super(`${status} ${diagnostic.code} ${diagnostic.message}`);
   }
 
+  /**
+   * How long the server asked us to wait before trying again (a 429: this node writing too
+   * fast, CCA-E0643; too many streams, CCA-E0642), from the coded refusal's parameters.
+   */
+  get retryAfterMs(): number | undefined {
+    if (this.status !== 429) return undefined;
+    const { retryAfterMs, retryAfterSeconds } = this.diagnostic.params;
+    if (typeof retryAfterMs === 'number' && retryAfterMs >= 0) return retryAfterMs;
+    if (typeof retryAfterSeconds === 'number' && retryAfterSeconds >= 0) return retryAfterSeconds * 1000;
+    return undefined;
+  }
+
   /** The server is up but says its store is not: leases cannot expire meanwhile. */
   get storeUnavailable(): boolean {
     return this.status === 503 && (this.diagnostic.code === 'CCA-E0610' || /^CCA-E01\d\d$/.test(this.diagnostic.code));

@@ -1,5 +1,6 @@
 import { makeDiagnostic } from '../../core/diagnostics/index.js';
 import type { Assignment, NodeEvent, Observation } from '../../core/model/index.js';
+import { ServerError } from './errors.js';
 import type { ControlPlane } from './ports.js';
 import { fingerprint, observationOf, TERMINAL, type Slot } from './slot.js';
 
@@ -27,6 +28,8 @@ export class Reporter {
   private resentAfter = 0;
   /** Stops of past tenures' stateful replicas confirmed to the server (replica → tenure reported under). */
   private readonly confirmed = new Map<string, number>();
+  /** The server asked us to wait (429 with Retry-After) until this time (the caller's monotonic clock). */
+  private holdUntil = 0;
 
   constructor(private readonly d: ReporterDeps) {}
 
@@ -45,7 +48,9 @@ export class Reporter {
 
   /** One report, if anything is due; throws the call's error (the caller's usual handling). */
   async report(slots: Iterable<Slot>, desired: readonly Assignment[], tenure: number, now: number, wall: number): Promise<void> {
-    if (this.reporting) return;
+    // Told to slow down: nothing is lost by waiting, observations are level state and the
+    // newest is sent then (the refused call counts as failed, so everything is re-sent).
+    if (this.reporting || now < this.holdUntil) return;
     const slow = Math.max(this.d.reportEveryMs, this.d.usageEveryMs);
     const failures = this.failures;
     const all = failures !== this.resentAfter;
@@ -84,6 +89,10 @@ export class Reporter {
         await this.d.control.events(tenure, events);
         this.events.splice(0, events.length);
       }
+    } catch (e) {
+      const wait = e instanceof ServerError ? e.retryAfterMs : undefined;
+      if (wait !== undefined) this.holdUntil = now + wait;
+      throw e;
     } finally {
       this.reporting = false;
     }

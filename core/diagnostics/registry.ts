@@ -10,6 +10,7 @@ import { specCodes } from './codes/spec.js';
 import { storeCodes } from './codes/store.js';
 import { rolloutCodes } from './codes/rollouts.js';
 import { limitCodes } from './codes/limits.js';
+import { admissionCodes } from './codes/admission.js';
 
 /**
  * Every code ccattler can emit, one area per line (areas merge without conflicts). A code,
@@ -27,6 +28,7 @@ const areas = [
   cliCodes,
   rolloutCodes,
   limitCodes,
+  admissionCodes,
 ] as const;
 
 const all: readonly DiagnosticDef[] = areas.flat();

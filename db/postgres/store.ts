@@ -33,6 +33,8 @@ export interface PostgresStoreOptions {
   /** No reap for this long means leases could not be kept alive: renew them all once. */
   leaseSilenceMs?: number;
   watchPollMs?: number;
+  /** Bytes of recent revisions kept in memory for watchers at the live edge (and at most 4,096 revisions). */
+  watchRingBytes?: number;
   /** Revisions per compaction delete statement. */
   compactWindow?: number;
   onDiagnostic?: (d: Diagnostic) => void;
@@ -73,6 +75,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
       target: this.target,
       pollMs: opts.watchPollMs,
       ringRevisions: 4096,
+      ringBytes: opts.watchRingBytes,
       pageRevisions: 1000,
       onDiagnostic: opts.onDiagnostic,
     });
@@ -87,6 +90,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
         leaseReaperMs: options.leaseReaperMs ?? 250,
         leaseSilenceMs: options.leaseSilenceMs ?? 5_000,
         watchPollMs: options.watchPollMs ?? 500,
+        watchRingBytes: options.watchRingBytes ?? 64 * 1024 * 1024,
         compactWindow: options.compactWindow ?? 10_000,
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
@@ -121,6 +125,11 @@ export class PostgresStore extends StoreShortcuts implements Store {
   watch(req: WatchRequest): AsyncIterable<WatchBatch> {
     this.enter();
     return followWatch(this.hub, req);
+  }
+
+  /** What the watch ring holds in memory now (tests, metrics). */
+  watchRingSize(): { revisions: number; bytes: number } {
+    return this.hub.ringSize();
   }
 
   async grantLease(ttlSeconds: number): Promise<{ id: number; ttl: number }> {

@@ -17,12 +17,21 @@ export interface WatchHubOptions {
   pollMs: number;
   /** Revisions kept in memory for watchers at the live edge. */
   ringRevisions: number;
+  /** And their bytes (keys and values) at most: revisions carry whole specs. */
+  ringBytes: number;
   /** Revisions per catch-up query. */
   pageRevisions: number;
   onDiagnostic(d: Diagnostic): void;
 }
 
 const ALL: KeyInterval = intervalOf({ prefix: '' });
+
+/** A batch's weight in the ring: its keys and values (and previous ones) as held in memory (UTF-16, 2 bytes a unit), plus overhead. */
+function batchBytes(b: WatchBatch): number {
+  let n = 64;
+  for (const e of b.events) n += 64 + 2 * (e.kv.key.length + e.kv.value.length + (e.prevKv ? e.prevKv.key.length + e.prevKv.value.length : 0));
+  return n;
+}
 
 /**
  * One per store (so one per process): one LISTEN connection that wakes every watcher,
@@ -34,6 +43,9 @@ export class WatchHub implements WatchSource {
   private known = 0;
   private compactRevision = 0;
   private ring: WatchBatch[] = [];
+  /** Each ring entry's size in bytes, and their sum. */
+  private ringSizes: number[] = [];
+  private ringTotal = 0;
   /** The ring holds revisions ringStart..ringEnd (dense: every revision has a batch). */
   private ringEnd = 0;
   private filling: Promise<void> | undefined;
@@ -87,7 +99,7 @@ export class WatchHub implements WatchSource {
     if (from > this.ringEnd + 1 && !this.filling) {
       // The ring is stale (no watcher has read for a while): restart it where this
       // watcher stands instead of paging through history nobody at the edge needs.
-      this.ring = [];
+      this.clearRing();
       this.ringEnd = from - 1;
     }
     if (from > this.ringEnd) {
@@ -111,6 +123,17 @@ export class WatchHub implements WatchSource {
       throw new CcaError('CCA-E0101', { revision: from, compactRevision: page.compactRevision });
     }
     return { batches: page.batches, through: page.through };
+  }
+
+  /** What the ring holds now (tests, metrics). */
+  ringSize(): { revisions: number; bytes: number } {
+    return { revisions: this.ring.length, bytes: this.ringTotal };
+  }
+
+  private clearRing(): void {
+    this.ring = [];
+    this.ringSizes = [];
+    this.ringTotal = 0;
   }
 
   waitBeyond(rev: number, signal: AbortSignal): Promise<void> {
@@ -144,7 +167,7 @@ export class WatchHub implements WatchSource {
     this.noteCompacted(page.compactRevision);
     if (from < page.compactRevision) {
       // We fell behind compaction: restart the ring at the head; stragglers get `compacted`.
-      this.ring = [];
+      this.clearRing();
       this.ringEnd = page.head;
       return;
     }
@@ -160,9 +183,23 @@ export class WatchHub implements WatchSource {
       this.report(new CcaError('CCA-E0115', { from, to: page.through, missing: expect }).diagnostic);
       return;
     }
-    this.ring.push(...page.batches);
+    for (const b of page.batches) {
+      const size = batchBytes(b);
+      this.ring.push(b);
+      this.ringSizes.push(size);
+      this.ringTotal += size;
+    }
     this.ringEnd = page.through;
-    if (this.ring.length > this.opts.ringRevisions) this.ring.splice(0, this.ring.length - this.opts.ringRevisions);
+    // Oldest out first, by count and by bytes; the newest revision always stays (the ring stays dense up to ringEnd).
+    let drop = Math.max(0, this.ring.length - this.opts.ringRevisions);
+    let total = this.ringTotal;
+    for (let i = 0; i < drop; i++) total -= this.ringSizes[i]!;
+    while (total > this.opts.ringBytes && drop < this.ring.length - 1) total -= this.ringSizes[drop++]!;
+    if (drop > 0) {
+      this.ring.splice(0, drop);
+      this.ringSizes.splice(0, drop);
+      this.ringTotal = total;
+    }
     this.noteHead(page.head);
   }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
@@ -13,6 +13,7 @@ import type { ServerDeps } from '../deps.js';
 import { readFacts } from '../../jobs/facts.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
+import type { PodLimits } from '../limits/pod-limits.js';
 
 export const MAX_EVENTS_PER_NODE = 200;
 /**
@@ -30,6 +31,8 @@ const registerBody = z.object({
 });
 const keepaliveBody = z.strictObject({ lease: z.int().min(1) });
 const assignmentsQuery = z.strictObject({ after: revisionParam.default(0), waitMs: z.coerce.number().int().min(0).max(60_000).optional() });
+/** A later page of the assignments: read at the first page's revision, after the replica the last page ended with. */
+const assignmentsPageQuery = assignmentsQuery.extend({ revision: revisionParam.optional(), cursor: z.string().min(1).max(300).optional() });
 const observationsBody = z.strictObject({ tenure: z.int().min(1), observations: z.array(z.unknown()).max(1000) });
 const observedVolumesBody = z.strictObject({ tenure: z.int().min(1), volumes: z.array(z.unknown()).max(256) });
 const nameSegment = z.string().regex(/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/, 'must be a DNS label');
@@ -103,6 +106,18 @@ async function writeObservations(store: Store, node: string, tenure: number, obs
   throw new CcaError('CCA-E0611', { what: `the assignments of node ${node}` });
 }
 
+/** The first items whose JSON fits in `maxBytes`, at least one: an answer bounded in bytes, paged. */
+function pageByBytes<T>(items: readonly T[], maxBytes: number): T[] {
+  let bytes = 2;
+  let n = 0;
+  while (n < items.length) {
+    bytes += Buffer.byteLength(JSON.stringify(items[n])) + 1;
+    if (n > 0 && bytes > maxBytes) break;
+    n++;
+  }
+  return items.slice(0, n);
+}
+
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
@@ -152,8 +167,17 @@ async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 
   }
 }
 
-export function agentRoutes(deps: ServerDeps) {
+export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
   const { store } = deps;
+  /** A long poll holds one of its credential's stream slots while it waits (CCA-E0642 over the cap). */
+  const polled = async <T>(c: Context<AuthEnv>, poll: () => Promise<T>): Promise<T> => {
+    const release = pod.slots.hold(c.get('principal'));
+    try {
+      return await poll();
+    } finally {
+      release();
+    }
+  };
   const app = new Hono<AuthEnv>();
 
   // A node's first credential only: a join token cannot take over a node that has one (CCA-E0630).
@@ -234,14 +258,19 @@ export function agentRoutes(deps: ServerDeps) {
 
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {
     const node = c.req.param('node');
-    const q = parseQuery(c, assignmentsQuery);
-    const changed = await changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal);
-    const { revision, facts } = await readFacts(store, 'assigned', [node]);
+    const q = parseQuery(c, assignmentsPageQuery);
+    if ((q.cursor === undefined) !== (q.revision === undefined)) throw new CcaError('CCA-E0603', { where: 'query parameters cursor and revision', reason: 'a later page names both: the first page\'s revision and its cursor' });
+    // A later page answers at once; the first waits for a change.
+    const changed = q.cursor !== undefined ? true : await polled(c, () => changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal));
+    const { revision, facts } = await readFacts(store, 'assigned', [node], q.revision ?? 0);
     // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
     const m = await store.get(buildKey('membership', 'nodes'), { revision });
     const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
     // The one place a secret is opened: for the agent of the node that runs the replica.
-    return c.json({ revision, changed, membership, assignments: facts.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })) });
+    const rest = q.cursor === undefined ? facts : facts.filter((f) => f.value.replica > q.cursor!);
+    const page = pageByBytes(rest.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })), deps.limits.assignmentsPageBytes);
+    const more = page.length < rest.length;
+    return c.json({ revision, changed, membership, assignments: page, ...(more ? { more, cursor: page.at(-1)!.replica } : {}) });
   });
 
   // The node's network rule set (`/network/<node>`), long-polled like the assignments.
@@ -249,7 +278,7 @@ export function agentRoutes(deps: ServerDeps) {
     const node = c.req.param('node');
     const q = parseQuery(c, assignmentsQuery);
     const key = buildKey('network', node);
-    const changed = await changedSince(deps, { key }, q, c.req.raw.signal);
+    const changed = await polled(c, () => changedSince(deps, { key }, q, c.req.raw.signal));
     const revision = await store.revision();
     const kv = await store.get(key, { revision });
     return c.json({ revision, changed, rules: kv ? decodeFact('network', key, kv.value) : null });
@@ -266,6 +295,8 @@ export function agentRoutes(deps: ServerDeps) {
       return o;
     });
     if (observations.length === 0) return c.json({ revision: await store.revision() });
+    // Each key written wakes controllers: a node writes at its rate, refused before anything is read.
+    pod.nodeWrites.admit(node, observations.length);
     // Observations are independent facts: a large report is written in parts, each admitted
     // against the assignments it relies on (one compare each, within the store's bound).
     // The whole batch is judged first, so a refused replica leaves nothing of it written.
@@ -306,6 +337,7 @@ export function agentRoutes(deps: ServerDeps) {
     const body = parseBody(eventsBody, await jsonBody(c));
     const events = body.events.map((raw) => parseBody(eventSchema, raw));
     if (events.length === 0) return c.json({ revision: await store.revision() });
+    pod.nodeWrites.admit(node, events.length);
     // Every event is kept: puts first (an agent retrying after a failure rewrites the same
     // keys, see eventKeys), then the oldest beyond the node's bound are trimmed.
     let revision = 0;

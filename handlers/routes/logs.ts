@@ -7,6 +7,7 @@ import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import type { ServerDeps } from '../deps.js';
 import { LogRelay } from '../log-relay.js';
 import { parseQuery } from '../query.js';
+import type { PodLimits } from '../limits/pod-limits.js';
 
 const pollQuery = z.strictObject({ waitMs: z.coerce.number().int().min(0).max(60_000).optional() });
 const idParam = z.string().regex(/^[0-9a-f]{32}$/);
@@ -47,7 +48,7 @@ async function firstLine(reader: ReadableStreamDefaultReader<Uint8Array>): Promi
  * until the node's agent takes it through its long poll and answers with a streamed POST,
  * which is piped to the client (docs/agent.md, "Logs", says why this path).
  */
-export function logRoutes(deps: ServerDeps, relay = new LogRelay()) {
+export function logRoutes(deps: ServerDeps, pod: PodLimits, relay = new LogRelay()) {
   const app = new Hono<AuthEnv>();
 
   app.get('/v1/replicas/:id/logs', requireRole('reader'), async (c) => {
@@ -57,64 +58,86 @@ export function logRoutes(deps: ServerDeps, relay = new LogRelay()) {
     if (q.since !== undefined && sinceMs === undefined) throw new CcaError('CCA-E0603', { where: 'query parameter since', reason: `"${q.since}" is neither a duration (10m, 90s, 2h) nor an RFC 3339 time` });
     const node = await nodeOf(deps, replica);
     const req = { replica, follow: q.follow ?? false, previous: q.previous ?? false, ...(q.tail === undefined ? {} : { tail: q.tail }), ...(sinceMs === undefined ? {} : { sinceMs: Math.max(0, sinceMs) }) };
-    const { body, done } = await relay.request(node, req, LOG_LIMITS.answerWithinMs, c.req.raw.signal);
-    const reader = body.getReader();
-    const { line, rest } = await firstLine(reader);
-    let first: z.infer<typeof logFrameSchema> | undefined;
+    const release = pod.slots.hold(c.get('principal'));
+    let stream: ReadableStream<Uint8Array>;
     try {
-      first = logFrameSchema.parse(JSON.parse(line));
-    } catch {
-      first = undefined;
+      stream = await openRelay();
+    } catch (e) {
+      release();
+      throw e;
     }
-    if (!first || !('serving' in first || 'refused' in first)) {
-      done(false);
-      await reader.cancel().catch(() => undefined);
-      throw new CcaError('CCA-E0673', { node, replica, reason: `its first line is ${JSON.stringify(line.slice(0, 200))}` });
-    }
-    if ('refused' in first) {
-      done(false);
-      await reader.cancel().catch(() => undefined);
-      const d = first.refused;
-      // The agent's own diagnostic, rebuilt from the registry: an unknown code is no answer.
-      if (!lookup(d.code)) throw new CcaError('CCA-E0673', { node, replica, reason: `it refused with unknown code ${d.code}` });
-      throw new CcaError(d.code, d.params);
-    }
-    const head = new TextEncoder().encode(`${line}\n`);
-    let relayed = 0;
-    const stream = new ReadableStream<Uint8Array>({
-      start(controller) {
-        controller.enqueue(head);
-        if (rest.length > 0) controller.enqueue(rest);
-      },
-      async pull(controller) {
-        try {
-          const { value, done: ended } = await reader.read();
-          relayed += value?.length ?? 0;
-          // The agent bounds what it sends; the server does not trust that alone.
-          if (ended || relayed > LOG_LIMITS.maxBytes + FRAMING_SLACK) {
-            controller.close();
-            done(true);
-            if (!ended) await reader.cancel().catch(() => undefined);
-            return;
-          }
-          controller.enqueue(value);
-        } catch {
-          // The agent's upload broke off: the client sees the stream end without an `end` frame.
-          controller.close();
-          done(false);
-        }
-      },
-      async cancel() {
+    async function openRelay(): Promise<ReadableStream<Uint8Array>> {
+      const { body, done: relayDone } = await relay.request(node, req, LOG_LIMITS.answerWithinMs, c.req.raw.signal);
+      // The stream holds one of the reader's stream slots until it ends, however it ends.
+      const done = (ok: boolean) => {
+        relayDone(ok);
+        release();
+      };
+      const reader = body.getReader();
+      const { line, rest } = await firstLine(reader);
+      let first: z.infer<typeof logFrameSchema> | undefined;
+      try {
+        first = logFrameSchema.parse(JSON.parse(line));
+      } catch {
+        first = undefined;
+      }
+      if (!first || !('serving' in first || 'refused' in first)) {
         done(false);
         await reader.cancel().catch(() => undefined);
-      },
-    });
+        throw new CcaError('CCA-E0673', { node, replica, reason: `its first line is ${JSON.stringify(line.slice(0, 200))}` });
+      }
+      if ('refused' in first) {
+        done(false);
+        await reader.cancel().catch(() => undefined);
+        const d = first.refused;
+        // The agent's own diagnostic, rebuilt from the registry: an unknown code is no answer.
+        if (!lookup(d.code)) throw new CcaError('CCA-E0673', { node, replica, reason: `it refused with unknown code ${d.code}` });
+        throw new CcaError(d.code, d.params);
+      }
+      const head = new TextEncoder().encode(`${line}\n`);
+      let relayed = 0;
+      const stream = new ReadableStream<Uint8Array>({
+        start(controller) {
+          controller.enqueue(head);
+          if (rest.length > 0) controller.enqueue(rest);
+        },
+        async pull(controller) {
+          try {
+            const { value, done: ended } = await reader.read();
+            relayed += value?.length ?? 0;
+            // The agent bounds what it sends; the server does not trust that alone.
+            if (ended || relayed > LOG_LIMITS.maxBytes + FRAMING_SLACK) {
+              controller.close();
+              done(true);
+              if (!ended) await reader.cancel().catch(() => undefined);
+              return;
+            }
+            controller.enqueue(value);
+          } catch {
+            // The agent's upload broke off: the client sees the stream end without an `end` frame.
+            controller.close();
+            done(false);
+          }
+        },
+        async cancel() {
+          done(false);
+          await reader.cancel().catch(() => undefined);
+        },
+      });
+      return stream;
+    }
     return new Response(stream, { headers: { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' } });
   });
 
   app.get('/v1/agent/nodes/:node/log-requests', requireNode('read log requests'), async (c) => {
     const q = parseQuery(c, pollQuery);
-    const requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, c.req.raw.signal);
+    const release = pod.slots.hold(c.get('principal'));
+    let requests;
+    try {
+      requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, c.req.raw.signal);
+    } finally {
+      release();
+    }
     return c.json({ requests });
   });
 

@@ -1,12 +1,15 @@
-import { Hono } from 'hono';
-import { streamSSE } from 'hono/streaming';
+import { Hono, type Context } from 'hono';
+import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { z } from 'zod';
+import { CcaError } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
 import { diagnosticFor } from '../errors.js';
 import { parseQuery, revisionParam } from '../query.js';
-import { redactDeep } from '../../core/keys.js';
-import type { WatchBatch } from '../../db/store.js';
 import { requireRole, type AuthEnv } from '../auth.js';
+import type { PodLimits } from '../limits/pod-limits.js';
+import { FrameCache } from '../watch/frame-cache.js';
+import { pumpFrames, type Cut } from '../watch/pump.js';
+import { WatchQueue } from '../watch/watch-queue.js';
 
 const watchQuery = z.strictObject({
   prefix: z.string().default(''),
@@ -17,100 +20,111 @@ const watchQuery = z.strictObject({
 
 /** How soon a client should come back when a pod ends its stream on shutdown. */
 const RECONNECT_HINT_MS = 500;
+/** Frames kept for watchers of the same prefix to share, at most (and `limits.frameCacheBytes`). */
+const CACHED_FRAMES = 8192;
 
 /**
  * The store's watch as Server-Sent Events. Each event's id is its revision, so a
  * client reconnecting with Last-Event-ID resumes exactly after what it saw. A start
- * that was compacted ends the stream with a coded `error` event.
+ * that was compacted ends the stream with a coded `error` event; so does a watcher cut
+ * at its byte bound (CCA-E0640/E0641, naming the revision to resume from).
  */
-export function watchRoutes(deps: ServerDeps) {
-  const frames = new FrameCache();
+export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
+  const frames = new FrameCache({ maxFrames: CACHED_FRAMES, maxBytes: deps.limits.frameCacheBytes });
   return new Hono<AuthEnv>().get('/v1/watch', requireRole('reader'), (c) => {
     const q = parseQuery(c, watchQuery);
     const lastId = Number(c.req.header('last-event-id'));
     const from = Number.isSafeInteger(lastId) && lastId > 0 ? lastId + 1 : q.from;
     const requestId = c.get('requestId');
+    const prevKv = q.prevKv === '1' || q.prevKv === 'true';
+    // Refused (429) before anything streams; given back however the stream ends.
+    const release = pod.slots.hold(c.get('principal'));
     c.header('Cache-Control', 'no-store');
     c.header('X-Accel-Buffering', 'no');
-    return streamSSE(c, async (stream) => {
-      const ac = new AbortController();
-      const prevKv = q.prevKv === '1' || q.prevKv === 'true';
-      stream.onAbort(() => ac.abort());
-      // A pod going away ends its streams itself, telling clients to come back soon (to
-      // another pod, from the last id they saw) rather than leaving them to time out.
-      let draining = false;
-      const onDrain = () => {
-        draining = true;
-        ac.abort();
-      };
-      if (deps.draining?.aborted) onDrain();
-      deps.draining?.addEventListener('abort', onDrain, { once: true });
-      deps.metrics.watchers.inc();
-      const heartbeat = setInterval(() => void stream.write(': heartbeat\n\n').catch(() => ac.abort()), deps.limits.heartbeatMs);
-      try {
-        const watch = deps.store.watch({
-          prefix: q.prefix,
-          ...(from !== undefined ? { fromRevision: from } : {}),
-          prevKv,
-          signal: ac.signal,
-        });
-        await stream.writeSSE({ event: 'open', data: JSON.stringify({ prefix: q.prefix, from: from ?? null, requestId }) });
-        // Frames that arrive while a write is in flight go out together in the next one:
-        // under load a watcher costs one socket write per burst, not one per revision.
-        const pending: string[] = [];
-        let wake: (() => void) | undefined;
-        let ended = false;
-        const writer = (async () => {
-          while (!ended || pending.length > 0) {
-            if (pending.length === 0) {
-              await new Promise<void>((r) => (wake = r));
-              continue;
-            }
-            await stream.write(pending.splice(0).join(''));
-          }
-        })();
+    try {
+      return streamSSE(c, async (stream) => {
         try {
-          for await (const batch of watch) {
-            pending.push(frames.frame(batch, q.prefix, prevKv));
-            wake?.();
-            // Keep memory bounded for a client that stopped reading: wait for the writer.
-            while (pending.length > 1024 && !ac.signal.aborted) await new Promise((r) => setTimeout(r, 10));
-          }
+          await serve(c, stream, { prefix: q.prefix, from, prevKv, requestId });
         } finally {
-          ended = true;
-          wake?.();
-          await writer;
+          release();
         }
-      } catch (e) {
-        if (!ac.signal.aborted) {
-          await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: diagnosticFor(e, requestId) }) }).catch(() => undefined);
-        }
-      } finally {
-        clearInterval(heartbeat);
-        deps.metrics.watchers.dec();
-        deps.draining?.removeEventListener('abort', onDrain);
-        ac.abort();
-        if (draining) await stream.write(`retry: ${RECONNECT_HINT_MS}\nevent: shutdown\ndata: {}\n\n`).catch(() => undefined);
-      }
-    });
+      });
+    } catch (e) {
+      release();
+      throw e;
+    }
   });
+
+  async function serve(c: Context<AuthEnv>, stream: SSEStreamingApi, w: { prefix: string; from: number | undefined; prevKv: boolean; requestId: string }) {
+    const ac = new AbortController();
+    stream.onAbort(() => ac.abort());
+    // A pod going away ends its streams itself, telling clients to come back soon (to
+    // another pod, from the last id they saw) rather than leaving them to time out.
+    let draining = false;
+    const onDrain = () => {
+      draining = true;
+      ac.abort();
+    };
+    if (deps.draining?.aborted) onDrain();
+    deps.draining?.addEventListener('abort', onDrain, { once: true });
+    deps.metrics.watchers.inc();
+    const queue = new WatchQueue(pod.watchBytes, deps.limits.watchQueueBytes);
+    // A heartbeat only on an idle stream: one that is sending needs none, and a stuck one must not pile them up.
+    const heartbeat = setInterval(() => {
+      if (queue.idle()) void stream.write(': heartbeat\n\n');
+    }, deps.limits.heartbeatMs);
+    let cut: Cut | undefined;
+    try {
+      const watch = deps.store.watch({
+        prefix: w.prefix,
+        ...(w.from !== undefined ? { fromRevision: w.from } : {}),
+        prevKv: w.prevKv,
+        signal: ac.signal,
+      });
+      await stream.writeSSE({ event: 'open', data: JSON.stringify({ prefix: w.prefix, from: w.from ?? null, requestId: w.requestId }) });
+      cut = await pumpFrames(stream, watch, {
+        queue,
+        frame: (b) => frames.frame(b, w.prefix, w.prevKv),
+        stallMs: deps.limits.watchStallMs,
+        signal: ac.signal,
+      });
+    } catch (e) {
+      if (!ac.signal.aborted) {
+        await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: diagnosticFor(e, w.requestId) }) }).catch(() => undefined);
+      }
+    } finally {
+      clearInterval(heartbeat);
+      deps.metrics.watchers.dec();
+      deps.draining?.removeEventListener('abort', onDrain);
+      ac.abort();
+      if (cut) await endCut(c, stream, cut, w.requestId);
+      queue.close();
+      if (draining) await stream.write(`retry: ${RECONNECT_HINT_MS}\nevent: shutdown\ndata: {}\n\n`).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Tell a cut watcher where to resume. Its client may read nothing at all: then the event
+   * cannot get through, and after `watchCutGraceMs` the connection itself is closed.
+   */
+  async function endCut(c: Context<AuthEnv>, stream: SSEStreamingApi, cut: Cut, requestId: string) {
+    deps.metrics.watchCuts.inc({ bound: cut.bound });
+    const error =
+      cut.bound === 'watcher'
+        ? new CcaError('CCA-E0640', { queuedBytes: cut.queuedBytes, limitBytes: deps.limits.watchQueueBytes, stallMs: deps.limits.watchStallMs, resumeFrom: cut.resumeFrom })
+        : new CcaError('CCA-E0641', { podBytes: pod.watchBytes.used, limitBytes: deps.limits.watchPodBytes, stallMs: deps.limits.watchStallMs, resumeFrom: cut.resumeFrom });
+    const sent = stream.writeSSE({ event: 'error', id: String(cut.resumeFrom - 1), data: JSON.stringify({ error: diagnosticFor(error, requestId) }) }).then(() => true);
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deps.limits.watchCutGraceMs)));
+    const delivered = await Promise.race([sent, late]);
+    clearTimeout(timer);
+    if (!delivered) closeConnection(c, stream);
+  }
 }
 
-/**
- * Watchers of the same prefix get the same frames: redact and serialise each batch once,
- * not once per watcher. Bounded, and keyed by what determines the bytes.
- */
-class FrameCache {
-  private frames = new Map<string, string>();
-
-  frame(batch: WatchBatch, prefix: string, prevKv: boolean): string {
-    const key = `${batch.revision}\u0000${prefix}\u0000${prevKv ? 1 : 0}`;
-    let f = this.frames.get(key);
-    if (f === undefined) {
-      f = `id: ${batch.revision}\nevent: batch\ndata: ${JSON.stringify(redactDeep(batch))}\n\n`;
-      this.frames.set(key, f);
-      if (this.frames.size > 8192) this.frames.delete(this.frames.keys().next().value!);
-    }
-    return f;
-  }
+/** Close the client's connection now (on Node: the socket; elsewhere, the body stream). */
+function closeConnection(c: Context<AuthEnv>, stream: SSEStreamingApi): void {
+  const env = c.env as unknown as { outgoing?: { destroy(): void } } | undefined;
+  if (env?.outgoing) env.outgoing.destroy();
+  else stream.abort();
 }

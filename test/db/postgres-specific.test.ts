@@ -68,6 +68,39 @@ describe('PostgresStore specifics', () => {
     await store.close();
   });
 
+  test('the watch ring is bounded in bytes: watchers at the edge and behind it still get every revision once, in order', async () => {
+    const { store } = await freshStore('ringbytes', { watchRingBytes: 200_000 });
+    try {
+      const from = (await store.revision()) + 1;
+      const edge: number[] = [];
+      const ac = new AbortController();
+      const following = (async () => {
+        for await (const b of store.watch({ prefix: 'r/', fromRevision: from, signal: ac.signal })) edge.push(b.revision);
+      })();
+      const value = 'v'.repeat(10_000);
+      let last = 0;
+      for (let i = 0; i < 100; i++) last = (await store.put(`r/${i % 7}`, `${i}:${value}`)).revision;
+      await waitFor('the live watcher to see every revision', async () => edge.length, (n) => n >= 100);
+      const ring = store.watchRingSize();
+      console.log(`ring after 100 revisions of 10 kB: ${ring.revisions} revisions, ${ring.bytes} bytes (bound 200000)`);
+      expect(ring.bytes).toBeLessThanOrEqual(200_000);
+      expect(ring.revisions).toBeLessThan(100);
+      // A late watcher starts behind the ring: it reads the log on its own.
+      const late: number[] = [];
+      for await (const b of store.watch({ prefix: 'r/', fromRevision: from, signal: AbortSignal.timeout(10_000) })) {
+        late.push(b.revision);
+        if (b.revision >= last) break;
+      }
+      const all = Array.from({ length: last - from + 1 }, (_, i) => from + i);
+      expect(edge).toEqual(all);
+      expect(late).toEqual(all);
+      ac.abort();
+      await following;
+    } finally {
+      await store.close();
+    }
+  });
+
   test('a connection killed under the write batch fails that batch with a coded error; the next write works', async () => {
     const { url, store } = await freshStore('kill');
     await store.put('a', '1');

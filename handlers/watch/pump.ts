@@ -1,0 +1,90 @@
+import type { WatchBatch } from '../../db/store.js';
+import type { Frame } from './frame-cache.js';
+import type { Bound, WatchQueue } from './watch-queue.js';
+
+/** Frames that wait together go out in one socket write of about this many bytes. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** A watcher cut at a bound: where it stood. */
+export interface Cut {
+  bound: Bound;
+  resumeFrom: number;
+  queuedBytes: number;
+}
+
+export interface PumpOptions {
+  queue: WatchQueue;
+  frame(batch: WatchBatch): Frame;
+  /** How long a watcher at a bound may send nothing before it is cut. */
+  stallMs: number;
+  /** The client went away or the pod is draining. */
+  signal: AbortSignal;
+}
+
+/**
+ * Batches from the store to the socket through the watcher's queue. The store is pulled
+ * only while the watcher is below its bounds; one that stays at a bound for `stallMs`
+ * without a single write completing is cut (its unsent frames dropped), and the answer says
+ * where it must resume. Returns undefined when the batches ended or the signal aborted.
+ */
+export async function pumpFrames(stream: { write(text: string): Promise<unknown> }, batches: AsyncIterable<WatchBatch>, o: PumpOptions): Promise<Cut | undefined> {
+  const { queue } = o;
+  let ended = false;
+  let wakeWriter: (() => void) | undefined;
+  let progressed: (() => void) | undefined;
+  const writer = (async () => {
+    for (;;) {
+      const chunk = queue.take(CHUNK_BYTES);
+      if (!chunk) {
+        if (ended) return;
+        await new Promise<void>((r) => (wakeWriter = r));
+        continue;
+      }
+      await stream.write(chunk.text);
+      queue.written(chunk.bytes);
+      progressed?.();
+    }
+  })();
+  let cut: Cut | undefined;
+  try {
+    for await (const batch of batches) {
+      queue.push(o.frame(batch));
+      wakeWriter?.();
+      const bound = queue.over();
+      if (bound === undefined) continue;
+      const outcome = await drained(queue, o.stallMs, o.signal, (r) => (progressed = r));
+      if (outcome === 'aborted') break;
+      if (outcome === 'stalled') {
+        cut = { bound: queue.over() ?? bound, resumeFrom: queue.resumeFrom(), queuedBytes: queue.bytes() };
+        break;
+      }
+    }
+  } finally {
+    ended = true;
+    if (cut) queue.drop();
+    wakeWriter?.();
+  }
+  // A cut watcher's last write may never complete (its client reads nothing): not waited for.
+  if (!cut) await writer;
+  return cut;
+}
+
+/** Wait until the queue is below its bounds: 'stalled' when no write completed for `stallMs`. */
+async function drained(queue: WatchQueue, stallMs: number, signal: AbortSignal, onProgress: (r: () => void) => void): Promise<'ok' | 'stalled' | 'aborted'> {
+  while (queue.over() !== undefined) {
+    if (signal.aborted) return 'aborted';
+    const moved = await new Promise<boolean>((resolve) => {
+      const done = (v: boolean) => {
+        clearTimeout(t);
+        signal.removeEventListener('abort', aborted);
+        resolve(v);
+      };
+      const aborted = () => done(true);
+      const t = setTimeout(() => done(false), stallMs);
+      signal.addEventListener('abort', aborted, { once: true });
+      onProgress(() => done(true));
+    });
+    if (!moved && queue.over() !== undefined) return 'stalled';
+  }
+  return signal.aborted ? 'aborted' : 'ok';
+}
