@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { packageRoot } from '../../core/package-root.js';
 import { render, toJson, type Diagnostic } from '../../core/diagnostics/index.js';
 import { healthAnswer } from '../api.js';
 import type { Context } from '../context.js';
@@ -8,7 +9,7 @@ import { printJson } from '../output.js';
 export const usage = 'cca version';
 
 export async function cliVersion(): Promise<string> {
-  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(await readFile(new URL('package.json', packageRoot(import.meta.url, 2)), 'utf8')) as { version: string };
   return pkg.version;
 }
 
