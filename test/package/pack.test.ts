@@ -40,8 +40,8 @@ function localPrebuilds(): string {
 }
 
 beforeAll(() => {
-  const packed = JSON.parse(execFileSync('npm', ['pack', '--json', '--pack-destination', tmp], { cwd: repo, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], timeout: 600_000 })) as { filename: string }[];
-  const tarball = path.join(tmp, packed[0]!.filename);
+  execFileSync('npm', ['pack', '--pack-destination', tmp], { cwd: repo, stdio: 'pipe', timeout: 600_000 });
+  const tarball = path.join(tmp, readdirSync(tmp).find((f) => f.endsWith('.tgz'))!);
   mkdirSync(app);
   writeFileSync(path.join(app, 'package.json'), '{ "name": "cca-pack-probe", "private": true }\n');
   execFileSync('npm', ['install', '--omit=dev', '--no-audit', '--no-fund', '--prefer-offline', tarball], {
