@@ -18,7 +18,7 @@ import { startServer } from './start.js';
 import { version } from './version.js';
 import { isCompiled, packageRoot } from '../core/package-root.js';
 
-const root = fileURLToPath(packageRoot(import.meta.url, 1));
+const root = path.resolve(fileURLToPath(packageRoot(import.meta.url, 1)));
 /** This file runs compiled (`npm start` builds first) or as source (tsx): the agent it starts runs the same way. */
 const compiled = isCompiled(import.meta.url);
 const home = path.resolve(process.env.CCA_HOME ?? path.join(root, '.ccattler'));

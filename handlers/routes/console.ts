@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
-import { dirname, extname, join, normalize, relative, sep } from 'node:path';
+import { dirname, extname, join, normalize, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { CcaError, messageOf } from '../../core/diagnostics/index.js';
@@ -11,7 +11,7 @@ import { errorResponse } from '../errors.js';
 import { isCompiled, packageRoot } from '../../core/package-root.js';
 import { consoleSources, PREBUILT_INDEX, transpileConsoleModule, type ConsoleSources } from '../console-sources.js';
 
-const ROOT = fileURLToPath(packageRoot(import.meta.url, 2));
+const ROOT = resolve(fileURLToPath(packageRoot(import.meta.url, 2)));
 /** zod's folder wherever the install put it (in an installed package it sits beside ours, not inside). */
 const ZOD = dirname(createRequire(import.meta.url).resolve('zod/package.json'));
 /** Compiled (`npm run build`): the console's modules were transpiled at build time into dist/console/. */
