@@ -1,8 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { makeDiagnostic, messageOf } from '../core/diagnostics/index.js';
 
@@ -13,6 +11,7 @@ import type { NetnsManager } from './netns.js';
 import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
 import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
 import { capAppendedLog, DEFAULT_LOG_MAX_BYTES } from './logfile.js';
+import { nodeEntry } from './node-entry.js';
 import { argvOf, Listeners, type InitProgress, type PullProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
 export interface ContainerdRuntimeOptions {
@@ -41,8 +40,6 @@ export interface ContainerdRuntimeOptions {
   logMaxBytes?: number;
 }
 
-const fencerPath = join(dirname(fileURLToPath(import.meta.url)), 'containerd', 'fencer.ts');
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 const PREFIX = 'cca-';
 
@@ -119,7 +116,7 @@ export class ContainerdRuntime implements Runtime {
   private ensureFencer(): void {
     const f = this.opts.fence;
     if (!f || this.fencerPid() !== undefined) return;
-    const args = ['--import', tsxLoader, fencerPath, this.opts.ctr ?? 'ctr', this.opts.address, this.opts.namespace, f.file, String(f.killMs), f.pidFile];
+    const args = [...nodeEntry(import.meta.url, './containerd/fencer'), this.opts.ctr ?? 'ctr', this.opts.address, this.opts.namespace, f.file, String(f.killMs), f.pidFile];
     spawn(process.execPath, args, { detached: true, stdio: 'ignore' }).unref();
   }
 

@@ -1,8 +1,6 @@
 import { execFileSync, spawn } from 'node:child_process';
 import { accessSync, closeSync, constants, existsSync, lstatSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { NetnsManager } from './netns.js';
 import { confinedPath, ensureDirs } from './confine.js';
@@ -10,6 +8,7 @@ import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
 import { DEFAULT_LOG_MAX_BYTES } from './logfile.js';
 import { argvOf, Listeners, type ExitDetail, type InitProgress, type Lookup, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
 import { volumeEnvName } from './volumes.js';
+import { nodeEntry } from './node-entry.js';
 
 export interface ProcessRuntimeOptions {
   /** Where each replica's directory lives: `<root>/<replica>/`. */
@@ -77,8 +76,6 @@ function isSymlink(path: string): boolean {
   }
 }
 
-const here = dirname(fileURLToPath(import.meta.url));
-const supervisorPath = join(here, 'supervisor.ts');
 
 /** The project's own image: its programs (agent/toolbox/) need only the Node that runs the agent. */
 export const TOOLBOX_IMAGE = 'ccattler/toolbox:1';
@@ -86,7 +83,6 @@ const TOOLBOX_PROGRAMS = ['httpd'];
 
 /** A shell-quoted word for a generated wrapper script. */
 const shellWord = (s: string): string => `'${s.replaceAll("'", `'\\''`)}'`;
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
 interface ExitRecord {
   exitCode: number;
@@ -185,9 +181,9 @@ export class ProcessRuntime implements Runtime {
   private toolboxDir(): string {
     const dir = join(this.opts.root, '.toolbox-bin');
     mkdirSync(dir, { recursive: true });
-    const loader = ['--import', tsxLoader].map(shellWord).join(' ');
     for (const name of TOOLBOX_PROGRAMS) {
-      const script = `#!/bin/sh\nexec ${shellWord(process.execPath)} ${loader} ${shellWord(join(here, 'toolbox', `${name}.ts`))} "$@"\n`;
+      const node = [process.execPath, ...nodeEntry(import.meta.url, `./toolbox/${name}`)].map(shellWord).join(' ');
+      const script = `#!/bin/sh\nexec ${node} "$@"\n`;
       writeFileSync(join(dir, name), script, { mode: 0o755 });
     }
     return dir;
@@ -231,7 +227,7 @@ export class ProcessRuntime implements Runtime {
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
     // In a namespace of its own, the supervisor (and so the workload and its init steps) joins it before it starts.
     if (this.opts.network) await this.opts.network.setup(req.replica, req.spec);
-    const argv = [process.execPath, '--import', tsxLoader, supervisorPath, dir];
+    const argv = [process.execPath, ...nodeEntry(import.meta.url, './supervisor'), dir];
     const [file, ...args] = this.opts.network ? this.opts.network.wrap(req.replica, argv) : argv;
     const sup = spawn(file!, args, { detached: true, stdio: 'ignore', cwd: dir });
     sup.unref();

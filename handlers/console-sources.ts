@@ -75,3 +75,25 @@ export async function consoleSources(root: string): Promise<ConsoleSources> {
 function rel(root: string, file: string): string {
   return relative(root, file).split(sep).join('/');
 }
+
+/**
+ * One source module as the browser gets it: TypeScript to ES2022 with its types erased, one
+ * file at a time (no bundle), an inline source map naming `/src/<rel>`. The request-time path
+ * (a development checkout) and `npm run build` (which writes them under dist/console/ for a
+ * production pod, so it never loads esbuild) both call this, so they serve the same bytes.
+ */
+export async function transpileConsoleModule(source: string, rel: string): Promise<string> {
+  const { transform } = await import('esbuild');
+  const out = await transform(source, {
+    loader: 'ts',
+    format: 'esm',
+    target: 'es2022',
+    sourcefile: `/src/${rel}`,
+    sourcemap: 'inline',
+    tsconfigRaw: CONSOLE_TS,
+  });
+  return out.code;
+}
+
+/** The list of served modules `npm run build` writes beside them (repository-relative `.ts` paths). */
+export const PREBUILT_INDEX = 'modules.json';

@@ -16,8 +16,11 @@ import { newRoleToken } from '../handlers/auth.js';
 import { loadKeyring, newSecretKey, type SecretKey } from '../handlers/secret-box.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
+import { isCompiled, packageRoot } from '../core/package-root.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const root = path.resolve(fileURLToPath(packageRoot(import.meta.url, 1)));
+/** This file runs compiled (`npm start` builds first) or as source (tsx): the agent it starts runs the same way. */
+const compiled = isCompiled(import.meta.url);
 const home = path.resolve(process.env.CCA_HOME ?? path.join(root, '.ccattler'));
 
 async function portFree(port: number): Promise<boolean> {
@@ -125,7 +128,7 @@ Ctrl-C stops everything.`);
 
 /**
  * Resolves on the first SIGINT/SIGTERM. A Ctrl-C reaches us twice (the terminal signals the
- * whole group, and `npm start`'s tsx relays it once more): a repeat within a second is that
+ * whole group, and a wrapper such as tsx relays it once more): a repeat within a second is that
  * echo and is ignored; a later one is the user insisting, and exits at once (the exit hook
  * still tells Postgres to shut down, so nothing is left running).
  */
@@ -148,14 +151,14 @@ function untilStopSignal(): Promise<void> {
 }
 
 function startLocalAgent(serverUrl: string, joinToken: string): ChildProcess | undefined {
-  const entry = path.join(root, 'agent', 'main.ts');
+  const entry = compiled ? path.join(root, 'dist', 'agent', 'main.js') : path.join(root, 'agent', 'main.ts');
   if (!existsSync(entry)) {
-    console.error('no agent/main.ts in this checkout: running without a local agent');
+    console.error(`no ${path.relative(root, entry)} in this checkout: running without a local agent`);
     return undefined;
   }
   // The join token goes through the environment, never argv: any user of the machine can
   // read a process's arguments (ps), only its owner its environment.
-  const child = spawn(process.execPath, ['--import', 'tsx', entry, '--server', serverUrl, '--node', 'local', '--runtime', 'process', '--state-dir', path.join(home, 'agent')], {
+  const child = spawn(process.execPath, [...(compiled ? [] : ['--import', 'tsx']), entry, '--server', serverUrl, '--node', 'local', '--runtime', 'process', '--state-dir', path.join(home, 'agent')], {
     cwd: root,
     stdio: ['ignore', 'inherit', 'inherit'],
     env: { ...process.env, CCA_TOKEN: joinToken, CCA_TOKEN_FILE: '' },

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { packageRoot } from '../../core/package-root.js';
 import { render, toJson, type Diagnostic } from '../../core/diagnostics/index.js';
 import { healthAnswer } from '../api.js';
 import type { Context } from '../context.js';
@@ -15,7 +16,7 @@ export const spec = defineCommand({
 const usage = spec.usage.join(' | ');
 
 export async function cliVersion(): Promise<string> {
-  const pkg = JSON.parse(await readFile(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const pkg = JSON.parse(await readFile(new URL('package.json', packageRoot(import.meta.url, 2)), 'utf8')) as { version: string };
   return pkg.version;
 }
 

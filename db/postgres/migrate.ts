@@ -1,11 +1,12 @@
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { drizzle } from 'drizzle-orm/node-postgres';
 import { migrate } from 'drizzle-orm/node-postgres/migrator';
 import type pg from 'pg';
 import { CcaError, messageOf } from '../../core/diagnostics/index.js';
+import { packageRoot } from '../../core/package-root.js';
 
-const migrationsFolder = path.join(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
+// The SQL files stay in the source tree (the package ships them); compiled code finds them there too.
+const migrationsFolder = fileURLToPath(new URL('db/postgres/migrations', packageRoot(import.meta.url, 2)));
 
 /** Any stable 64-bit number; it only has to differ from other apps' advisory locks. */
 const MIGRATION_LOCK = 0x63636174_746c72n;

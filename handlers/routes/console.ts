@@ -1,16 +1,21 @@
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
-import { dirname, extname, join, normalize, relative, sep } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, extname, join, normalize, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
 import { publicRoute } from '../auth.js';
 import { errorResponse } from '../errors.js';
-import { CONSOLE_TS, consoleSources, type ConsoleSources } from '../console-sources.js';
+import { isCompiled, packageRoot } from '../../core/package-root.js';
+import { consoleSources, PREBUILT_INDEX, transpileConsoleModule, type ConsoleSources } from '../console-sources.js';
 
-const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const ZOD = join(ROOT, 'node_modules', 'zod');
+const ROOT = resolve(fileURLToPath(packageRoot(import.meta.url, 2)));
+/** zod's folder wherever the install put it (in an installed package it sits beside ours, not inside). */
+const ZOD = dirname(createRequire(import.meta.url).resolve('zod/package.json'));
+/** Compiled (`npm run build`): the console's modules were transpiled at build time into dist/console/. */
+const PREBUILT = isCompiled(import.meta.url) ? join(ROOT, 'dist', 'console') : undefined;
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -24,13 +29,15 @@ const TYPES: Record<string, string> = {
 export const IMPORT_MAP = JSON.stringify({ imports: { zod: '/vendor/zod/index.js' } });
 
 /**
- * The console: plain files from web/, the shared TypeScript modules it imports transpiled
- * on request (esbuild's `transform`, one file at a time: no bundle, no build step), and zod's
- * own ESM files. Everything is public and static; the data comes from the API, which checks
+ * The console: plain files from web/, the shared TypeScript modules it imports, and zod's own
+ * ESM files. In a development checkout the modules are transpiled on request (esbuild's
+ * `transform`, one file at a time, so an edit shows on reload); compiled (`npm run build`, the
+ * installed package) they are read from `prebuilt`, written at build time, and esbuild is
+ * never loaded. Everything is public and static; the data comes from the API, which checks
  * the caller. The page may talk to its own origin only (Content-Security-Policy). `root` is
  * the repository (tests pass a fixture tree).
  */
-export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>, root = ROOT) {
+export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>, root = ROOT, prebuilt = PREBUILT) {
   const web = join(root, 'web');
   const transpiled = new Map<string, { mtimeMs: number; size: number; code: string; etag: string }>();
   // What /src may serve: the import graph of web/, followed on the first request (a pod that
@@ -77,6 +84,29 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>, root = ROOT) 
     return send(c, html.replace('<!--IMPORT-MAP-->', `<script type="importmap">${IMPORT_MAP}</script>`), TYPES['.html']!);
   };
 
+  // Prebuilt: the build's list of modules is what /src may serve; each is read once.
+  let served: Promise<Set<string>> | undefined;
+  const prebuiltCode = new Map<string, { code: string; etag: string }>();
+  const servePrebuilt = async (c: Context) => {
+    const dir = prebuilt!;
+    served ??= readFile(join(dir, PREBUILT_INDEX), 'utf8').then(
+      (t) => new Set(JSON.parse(t) as string[]),
+      (e: unknown) => {
+        served = undefined; // retried by the next request
+        throw new CcaError('CCA-E0620', { dir, reason: messageOf(e) }, { cause: e });
+      },
+    );
+    const rel = c.req.path.slice('/src/'.length).replace(/\.js$/, '.ts');
+    if (!(await served).has(rel)) return notFound(c);
+    let hit = prebuiltCode.get(rel);
+    if (!hit) {
+      const code = await readFile(join(dir, rel.replace(/\.ts$/, '.js')), 'utf8');
+      hit = { code, etag: etagOf(code) };
+      prebuiltCode.set(rel, hit);
+    }
+    return send(c, hit.code, TYPES['.js']!, hit.etag);
+  };
+
   const app = new Hono();
   app.onError((err, c) => errorResponse(err, c));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
@@ -97,6 +127,7 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>, root = ROOT) 
       return body ? send(c, body, TYPES['.js']!, etagOf(body)) : notFound(c);
     })
     .get('/src/*', publicRoute(), async (c) => {
+      if (prebuilt) return servePrebuilt(c);
       // Source imports say `./keys.js` (NodeNext); the file is keys.ts.
       const asked = c.req.path.slice('/src/'.length).replace(/\.js$/, '.ts');
       const file = asked.endsWith('.ts') ? inside(root, asked) : undefined;
@@ -110,17 +141,9 @@ export function consoleRoutes(_deps?: Pick<ServerDeps, 'version'>, root = ROOT) 
       let hit = transpiled.get(file);
       if (!hit || hit.mtimeMs !== st.mtimeMs || hit.size !== st.size) {
         const source = await readFile(file, 'utf8');
-        // Loaded on first use: a pod that never serves the console never starts esbuild's service.
-        const { transform } = await import('esbuild');
-        const out = await transform(source, {
-          loader: 'ts',
-          format: 'esm',
-          target: 'es2022',
-          sourcefile: `/src/${rel}`,
-          sourcemap: 'inline',
-          tsconfigRaw: CONSOLE_TS,
-        });
-        hit = { mtimeMs: st.mtimeMs, size: st.size, code: out.code, etag: etagOf(out.code) };
+        // esbuild is loaded on first use: a pod that never serves the console never starts its service.
+        const code = await transpileConsoleModule(source, rel);
+        hit = { mtimeMs: st.mtimeMs, size: st.size, code, etag: etagOf(code) };
         transpiled.set(file, hit);
       }
       return send(c, hit.code, TYPES['.js']!, hit.etag);

@@ -50,6 +50,8 @@ function target(from: string, spec: string): string | undefined {
   const rel = spec.startsWith('/src/') ? spec.slice('/src/'.length) : spec.startsWith('.') ? posix.join(posix.dirname(from), spec) : undefined;
   if (rel === undefined) return undefined;
   if (rel.startsWith('web/') || from.startsWith('web/') && !spec.startsWith('/src/')) return rel;
+  // bin/cca.mjs imports the compiled twin of a module (dist/cli/main.js is cli/main.ts, `npm run build`).
+  if (rel.startsWith('dist/')) return rel.slice('dist/'.length).replace(/\.js$/, '.ts');
   return rel.replace(/\.js$/, '.ts');
 }
 

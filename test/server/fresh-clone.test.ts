@@ -78,7 +78,8 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
     const replicas = path.join(clone, '.ccattler', 'agent', 'replicas');
     for (const r of readdirSync(replicas)) for (const f of ['workload.pid', 'supervisor.pid']) killGroupOf(path.join(replicas, r, f));
   });
-  await waitFor('the server to say \'is running\'', async () => out, (o) => o.includes('is running') || start.exitCode !== null, 180_000);
+  // `npm start` builds first (tsc to dist/, about a minute on two busy cores), then starts.
+  await waitFor('the server to say \'is running\'', async () => out, (o) => o.includes('is running') || start.exitCode !== null, 420_000);
   expect(out, out).toContain('is running');
   // The checkout is closed to the postgres user: its data went to a folder it can reach.
   const pgDir = /data in (\S+),/.exec(out)?.[1] ?? '';

@@ -129,6 +129,13 @@ export const serverCodes = [
     fix: 'check the name with `cca get nodes`',
   },
   {
+    code: 'CCA-E0620',
+    blame: 'environment',
+    title: 'console modules not built',
+    cause: 'this server runs compiled but cannot read the console\'s prebuilt modules in {dir}: {reason}',
+    fix: 'build the package with `npm run build` (it writes dist/console/) and install or copy it again whole (docs/deploy.md)',
+  },
+  {
     code: 'CCA-E0660',
     blame: 'environment',
     title: 'secret key unusable',
