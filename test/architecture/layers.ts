@@ -92,7 +92,7 @@ export const LAYERS: Layer[] = [
   },
   {
     name: 'graphile',
-    paths: ['jobs/graphile-driver.ts', 'jobs/job-hook.ts'],
+    paths: ['jobs/graphile-driver.ts', 'jobs/job-hook.ts', 'jobs/graphile-migrate.ts'],
     what: 'the graphile-worker driver (Postgres only)',
     imports: ['core', 'store interface', 'postgres', 'step kit', 'drivers'],
     builtins: false,
