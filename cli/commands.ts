@@ -18,6 +18,8 @@ export const commands: Record<string, { summary: string; load(): Promise<Command
   bundle: { summary: 'a redacted .tar.gz of evidence for a bug report (never sent anywhere)', load: () => import('./commands/bundle.js') },
   fmt: { summary: 'format .cca files canonically (--check for CI)', load: () => import('./commands/fmt.js') },
   version: { summary: 'the versions of cca and the server', load: () => import('./commands/version.js') },
+  migrate: { summary: 'apply the store\'s schema migrations alone (pods may then run with --no-migrate)', load: () => import('./commands/migrate.js') },
+  store: { summary: 'snapshot a store to a file, restore one, or copy a store to another backend', load: () => import('./commands/store.js') },
   server: { summary: 'run the API server', load: () => import('./commands/server.js') },
   agent: { summary: 'run the node agent', load: () => import('./commands/agent.js') },
   help: { summary: 'this list', load: () => import('./commands/help.js') },

@@ -30,7 +30,7 @@ const MODES = ['plain', 'wide', 'json'];
 /** Commands that never talk to a server and so never read the config file. */
 const OFFLINE = new Set(['explain', 'fmt', 'help']);
 /** Commands that take their own flags, unparsed. */
-const RAW = new Set(['server', 'agent']);
+const RAW = new Set(['server', 'agent', 'migrate', 'store']);
 
 /** The first argument that is neither a global flag nor a global flag's value. */
 function findCommand(argv: readonly string[]): number {
