@@ -2,8 +2,12 @@ import { CcaError } from '../../core/diagnostics/index.js';
 import type { Op, Store } from '../store.js';
 import type { Progress, SnapshotSource } from './format.js';
 
-/** etcd's default ops per txn, and well under its 1.5 MiB request limit. */
-const MAX_OPS = 128;
+/**
+ * Puts per transaction. The store allows 128, but EtcdStore sends each put as a nested
+ * etcd txn (read, or put) and etcd counts those against its own --max-txn-ops (128), so
+ * 128 puts fail there; 32 stays under it. Bytes: well under etcd's 1.5 MiB request limit.
+ */
+const MAX_OPS = 32;
 const MAX_BYTES = 1 << 20;
 
 export interface RestoreOptions {
@@ -17,7 +21,7 @@ export interface RestoreOptions {
 /**
  * Write a snapshot into a store: every lease granted anew with its full TTL (new ids: the
  * target picks them), then every key with its value, attached to its lease's new id, in
- * transactions of at most 128 puts. The target gets its own revisions; the source's
+ * transactions of at most 32 puts. The target gets its own revisions; the source's
  * revisions, versions and history are not carried over.
  */
 export async function restoreInto(store: Store, source: SnapshotSource, opts: RestoreOptions): Promise<{ keys: number; leases: number; revision: number }> {
