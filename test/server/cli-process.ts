@@ -13,13 +13,19 @@ export interface Ran {
   stderr: string;
 }
 
-/** Run `cca ARGS…` to its end. */
+/**
+ * Run `cca ARGS…` to its end. A `cca server` run this way is expected to refuse to start: if
+ * it prints that it is listening, it is killed at once (code null), so the test fails fast.
+ */
 export function cca(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['bin/cca.mjs', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
+    child.stdout.on('data', (d) => {
+      stdout += d;
+      if (/listening on/.test(stdout)) child.kill('SIGKILL');
+    });
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, stdout, stderr }));
