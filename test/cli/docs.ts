@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { USAGE as agentUsage } from '../../agent/options.js';
 import { serverUsage } from '../../server/config.js';
+import { migrateUsage, storeUsage } from '../../server/dba-run.js';
 import { repoRoot } from '../core/support/golden.js';
 
 /** A golden run as a terminal would show it: the command, its output, and a non-zero exit. */
@@ -314,5 +315,22 @@ takes TLS settings too: \`etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FI
 
 A server certificate \`cca\` does not trust is \`CCA-E0740\` (exit 2), naming the server and
 saying to pass \`--ca\`; \`cca\` has no switch that skips the check.
+
+## \`cca migrate\`, \`cca store\`
+
+For the DBA (docs/dba.md); they open the store themselves, no server involved.
+
+\`\`\`console
+$ cca migrate --help
+usage: ${migrateUsage}
+$ cca store --help
+usage: ${storeUsage}
+\`\`\`
+
+\`cca migrate\` applies the schema migrations alone (Postgres: the store's and graphile-worker's;
+SQLite: the schema; etcd: nothing), so pods can run with \`--no-migrate\`. \`cca store
+snapshot\` writes every key at one revision to a checked JSON-lines file, \`restore\` writes one
+into an empty store (\`--overwrite\` otherwise), \`copy\` does both between two backends; leases
+are granted again with their TTL. Progress (keys done / total) goes to stderr.
 `;
 }
