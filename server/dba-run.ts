@@ -54,7 +54,8 @@ export async function runMigrate(argv: string[]): Promise<number> {
     return 0;
   }
   return guarded('cca migrate', async () => {
-    const { values } = parse(argv, { store: { type: 'string' } }, migrateUsage);
+    const { values, positionals } = parse(argv, { store: { type: 'string' } }, migrateUsage);
+    if (positionals.length > 0) throw new CcaError('CCA-E0157', { reason: `unexpected ${positionals.join(' ')}`, usage: migrateUsage });
     const store = need(url, values.store ?? process.env.CCA_STORE ?? process.env.DATABASE_URL, '--store', migrateUsage);
     const { migrateOnly } = await import('./migrate.js');
     for (const line of await migrateOnly(store)) console.log(line);
