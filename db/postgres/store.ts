@@ -82,7 +82,8 @@ export class PostgresStore extends StoreShortcuts implements Store {
   }
 
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const pool = createPool(url, options.poolSize ?? 10);
+    // At least 2: the session-pooling check holds two connections at once.
+    const pool = createPool(url, Math.max(2, options.poolSize ?? 10));
     try {
       await requireSessionPooling(pool, redactUrl(url));
       if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));
