@@ -1,7 +1,8 @@
 import { Logger, runMigrations } from 'graphile-worker';
 import { migrations } from 'graphile-worker/dist/generated/sql.js';
 import type pg from 'pg';
-import { CcaError } from '../core/diagnostics/index.js';
+import { CcaError, messageOf } from '../core/diagnostics/index.js';
+import { pgFailure } from '../db/postgres/errors.js';
 import { readSchemaState } from '../db/postgres/sql/readSchemaState.js';
 
 const quiet = new Logger(() => () => undefined);
@@ -26,7 +27,13 @@ function refuseNewer(found: number | null, target: string): void {
 export async function migrateJobs(pool: pg.Pool, target = 'the database'): Promise<{ applied: number }> {
   const before = (await readSchemaState(pool)).jobs;
   refuseNewer(before, target);
-  await runMigrations({ pgPool: pool, logger: quiet });
+  try {
+    await runMigrations({ pgPool: pool, logger: quiet });
+  } catch (e) {
+    // An outage stays an outage; anything else (no right to create the schema) is CCA-E0117.
+    const f = pgFailure(e, target);
+    throw f.code === 'CCA-E0118' ? new CcaError('CCA-E0117', { reason: messageOf(e) }, { cause: e }) : f;
+  }
   return { applied: knownJobsMigration() - (before ?? 0) };
 }
 
