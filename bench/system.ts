@@ -54,6 +54,27 @@ async function waitFor<T>(what: string, f: () => Promise<T | undefined>, timeout
   }
 }
 
+/** docs/dba.md's sizing: rows and pg_total_relation_size (table + indexes + TOAST) per table, after VACUUM. */
+async function tableSizes(url: string): Promise<{ table: string; rows: number; bytes: number }[]> {
+  const c = new pg_.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const tables = ['cca_kv', 'cca_log', 'cca_lease', 'cca_meta', 'graphile_worker._private_jobs'];
+    await c.query(`VACUUM ${tables.join(', ')}`);
+    const out: { table: string; rows: number; bytes: number }[] = [];
+    for (const table of tables) {
+      const r = await c.query<{ rows: string; bytes: string }>(`SELECT (SELECT count(*) FROM ${table}) AS rows, pg_total_relation_size('${table}') AS bytes`);
+      out.push({ table, rows: Number(r.rows[0]!.rows), bytes: Number(r.rows[0]!.bytes) });
+    }
+    const db = await c.query<{ bytes: string }>('SELECT pg_database_size(current_database()) AS bytes');
+    out.push({ table: 'database', rows: 0, bytes: Number(db.rows[0]!.bytes) });
+    return out;
+  } finally {
+    await c.end();
+  }
+}
+let sizing: { table: string; rows: number; bytes: number }[] = [];
+
 try {
   const pgPort = await freePort();
   pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: pgPort, persistent: false });
@@ -107,6 +128,8 @@ try {
   log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s`);
   // Let the agents' reports settle before the next measurement.
   await sleep(3_000);
+  sizing = await tableSizes(pg.url);
+  log(`sizing after convergence (${REPLICAS} replicas, ${AGENTS} nodes): ${sizing.map((t) => `${t.table} ${t.rows} rows ${(t.bytes / 1024).toFixed(0)} kB`).join('; ')}`);
 
   // (b) node-loss recovery
   const replicas = async () => (await api('GET', '/v1/replicas?service=bench')).replicas as Json[];
@@ -169,7 +192,7 @@ try {
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)),
-    maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(),
+    maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,
     nodeLoss: { leaseTtlSeconds: 10, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);
 } catch (e) {

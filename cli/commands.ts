@@ -20,6 +20,8 @@ export const commands: Record<string, { summary: string; load(): Promise<Command
   version: { summary: 'the versions of cca and the server', load: () => import('./commands/version.js') },
   config: { summary: 'named contexts in the config file: get-contexts, current-context, use-context, set-context', load: () => import('./commands/config.js') },
   completion: { summary: 'a shell completion script: bash, zsh or fish', load: () => import('./commands/completion.js') },
+  migrate: { summary: 'apply the store\'s schema migrations alone (pods may then run with --no-migrate)', load: () => import('./commands/migrate.js') },
+  store: { summary: 'snapshot a store to a file, restore one, or copy a store to another backend', load: () => import('./commands/store.js') },
   server: { summary: 'run the API server', load: () => import('./commands/server.js') },
   agent: { summary: 'run the node agent', load: () => import('./commands/agent.js') },
   help: { summary: 'this list, or one command\'s flags and examples', load: () => import('./commands/help.js') },

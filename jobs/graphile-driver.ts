@@ -1,4 +1,4 @@
-import { Logger, run, runMigrations, type Runner, type Task } from 'graphile-worker';
+import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import type pg from 'pg';
 import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { pgFailure } from '../db/postgres/errors.js';
@@ -56,6 +56,17 @@ export interface GraphileDriver {
 }
 
 const quiet = new Logger(() => () => undefined);
+
+/**
+ * graphile-worker's pool for a pod running `workers` steps at once: one connection per
+ * step in flight, plus a fixed 4: the LISTEN connection of each of the two runners (steps,
+ * upkeep), the upkeep job's, and one for fetching jobs, the watchdog and kickAll. With no
+ * workers, one (the migrations at start; it closes when idle).
+ */
+export const JOBS_POOL_OVERHEAD = 4;
+export function jobsPoolSize(workers: number): number {
+  return workers > 0 ? workers + JOBS_POOL_OVERHEAD : 1;
+}
 
 /**
  * Controllers as graphile-worker jobs: each step runs in one Postgres transaction over a
@@ -138,7 +149,8 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       }
     : {};
 
-  await runMigrations({ pgPool: opts.pool, logger: quiet });
+  // The server migrates (or, with --no-migrate, checks) graphile-worker's schema first
+  // (jobs/graphile-migrate.ts); run() reads its migration table again and applies nothing.
   const runner: Runner = await run({
     pgPool: opts.pool,
     taskList: { [STEP_TASK]: stepTask, [FANOUT_TASK]: fanoutTask },

@@ -12,6 +12,8 @@ const configSchema = z.object({
   adminToken: z.string().regex(/^cca_admin_[\w-]{43}$/, 'must look like cca_admin_<43 characters>').optional(),
   joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
   workers: z.coerce.number().int().min(0).max(64).default(4),
+  poolSize: z.coerce.number().int().min(2).max(200).default(10),
+  noMigrate: z.boolean().default(false),
   leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
   drainSeconds: z.coerce.number().min(0).max(300).default(1),
   secretKey: z.string().min(1).optional(),
@@ -31,7 +33,7 @@ const configSchema = z.object({
 
 export type ServerFlags = z.output<typeof configSchema>;
 
-export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--tls-cert FILE --tls-key FILE] [--open-reads] [--workers N] [--leader-ttl S]
+export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--tls-cert FILE --tls-key FILE] [--open-reads] [--workers N] [--pool-size N] [--no-migrate] [--leader-ttl S]
 
   --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
                       (TLS: postgres://…?sslmode=verify-full&sslrootcert=FILE, etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE)
@@ -42,6 +44,9 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --tls-key FILE      the certificate's PEM private key (needs --tls-cert)                      (env CCA_TLS_KEY)
   --open-reads        anonymous requests get the reader role (reads and watch, secrets redacted) (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
+  --pool-size N       Postgres: the store's connections (reads, the write batch; default 10, at least 2) (env CCA_POOL_SIZE)
+                      a pod opens at most pool-size + 1 (LISTEN) + workers + 4 (graphile-worker) connections
+  --no-migrate        Postgres, SQLite: apply no migration; refuse a schema that is behind (run \`cca migrate\`) (env CCA_NO_MIGRATE=1)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)
   --max-streams N     watch streams and long polls one token may hold open on this pod (anonymous callers share one allowance) (env CCA_MAX_STREAMS, default 64)
@@ -63,6 +68,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         host: { type: 'string' },
         'open-reads': { type: 'boolean' },
         workers: { type: 'string' },
+        'pool-size': { type: 'string' },
+        'no-migrate': { type: 'boolean' },
         'leader-ttl': { type: 'string' },
         'secret-key-file': { type: 'string' },
         'drain-seconds': { type: 'string' },
@@ -86,6 +93,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     adminToken: env.CCA_ADMIN_TOKEN || undefined,
     joinToken: env.CCA_JOIN_TOKEN || undefined,
     workers: values.workers ?? env.CCA_WORKERS,
+    poolSize: values['pool-size'] ?? env.CCA_POOL_SIZE,
+    noMigrate: values['no-migrate'] ?? (env.CCA_NO_MIGRATE === '1' || env.CCA_NO_MIGRATE === 'true'),
     leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
     drainSeconds: values['drain-seconds'] ?? env.CCA_DRAIN_SECONDS,
     secretKey: env.CCA_SECRET_KEY || undefined,

@@ -1,6 +1,5 @@
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { openStore } from '../db/index.js';
-import { migrateStore } from '../db/postgres/migrate.js';
 import { pgFailure, redactUrl } from '../db/postgres/errors.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
@@ -9,7 +8,8 @@ import type { SqliteStore } from '../db/sqlite/store.js';
 import type { Store } from '../db/store.js';
 import { controllers as allControllers, type ControllerOptions } from '../jobs/controllers/index.js';
 import { startDriver } from '../jobs/driver.js';
-import { startGraphileDriver } from '../jobs/graphile-driver.js';
+import { jobsPoolSize, startGraphileDriver } from '../jobs/graphile-driver.js';
+import { checkJobsSchema, migrateJobs } from '../jobs/graphile-migrate.js';
 import { why } from '../jobs/decisions/why.js';
 import { jobHook } from '../jobs/job-hook.js';
 import { compactOnce } from '../jobs/maintenance.js';
@@ -33,6 +33,10 @@ export interface ServerConfig {
   joinToken?: string;
   /** Controller steps this pod runs at once (Postgres) — 0 runs no controllers on this pod. */
   workers: number;
+  /** Postgres: the store's pool (default 10); graphile-worker's follows `workers` (jobsPoolSize). */
+  poolSize?: number;
+  /** Postgres and SQLite: apply no migration; refuse a schema that is behind (CCA-E0151). */
+  noMigrate?: boolean;
   version: string;
   /** etcd: the leader election's lease TTL (default 10 s): a killed leader is replaced within it. */
   leaderTtlSeconds?: number;
@@ -88,15 +92,23 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   let leading = () => false;
   try {
     if (/^postgres(ql)?:/i.test(cfg.store)) {
-      const pool = createPool(cfg.store, 10);
-      stops.push(() => pool.end());
-      // A connection that fails here (refused, a certificate not trusted) is a coded store error.
-      await migrateStore(pool).catch((e: unknown) => {
-        throw pgFailure(e, redactUrl(cfg.store));
+      // The store's pool first: it refuses transaction pooling (CCA-E0152) and migrates the
+      // store's tables (or, with --no-migrate, checks them); then graphile-worker's schema.
+      const pg = await PostgresStore.open(cfg.store, {
+        commitHook: jobHook(controllers),
+        leaseReaperMs: 0,
+        onDiagnostic: report,
+        poolSize: cfg.poolSize ?? 10,
+        migrate: !cfg.noMigrate,
       });
-      const pg = await PostgresStore.open(cfg.store, { commitHook: jobHook(controllers), leaseReaperMs: 0, onDiagnostic: report });
       store = pg;
       stops.unshift(() => pg.close());
+      const pool = createPool(cfg.store, jobsPoolSize(cfg.workers), 'jobs');
+      stops.push(() => pool.end());
+      const target = redactUrl(cfg.store);
+      await (cfg.noMigrate ? checkJobsSchema(pool, target) : migrateJobs(pool, target)).catch((e: unknown) => {
+        throw pgFailure(e, target);
+      });
       if (cfg.workers > 0) {
         const driver = await startGraphileDriver({
           pool,
@@ -110,7 +122,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         await driver.kickAll();
       }
     } else {
-      store = await openStore(cfg.store);
+      store = await openStore(cfg.store, { sqlite: { migrate: !cfg.noMigrate } });
       stops.unshift(() => store.close());
       if (cfg.workers > 0) {
         // One pod per SQLite file runs the controllers: a second refuses (CCA-E0125)

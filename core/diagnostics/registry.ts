@@ -8,6 +8,7 @@ import { langCodes } from './codes/lang.js';
 import { serverCodes } from './codes/server.js';
 import { specCodes } from './codes/spec.js';
 import { storeCodes } from './codes/store.js';
+import { dbaCodes } from './codes/dba.js';
 import { rolloutCodes } from './codes/rollouts.js';
 import { limitCodes } from './codes/limits.js';
 import { admissionCodes } from './codes/admission.js';
@@ -19,6 +20,7 @@ import { admissionCodes } from './codes/admission.js';
 const areas = [
   generalCodes,
   storeCodes,
+  dbaCodes,
   langCodes,
   specCodes,
   controllerCodes,

@@ -45,9 +45,29 @@ export const PG_BOUNDS = {
   options: '-c tcp_keepalives_idle=5 -c tcp_keepalives_interval=2 -c tcp_keepalives_count=3',
 } as const;
 
-export function createPool(url: string, max = 10): pg.Pool {
+/**
+ * The URL without its application_name (pg lets the URL's parameters win over the
+ * config's, so the purpose suffix would be lost). Textual, so other parameters keep
+ * exactly their encoding.
+ */
+function withoutApplicationName(url: string): string {
+  const at = url.indexOf('?');
+  if (at < 0) return url;
+  const [query, hash] = url.slice(at + 1).split('#', 2) as [string, string | undefined];
+  const kept = query.split('&').filter((p) => p !== '' && !p.startsWith('application_name='));
+  return `${url.slice(0, at)}${kept.length ? `?${kept.join('&')}` : ''}${hash !== undefined ? `#${hash}` : ''}`;
+}
+
+/**
+ * A pool of at most `max` connections. `purpose` suffixes the application_name, so
+ * pg_stat_activity tells a pod's pools apart: `NAME` (the store), `NAME-jobs`
+ * (graphile-worker), `NAME-listen` (the store's LISTEN connection), NAME being the URL's
+ * application_name or "ccattler".
+ */
+export function createPool(url: string, max = 10, purpose?: 'jobs' | 'migrate'): pg.Pool {
   checkPostgresUrl(url);
-  const pool = new pg.Pool({ ...PG_BOUNDS, connectionString: url, max, types, application_name: applicationName(url) });
+  const name = purpose ? `${applicationName(url)}-${purpose}` : applicationName(url);
+  const pool = new pg.Pool({ ...PG_BOUNDS, connectionString: withoutApplicationName(url), max, types, application_name: name });
   // An idle client that loses its connection must not crash the process; the next
   // query on the pool gets a fresh connection.
   pool.on('error', () => undefined);
@@ -58,5 +78,5 @@ export function createPool(url: string, max = 10): pg.Pool {
 }
 
 export function createClient(url: string): pg.Client {
-  return new pg.Client({ ...PG_BOUNDS, connectionString: url, types, application_name: 'ccattler-listen' });
+  return new pg.Client({ ...PG_BOUNDS, connectionString: withoutApplicationName(url), types, application_name: `${applicationName(url)}-listen` });
 }

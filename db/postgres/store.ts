@@ -14,7 +14,8 @@ import { validateTxn } from '../txn-eval.js';
 import { StoreShortcuts } from '../store-shortcuts.js';
 import { followWatch } from '../watch-feed.js';
 import { pgFailure, redactUrl } from './errors.js';
-import { migrateStore } from './migrate.js';
+import { checkStoreSchema, migrateStore } from './migrate.js';
+import { requireSessionPooling } from './session-check.js';
 import { createPool } from './pool.js';
 import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
 import { readHead } from './sql/readHead.js';
@@ -27,6 +28,8 @@ import { WriteBatcher, type WriteItem } from './write-batcher.js';
 export interface PostgresStoreOptions {
   /** Connections for reads and the write batch (one at a time); LISTEN uses its own. */
   poolSize?: number;
+  /** false: apply no migration, refuse a schema that is behind (CCA-E0151); default true. */
+  migrate?: boolean;
   /** Client transactions per Postgres transaction at most. */
   maxBatch?: number;
   leaseReaperMs?: number;
@@ -60,7 +63,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
   private constructor(
     private readonly pool: pg.Pool,
     url: string,
-    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook'>> & { commitHook?: CommitHook },
+    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate'>> & { commitHook?: CommitHook },
   ) {
     super();
     this.target = redactUrl(url);
@@ -82,9 +85,12 @@ export class PostgresStore extends StoreShortcuts implements Store {
   }
 
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    const pool = createPool(url, options.poolSize ?? 10);
+    // At least 2: the session-pooling check holds two connections at once.
+    const pool = createPool(url, Math.max(2, options.poolSize ?? 10));
     try {
-      await migrateStore(pool);
+      await requireSessionPooling(pool, redactUrl(url));
+      if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));
+      else await migrateStore(pool, redactUrl(url));
       const store = new PostgresStore(pool, url, {
         maxBatch: options.maxBatch ?? 256,
         leaseReaperMs: options.leaseReaperMs ?? 250,

@@ -23,7 +23,7 @@ function ownerOnly(path: string): void {
   closeSync(openSync(path, 'a', 0o600));
   chmodSync(path, 0o600);
 }
-import { schemaSql } from './schema.js';
+import { prepareSqliteSchema } from './schema-check.js';
 
 export interface SqliteStoreOptions {
   /** Milliseconds; leases expire on this clock (tests inject one). */
@@ -34,6 +34,8 @@ export interface SqliteStoreOptions {
   pollMs?: number;
   /** How long a writer waits for another process's write transaction. Default 5 s. */
   busyTimeoutMs?: number;
+  /** false: create no schema, refuse a file without it (CCA-E0151); default true. */
+  migrate?: boolean;
 }
 
 /** Revisions per watch read: a late watcher catches up in pages. */
@@ -81,6 +83,8 @@ const siblings = new Map<string, Set<SqliteStore>>();
  */
 export class SqliteStore extends StoreShortcuts implements Store {
   readonly path: string;
+  /** This open created the schema (an empty file). */
+  readonly created: boolean;
   private readonly db: Database.Database;
   private readonly now: () => number;
   /** The newest revision this process has seen committed. */
@@ -107,8 +111,9 @@ export class SqliteStore extends StoreShortcuts implements Store {
       if (path !== ':memory:') this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = FULL');
       this.db.pragma('foreign_keys = OFF');
-      this.db.transaction(() => this.db.exec(schemaSql)).immediate();
+      this.created = prepareSqliteSchema(this.db, path, opts.migrate !== false).created;
     } catch (e) {
+      if (isCcaError(e)) throw e;
       throw new CcaError('CCA-E0111', { backend: 'sqlite', reason: messageOf(e), target: path });
     }
     this.st = this.prepare();

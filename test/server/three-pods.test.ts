@@ -10,7 +10,7 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
 });
 
-/** The pod's connections carry its name, so the test can see which pod holds a transaction. */
+/** The pod's connections carry its name (steps run on NAME-jobs), so the test can see which pod holds a transaction. */
 const pgStore = (dbUrl: string, name: string) => `${dbUrl}${dbUrl.includes('?') ? '&' : '?'}application_name=pod-${name}`;
 
 test('three pods on one Postgres: apply through one, read through another, SIGKILL the pod mid-step — converges, no duplicates, nothing lost', async () => {
@@ -34,12 +34,12 @@ test('three pods on one Postgres: apply through one, read through another, SIGKI
     while (!victim && Date.now() < until) {
       const r = await probe.query<{ app: string }>(
         `SELECT application_name AS app FROM pg_stat_activity
-          WHERE datname = current_database() AND application_name IN ('pod-a', 'pod-c') AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
+          WHERE datname = current_database() AND application_name IN ('pod-a-jobs', 'pod-c-jobs') AND xact_start IS NOT NULL AND pid <> pg_backend_pid()
           LIMIT 1`,
       );
       const app = r.rows[0]?.app;
       if (app) {
-        victim = pods.find((p) => `pod-${p.name}` === app);
+        victim = pods.find((p) => `pod-${p.name}-jobs` === app);
         victim?.child.kill('SIGKILL');
       }
     }
