@@ -7,7 +7,7 @@ import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { NetnsManager } from './netns.js';
 import { confinedPath, ensureDirs } from './confine.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
-import { DEFAULT_LOG_MAX_BYTES } from './logfile.js';
+import { DEFAULT_LOG_FILES, DEFAULT_LOG_MAX_BYTES } from './logfile.js';
 import { argvOf, Listeners, type ExitDetail, type InitProgress, type Lookup, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
 import { volumeEnvName } from './volumes.js';
 
@@ -34,6 +34,8 @@ export interface ProcessRuntimeOptions {
   network?: NetnsManager;
   /** Cap of each output file (one rotated copy kept): agent/logfile.ts. */
   logMaxBytes?: number;
+  /** Rotated files kept per output stream (`--log-files`). */
+  logFiles?: number;
 }
 
 /**
@@ -226,7 +228,7 @@ export class ProcessRuntime implements Runtime {
     const applets = req.spec.image === TOOLBOX_IMAGE ? this.toolboxDir() : req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
     const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files, ...volumeMounts(files, req.volumes ?? []) };
     const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
-    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init, logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES };
+    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init, logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, logFiles: this.opts.logFiles ?? DEFAULT_LOG_FILES };
     writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
     // In a namespace of its own, the supervisor (and so the workload and its init steps) joins it before it starts.

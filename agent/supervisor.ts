@@ -11,7 +11,9 @@ import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 // Self-contained too (node: imports only): the output files' rotation, shared with the containerd runtime's cap.
-import { DEFAULT_LOG_MAX_BYTES, RotatingLog } from './logfile.js';
+import { DEFAULT_LOG_FILES, DEFAULT_LOG_MAX_BYTES, RotatingLog } from './logfile.js';
+// Self-contained as well: the deadline file is overwritten in place, so it is read twice (a torn read is skipped).
+import { readFenceFile } from './fence-file.js';
 import { startTimeOf } from './proc.js';
 
 interface SupervisorConfig {
@@ -26,6 +28,8 @@ interface SupervisorConfig {
   init: InitStep[];
   /** Cap of each output file (stdout.log, stderr.log; one rotated copy each kept). */
   logMaxBytes?: number;
+  /** Rotated copies kept per output file (default 1). */
+  logFiles?: number;
 }
 
 const dir = process.argv[2] ?? '';
@@ -47,8 +51,8 @@ interface InitStep {
 
 writeAtomic('supervisor.pid', `${process.pid} ${startTimeOf(process.pid)}\n`);
 // The workload writes into pipes, not the files: the supervisor rotates them at the cap.
-const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
-const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, Date.now, config.logFiles ?? DEFAULT_LOG_FILES);
+const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, Date.now, config.logFiles ?? DEFAULT_LOG_FILES);
 /** A write that cannot fail the supervisor: with the disk full (or the directory gone) output is dropped, the workload keeps running. */
 const keeping = (log: RotatingLog) => ({
   write(b: Buffer): void {
@@ -174,12 +178,9 @@ setInterval(() => {
 
 if (config.fenceFile !== '') {
   setInterval(() => {
-    let deadline = Number.POSITIVE_INFINITY;
-    try {
-      deadline = Number(readFileSync(config.fenceFile, 'utf8'));
-    } catch {
-      return;
-    }
+    // Missing, empty or caught mid-write: no decision now, the next check reads it again.
+    const deadline = readFenceFile(config.fenceFile);
+    if (deadline === undefined) return;
     if (Number.isFinite(deadline) && Date.now() >= deadline) stop(Math.min(config.graceMs, config.fenceKillMs), 'fenced');
   }, 200);
 }
