@@ -243,7 +243,12 @@ export class ProcessRuntime implements Runtime {
 
   async stop(handle: WorkloadHandle, graceMs: number): Promise<void> {
     const dir = join(this.opts.root, handle.replica);
-    writeFileSync(join(dir, 'stop-grace'), String(Math.max(1, graceMs)));
+    try {
+      writeFileSync(join(dir, 'stop-grace'), String(Math.max(1, graceMs)));
+    } catch {
+      // A full disk must not keep a workload from stopping: without the file the supervisor
+      // takes the spec's grace, and its own fence check shortens it at the deadline.
+    }
     const sup = this.pidFile(dir, 'supervisor.pid');
     if (sup && sameProcessAlive(sup)) process.kill(sup.pid, 'SIGTERM');
   }
@@ -374,7 +379,11 @@ export class ProcessRuntime implements Runtime {
       }
     }
     const lost = diag('CCA-E0502', { replica: handle.replica, pid: supPid });
-    writeFileSync(join(dir, 'lost.json'), JSON.stringify(lost));
+    try {
+      writeFileSync(join(dir, 'lost.json'), JSON.stringify(lost));
+    } catch {
+      // A full disk: reported all the same (once: `announced`); the marker is only for an agent restart.
+    }
     return { handle, state: 'lost', lost };
   }
 
@@ -389,7 +398,13 @@ export class ProcessRuntime implements Runtime {
       if (this.announced.has(replica)) continue;
       const handle = this.handleOf(replica);
       if (!handle) continue;
-      const s = this.statusOf(replica, handle, false);
+      let s: WorkloadStatus;
+      try {
+        s = this.statusOf(replica, handle, false);
+      } catch {
+        // This runs from a timer: an error here would end the agent. The next poll looks again.
+        continue;
+      }
       if (s.state === 'exited') {
         this.announced.add(replica);
         this.listeners.emit({ kind: 'exited', replica, exitCode: s.exitCode ?? 0, oom: false, at: Date.now() });
