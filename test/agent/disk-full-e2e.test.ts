@@ -58,11 +58,6 @@ describe.runIf(needs('tmpfs'))('a node agent on a full disk (tmpfs state directo
   }, 90_000);
 
   afterAll(async () => {
-    if (process.env.DEBUG_DISK) {
-      console.log(JSON.stringify(await replicasOf('later')), JSON.stringify(await nodeConditions()), statfsSync(stateDir).bavail);
-      console.log(logs.slice(-3000));
-      console.log(execFileSync('ls', ['-la', join(stateDir, 'replicas'), join(stateDir)]).toString());
-    }
     agent?.kill('SIGKILL');
     // Workloads outlive their agent by design: end them (and their supervisors) by pid.
     killLeftoverWorkloads(join(stateDir, 'replicas'));
