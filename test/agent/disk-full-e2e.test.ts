@@ -103,6 +103,9 @@ describe.runIf(needs('tmpfs'))('a node agent on a full disk (tmpfs state directo
   it('space freed: the condition clears, the held service is placed, the quiet workload never moved', async () => {
     await api()('DELETE', '/v1/services/chatty');
     await waitFor('the condition cleared', async () => (await nodeConditions()).length === 0, { timeoutMs: 60_000, everyMs: 250 });
+    // Stopped on the full disk, its supervisor still recorded the exit (in the room it kept): an exit, not a lost workload.
+    expect(logs).toMatch(/chatty-\w+ exited with code 143/);
+    expect(logs).not.toMatch(/lost: CCA-E0502/);
     await waitFor('later running on d1', async () => {
       const r = (await replicasOf('later'))[0];
       return r?.state === 'running' && r.node === 'd1';
