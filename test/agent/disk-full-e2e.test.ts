@@ -59,7 +59,11 @@ describe.runIf(needs('tmpfs'))('a node agent on a full disk (tmpfs state directo
 
   afterAll(async () => {
     agent?.kill('SIGKILL');
-    // Workloads outlive their agent by design: end them (and their supervisors) by pid.
+    if (agent && agent.exitCode === null && agent.signalCode === null) await new Promise((r) => agent.once('exit', r));
+    // Workloads outlive their agent by design: end them (and their supervisors) by pid, once
+    // more after a moment for a supervisor the agent spawned just before it died.
+    killLeftoverWorkloads(join(stateDir, 'replicas'));
+    await new Promise((r) => setTimeout(r, 1_000));
     killLeftoverWorkloads(join(stateDir, 'replicas'));
     await server?.stop();
     if (mounted) {
