@@ -3,6 +3,7 @@ import { checkAssignment } from './confine.js';
 import { HttpControlPlane } from './control-plane.js';
 import { AgentCore, FENCE, type AgentClock, type OutageOracle, type Prober, type Workspace } from './core/index.js';
 import { probeFor } from './health.js';
+import { DEFAULT_LOG_MAX_TOTAL, enforceLogBudget, LOG_BUDGET_CHECK_MS } from './log-budget.js';
 import { LogServer, type LogServerOptions } from './log-server.js';
 import { materialize } from './materialize.js';
 import type { NetnsManager } from './netns.js';
@@ -43,6 +44,10 @@ export interface AgentOptions {
   peer?: { listen?: string; advertise?: string; fetch?: typeof fetch };
   /** Replaces the peers as the judge of an outage (tests); by default the peers' quorum (agent/peer/). */
   outage?: OutageOracle;
+  /** `--disk-min-free`: below this the node reports disk full (CCA-E0570); 0: only failed writes count. */
+  diskMinFreeBytes?: number;
+  /** `--log-max-total`: all workload output on the node; the oldest rotated files go first (agent/log-budget.ts). */
+  logMaxTotalBytes?: number;
 }
 
 /**
@@ -56,6 +61,7 @@ export class Agent {
   private readonly core: AgentCore;
   private closed = false;
   private timer: ReturnType<typeof setInterval> | undefined;
+  private budgetTimer: ReturnType<typeof setInterval> | undefined;
   private readonly loops: Promise<void>[] = [];
   private readonly sleepers = new Set<() => void>();
   private readonly control: HttpControlPlane;
@@ -102,6 +108,7 @@ export class Agent {
       ...(opts.reportEveryMs === undefined ? {} : { reportEveryMs: opts.reportEveryMs }),
       ...(opts.usageEveryMs === undefined ? {} : { usageEveryMs: opts.usageEveryMs }),
       outage: opts.outage ?? this.peer,
+      ...(opts.diskMinFreeBytes === undefined ? {} : { diskMinFreeBytes: opts.diskMinFreeBytes }),
       clock,
       random: Math.random,
       control: this.control,
@@ -147,6 +154,7 @@ export class Agent {
     this.record.peer = await this.peer.start();
     await this.core.start();
     this.timer = setInterval(() => void this.core.tick(), FENCE.checkMs);
+    this.budgetTimer = setInterval(() => this.trimLogs(), LOG_BUDGET_CHECK_MS);
     this.loops.push(this.leaseLoop(), this.pollLoop(), this.logLoop(), this.peer.loop(() => this.closed, (ms) => this.sleep(ms), () => this.core.outageChanged()));
     if (this.policy) this.loops.push(this.policy.loop());
   }
@@ -155,6 +163,7 @@ export class Agent {
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
+    if (this.budgetTimer) clearInterval(this.budgetTimer);
     this.logServer.close();
     await this.peer.close();
     this.client.abort();
@@ -166,6 +175,12 @@ export class Agent {
   /** For tests and the CLI status line. */
   status(): ReturnType<AgentCore['status']> {
     return this.core.status();
+  }
+
+  /** The node's total cap on workload output: the oldest rotated files go first. */
+  private trimLogs(): void {
+    const gone = enforceLogBudget(this.opts.state.replicas, this.opts.logMaxTotalBytes ?? DEFAULT_LOG_MAX_TOTAL);
+    if (gone.length > 0) this.log(`workload output over the node's cap (--log-max-total): deleted ${gone.length} rotated file${gone.length === 1 ? '' : 's'}, the oldest`);
   }
 
   private log(line: string): void {

@@ -1,6 +1,8 @@
 /**
- * A workload's output files on the node: `<name>` (current) and `<name>.1` (the one before),
- * each at most `capBytes`, so a chatty workload holds at most 2 × cap per stream. Beside each
+ * A workload's output files on the node: `<name>` (current) and `<name>.1` … `<name>.<keep>`
+ * (the ones before, newest first), each at most `capBytes`, so a chatty workload holds at most
+ * (1 + keep) × cap per stream (and the node's total cap, agent/log-budget.ts, trims the rotated
+ * ones across replicas). Beside each
  * file a `<name>.times` index of `<offset> <epoch ms>` lines ("the bytes from offset on were
  * written no earlier than this"), at most one per second: the output itself stays exactly
  * what the workload wrote (other code and operators read it as is), and `--since` still finds
@@ -11,11 +13,33 @@ import { appendFileSync, closeSync, copyFileSync, existsSync, fstatSync, openSyn
 
 /** Default cap per file: a stream keeps at most 2 × 10 MiB (`--log-max-bytes` changes it). */
 export const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
+/** Default number of rotated files per stream (`--log-files`), and the most there can be. */
+export const DEFAULT_LOG_FILES = 1;
+export const MAX_LOG_FILES = 9;
 /** How far apart two time marks are, at least. */
 const MARK_EVERY_MS = 1_000;
 
 export const timesOf = (file: string): string => `${file}.times`;
-export const rotatedOf = (file: string): string => `${file}.1`;
+/** The `n`th rotated file (1: the newest). */
+export const rotatedOf = (file: string, n = 1): string => `${file}.${n}`;
+
+/** Every rotated file that may exist, newest first (what a reader of the history goes through, reversed). */
+export const allRotated = (file: string): string[] => Array.from({ length: MAX_LOG_FILES }, (_, i) => rotatedOf(file, i + 1));
+
+/**
+ * Make room for a new `.1`: `.k` becomes `.k+1` (their time indexes with them), the ones past
+ * `keep` are deleted. Renames and deletes only: no new block is needed, so it works on a full disk.
+ */
+export function shiftRotated(file: string, keep: number): void {
+  for (let k = MAX_LOG_FILES; k > keep - 1 && k >= 1; k--) {
+    rmSync(rotatedOf(file, k), { force: true });
+    rmSync(timesOf(rotatedOf(file, k)), { force: true });
+  }
+  for (let k = keep - 1; k >= 1; k--) {
+    if (existsSync(rotatedOf(file, k))) renameSync(rotatedOf(file, k), rotatedOf(file, k + 1));
+    if (existsSync(timesOf(rotatedOf(file, k)))) renameSync(timesOf(rotatedOf(file, k)), timesOf(rotatedOf(file, k + 1)));
+  }
+}
 
 /** The writer the supervisor uses: appends, marks the time, rotates at the cap. */
 export class RotatingLog {
@@ -27,6 +51,7 @@ export class RotatingLog {
     private readonly file: string,
     private readonly capBytes: number,
     private readonly now: () => number = Date.now,
+    private readonly keep: number = DEFAULT_LOG_FILES,
   ) {
     this.fd = openSync(file, 'a');
     this.size = fstatSync(this.fd).size;
@@ -47,6 +72,7 @@ export class RotatingLog {
 
   private rotate(): void {
     closeSync(this.fd);
+    shiftRotated(this.file, this.keep);
     renameSync(this.file, rotatedOf(this.file));
     if (existsSync(timesOf(this.file))) renameSync(timesOf(this.file), timesOf(rotatedOf(this.file)));
     this.fd = openSync(this.file, 'a');
@@ -61,7 +87,7 @@ export class RotatingLog {
  * append lands at the new end). What the writer appends between the copy and the truncation
  * is lost; returns the size seen (pass it back next time: no mark without new bytes). Checked every second, so a workload can overshoot the cap by one second of output.
  */
-export function capAppendedLog(file: string, capBytes: number, now: number, seenSize = -1): number {
+export function capAppendedLog(file: string, capBytes: number, now: number, seenSize = -1, keep = DEFAULT_LOG_FILES): number {
   let size: number;
   try {
     size = statSync(file).size;
@@ -70,9 +96,16 @@ export function capAppendedLog(file: string, capBytes: number, now: number, seen
   }
   if (size === seenSize) return size;
   if (size > capBytes) {
-    copyFileSync(file, rotatedOf(file));
-    if (existsSync(timesOf(file))) renameSync(timesOf(file), timesOf(rotatedOf(file)));
-    else rmSync(timesOf(rotatedOf(file)), { force: true });
+    shiftRotated(file, keep);
+    try {
+      copyFileSync(file, rotatedOf(file));
+      if (existsSync(timesOf(file))) renameSync(timesOf(file), timesOf(rotatedOf(file)));
+      else rmSync(timesOf(rotatedOf(file)), { force: true });
+    } catch {
+      // No room for the copy (a full disk): the output is lost rather than the disk.
+      rmSync(rotatedOf(file), { force: true });
+      rmSync(timesOf(file), { force: true });
+    }
     truncateSync(file, 0);
     appendFileSync(timesOf(file), `0 ${now}\n`);
     return 0;

@@ -3,7 +3,7 @@ import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { makeDiagnostic } from '../core/diagnostics/index.js';
 import { LOG_LIMITS, type LogFrame, type LogRequest } from '../core/model/index.js';
-import { rotatedOf, timesOf } from './logfile.js';
+import { allRotated, rotatedOf, timesOf } from './logfile.js';
 
 /**
  * Serving one log request from a replica's output files (agent/logfile.ts): what came before
@@ -88,9 +88,12 @@ export function lastLines(buf: Buffer, n: number): Buffer {
   return buf;
 }
 
-/** What came before: rotated then current file (or the rotated only, for `previous`), cut by since, tail and the byte bound. */
+/**
+ * What came before: the rotated files, oldest first, then the current one (or the newest
+ * rotated only, for `previous`), cut by since, tail and the byte bound.
+ */
 function history(file: string, req: LogRequest, maxBytes: number): Buffer {
-  const parts = req.previous ? [rotatedOf(file)] : [rotatedOf(file), file];
+  const parts = req.previous ? [rotatedOf(file)] : [...allRotated(file).filter((f) => existsSync(f)).reverse(), file];
   const chunks = parts.map((f) => readRange(f, req.sinceMs === undefined ? 0 : offsetSince(f, req.sinceMs), sizeOf(f)));
   let all: Buffer = Buffer.concat(chunks);
   if (req.tail !== undefined) all = lastLines(all, req.tail);

@@ -34,8 +34,14 @@ export interface AgentFlags {
   network: 'host' | 'netns';
   networkCidr: string;
   networkPrefix: string;
-  /** Cap of each workload output file; one rotated copy is kept per stream (agent/logfile.ts). */
+  /** Cap of each workload output file (agent/logfile.ts). */
   logMaxBytes: number;
+  /** Rotated files kept per output stream beside the current one. */
+  logFiles: number;
+  /** Cap of all workload output on the node: the oldest rotated files go first (agent/log-budget.ts). */
+  logMaxTotal: number;
+  /** Below this much free space in the state directory the node reports `disk full` (CCA-E0570); 0: only failed writes. */
+  diskMinFree: number;
   /** host:port of the peer endpoint (docs/fencing.md); port 0 picks one. */
   peerListen: string;
   /** host:port peers are told to use; '' = the address the endpoint listens on. */
@@ -80,9 +86,14 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --network-cidr C         the node's replica network, a /24 (default 10.88.0.0/24; give each
                            agent on one machine its own)
   --network-prefix P       names of the bridge, veths and namespaces (default from the node name)
-  --log-max-bytes Q        cap of each replica output file, bytes or 512Ki / 10Mi; one rotated
-                           file is kept beside it, so a stream holds at most twice this
-                           (default 10Mi)
+  --log-max-bytes Q        cap of each replica output file, bytes or 512Ki / 10Mi (default
+                           10Mi); a stream holds at most (1 + --log-files) times this
+  --log-files N            rotated files kept per output stream, 1 to 9 (default 1)
+  --log-max-total Q        cap of all replica output on the node (default 1Gi): past it the
+                           oldest rotated files are deleted, never a current one
+  --disk-min-free Q        below this much free space in the state directory the node reports
+                           disk full (CCA-E0570) and takes no new placements (default 64Mi;
+                           0: only a failed write counts)
 
 Capacity: without --cpu / --memory the agent declares what the machine offers it (the CPU
 count and physical memory, or less under the cgroup quota or memory limit it runs in,
@@ -134,7 +145,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'peer-listen', 'peer-advertise', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -183,6 +194,9 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     networkCidr: get('network-cidr', '10.88.0.0/24'),
     networkPrefix: get('network-prefix', ''),
     logMaxBytes: logCap(get('log-max-bytes', '10Mi')),
+    logFiles: logFiles(get('log-files', '1')),
+    logMaxTotal: parseBytes(get('log-max-total', '1Gi'), '--log-max-total'),
+    diskMinFree: parseBytes(get('disk-min-free', '64Mi'), '--disk-min-free'),
     peerListen: hostPort(get('peer-listen', '127.0.0.1:0'), '--peer-listen'),
     peerAdvertise: get('peer-advertise') === '' ? '' : hostPort(get('peer-advertise'), '--peer-advertise'),
     help,
@@ -206,6 +220,13 @@ function insecureRegistries(flags: string[], fromConfig: unknown): string[] {
 function logCap(text: string): number {
   const n = parseBytes(text, '--log-max-bytes');
   if (n < 4096) bad(`--log-max-bytes ${text} is below 4Ki`);
+  return n;
+}
+
+/** 1 to 9: `.1` … `.9` beside each output file. */
+function logFiles(text: string): number {
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1 || n > 9) bad(`--log-files ${JSON.stringify(text)} must be a whole number from 1 to 9`);
   return n;
 }
 

@@ -46,7 +46,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
     return new FakeRuntime(Object.keys(catalogue).length > 0 ? { catalogue: Object.fromEntries(Object.entries(catalogue).map(([k, v]) => [k, v.digest])) } : {});
   }
   if (flags.runtime === 'process') {
-    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags), logMaxBytes: flags.logMaxBytes, ...(network ? { network } : {}) });
+    return new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, catalogue: processCatalogue(flags), logMaxBytes: flags.logMaxBytes, logFiles: flags.logFiles, ...(network ? { network } : {}) });
   }
   return new ContainerdRuntime({
     address: await containerdAddress(flags),
@@ -58,6 +58,7 @@ async function makeRuntime(flags: AgentFlags, state: StateDir, network?: NetnsMa
     insecureRegistries: flags.insecureRegistries,
     fence: { file: state.fenceFile, killMs: FENCE.killMs, pidFile: join(state.dir, 'fencer.pid') },
     logMaxBytes: flags.logMaxBytes,
+    logFiles: flags.logFiles,
     ...(network ? { network } : {}),
   });
 }
@@ -85,6 +86,8 @@ export async function runAgent(argv: string[]): Promise<number> {
       runtime,
       record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes } },
       leaseTtlSeconds: flags.leaseTtlSeconds,
+      diskMinFreeBytes: flags.diskMinFree,
+      logMaxTotalBytes: flags.logMaxTotal,
       peer: { listen: flags.peerListen, advertise: flags.peerAdvertise },
       ...(network ? { network } : {}),
       ...(flags.ca ? { fetch: fetchTrusting(flags.ca) } : {}),

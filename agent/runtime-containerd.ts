@@ -10,7 +10,7 @@ import { PullFailure, pullImage } from './containerd/pull.js';
 import type { NetnsManager } from './netns.js';
 import { readCatalogue, type Catalogue, type CatalogueEntry } from './images.js';
 import { CpuRate, parsePidFile, sameProcessAlive } from './proc.js';
-import { capAppendedLog, DEFAULT_LOG_MAX_BYTES } from './logfile.js';
+import { capAppendedLog, DEFAULT_LOG_FILES, DEFAULT_LOG_MAX_BYTES } from './logfile.js';
 import { nodeEntry } from './node-entry.js';
 import { argvOf, Listeners, type InitProgress, type PullProgress, type Runtime, type RuntimeEvent, type StartRequest, type Usage, type WorkloadHandle, type WorkloadStatus } from './runtime.js';
 
@@ -38,6 +38,8 @@ export interface ContainerdRuntimeOptions {
   network?: NetnsManager;
   /** Cap of each replica's stdout.log (one rotated copy kept): agent/logfile.ts. */
   logMaxBytes?: number;
+  /** Rotated files kept per output stream (`--log-files`). */
+  logFiles?: number;
 }
 
 
@@ -98,7 +100,7 @@ export class ContainerdRuntime implements Runtime {
     for (const r of replicas) {
       const file = join(this.opts.root, r, 'stdout.log');
       try {
-        const size = capAppendedLog(file, this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, now, this.logSizes.get(file));
+        const size = capAppendedLog(file, this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, now, this.logSizes.get(file), this.opts.logFiles ?? DEFAULT_LOG_FILES);
         if (size < 0) this.logSizes.delete(file);
         else this.logSizes.set(file, size);
       } catch {

@@ -5,7 +5,7 @@ import { makeDiagnostic } from '../core/diagnostics/index.js';
 import type { NetnsManager } from './netns.js';
 import { confinedPath, ensureDirs } from './confine.js';
 import { CpuRate, groupUsage, parsePidFile, sameProcessAlive } from './proc.js';
-import { DEFAULT_LOG_MAX_BYTES } from './logfile.js';
+import { DEFAULT_LOG_FILES, DEFAULT_LOG_MAX_BYTES } from './logfile.js';
 import { argvOf, Listeners, type ExitDetail, type InitProgress, type Lookup, type Runtime, type RuntimeEvent, type StartRequest, type WorkloadHandle, type WorkloadStatus, type WorkloadVolume } from './runtime.js';
 import { volumeEnvName } from './volumes.js';
 import { nodeEntry } from './node-entry.js';
@@ -33,6 +33,8 @@ export interface ProcessRuntimeOptions {
   network?: NetnsManager;
   /** Cap of each output file (one rotated copy kept): agent/logfile.ts. */
   logMaxBytes?: number;
+  /** Rotated files kept per output stream (`--log-files`). */
+  logFiles?: number;
 }
 
 /**
@@ -222,7 +224,7 @@ export class ProcessRuntime implements Runtime {
     const applets = req.spec.image === TOOLBOX_IMAGE ? this.toolboxDir() : req.spec.image.startsWith('busybox:') ? this.appletDir() : undefined;
     const env = { PATH: applets ? `${applets}:${hostPath}` : hostPath, HOME: cwd, ...req.spec.env, ...req.env, CCA_REPLICA: req.replica, CCA_SERVICE: req.service, CCA_FILES: files, ...volumeMounts(files, req.volumes ?? []) };
     const init = req.spec.init.map((i) => ({ name: i.name, argv: i.command, env: i.env, timeoutMs: i.timeoutMs }));
-    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init, logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES };
+    const config = { argv: argvOf(req.spec), env, cwd, graceMs: req.spec.stopGraceMs, fenceFile: this.opts.fenceFile, fenceKillMs: this.opts.fenceKillMs, init, logMaxBytes: this.opts.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, logFiles: this.opts.logFiles ?? DEFAULT_LOG_FILES };
     writeFileSync(join(dir, 'supervisor.json'), JSON.stringify(config), { mode: 0o600 });
     writeFileSync(join(dir, 'handle.json'), JSON.stringify(handle));
     // In a namespace of its own, the supervisor (and so the workload and its init steps) joins it before it starts.
@@ -237,7 +239,12 @@ export class ProcessRuntime implements Runtime {
 
   async stop(handle: WorkloadHandle, graceMs: number): Promise<void> {
     const dir = join(this.opts.root, handle.replica);
-    writeFileSync(join(dir, 'stop-grace'), String(Math.max(1, graceMs)));
+    try {
+      writeFileSync(join(dir, 'stop-grace'), String(Math.max(1, graceMs)));
+    } catch {
+      // A full disk must not keep a workload from stopping: without the file the supervisor
+      // takes the spec's grace, and its own fence check shortens it at the deadline.
+    }
     const sup = this.pidFile(dir, 'supervisor.pid');
     if (sup && sameProcessAlive(sup)) process.kill(sup.pid, 'SIGTERM');
   }
@@ -368,7 +375,11 @@ export class ProcessRuntime implements Runtime {
       }
     }
     const lost = diag('CCA-E0502', { replica: handle.replica, pid: supPid });
-    writeFileSync(join(dir, 'lost.json'), JSON.stringify(lost));
+    try {
+      writeFileSync(join(dir, 'lost.json'), JSON.stringify(lost));
+    } catch {
+      // A full disk: reported all the same (once: `announced`); the marker is only for an agent restart.
+    }
     return { handle, state: 'lost', lost };
   }
 
@@ -383,7 +394,13 @@ export class ProcessRuntime implements Runtime {
       if (this.announced.has(replica)) continue;
       const handle = this.handleOf(replica);
       if (!handle) continue;
-      const s = this.statusOf(replica, handle, false);
+      let s: WorkloadStatus;
+      try {
+        s = this.statusOf(replica, handle, false);
+      } catch {
+        // This runs from a timer: an error here would end the agent. The next poll looks again.
+        continue;
+      }
       if (s.state === 'exited') {
         this.announced.add(replica);
         this.listeners.emit({ kind: 'exited', replica, exitCode: s.exitCode ?? 0, oom: false, at: Date.now() });

@@ -2,13 +2,26 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CcaError, makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
 import type { Assignment } from '../core/model/index.js';
-import type { AgentDisk, LeaseState } from './core/ports.js';
+import type { AgentDisk, DiskHealth, LeaseState } from './core/ports.js';
 import { DESIRED_FORMAT, parseDesired, type DesiredRead } from './desired-file.js';
+import { fenceText, readFenceFile } from './fence-file.js';
 
 export type { LeaseState } from './core/ports.js';
 
 /** The file operations the state directory uses: node:fs, or a test's failing stand-in. */
-export type StateIo = Pick<typeof fs, 'readFileSync' | 'writeFileSync' | 'renameSync' | 'unlinkSync' | 'readdirSync'>;
+export type StateIo = Pick<typeof fs, 'readFileSync' | 'writeFileSync' | 'renameSync' | 'unlinkSync' | 'readdirSync' | 'openSync' | 'writeSync' | 'closeSync' | 'fstatSync' | 'ftruncateSync' | 'statfsSync'>;
+
+/** The errors that mean "no space": the disk (or the user's quota) is full. */
+const NO_SPACE = new Set(['ENOSPC', 'EDQUOT']);
+
+/** A write that failed, kept to be tried again (its latest content) until it works. */
+interface Failed {
+  text: string;
+  mode: number;
+  inPlace: boolean;
+  reason: string;
+  noSpace: boolean;
+}
 
 /** How many unusable desired-state files are kept aside (the oldest beyond this are removed). */
 export const KEEP_BAD_DESIRED = 3;
@@ -47,7 +60,7 @@ export class StateDir implements AgentDisk {
   readonly fenceFile: string;
   /** Where coded problems with the directory's files go (the agent logs and reports them); `d` is absent for a problem resolved. */
   onReport: (line: string, d?: Diagnostic) => void = (line) => process.stderr.write(`${line}\n`);
-  private readonly failing = new Map<string, string>();
+  private readonly failing = new Map<string, Failed>();
 
   constructor(
     readonly dir: string,
@@ -119,30 +132,59 @@ export class StateDir implements AgentDisk {
   /** The lease's own fence point (a restart resumes its fence clock from it). */
   fenceAt(): number | undefined {
     for (const name of ['lease-fence-at', 'fence-at']) {
-      const text = this.read(name);
-      const n = Number(text);
-      if (text !== undefined && Number.isFinite(n)) return n;
+      const n = this.readFence(name);
+      if (n !== undefined && Number.isFinite(n)) return n;
     }
     return undefined;
   }
 
   /** The supervisors' deadline as last written (the lease's point, or a confirmed outage's end). */
   supervisorDeadline(): number | undefined {
-    const text = this.read('fence-at');
-    const n = Number(text);
-    return text !== undefined && Number.isFinite(n) ? n : undefined;
+    const n = this.readFence('fence-at');
+    return n !== undefined && Number.isFinite(n) ? n : undefined;
   }
 
-  /** A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own. */
+  /**
+   * A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own.
+   * Both are overwritten in place (agent/fence-file.ts): on a full disk they still move.
+   */
   saveFenceAt(at: number): boolean {
     // The supervisors' deadline first: it is the one that stops workloads.
-    const supervisors = this.write('fence-at', String(Math.floor(at)), 0o644);
-    return this.write('lease-fence-at', String(Math.floor(at)), 0o644) && supervisors;
+    const supervisors = this.writeInPlace('fence-at', fenceText(at), 0o644);
+    return this.writeInPlace('lease-fence-at', fenceText(at), 0o644) && supervisors;
   }
 
   /** Peers confirm an outage: the supervisors' deadline alone moves (to the confirmations' end, or back). */
   saveRunUntil(at: number): boolean {
-    return this.write('fence-at', String(Math.floor(at)), 0o644);
+    return this.writeInPlace('fence-at', fenceText(at), 0o644);
+  }
+
+  /**
+   * How the disk is (AgentDisk.health): every failed write is tried again first with its
+   * latest content, then the free space is read (statfs: what an unprivileged writer may use).
+   */
+  health(): DiskHealth {
+    for (const [name, f] of [...this.failing]) {
+      if (f.inPlace) this.writeInPlace(name, f.text, f.mode);
+      else this.write(name, f.text, f.mode);
+    }
+    let freeBytes: number | undefined;
+    try {
+      const st = this.io.statfsSync(this.dir);
+      freeBytes = Number(st.bavail) * Number(st.bsize);
+    } catch {
+      // Unknown: only failed writes count.
+    }
+    const noSpace = [...this.failing].filter(([, f]) => f.noSpace).map(([name, f]) => ({ file: join(this.dir, name), reason: f.reason }));
+    return { dir: this.dir, noSpace, ...(freeBytes === undefined ? {} : { freeBytes }) };
+  }
+
+  private readFence(name: string): number | undefined {
+    const file = join(this.dir, name);
+    // Read through the injected io when a test replaces it; the fence-file rule (two equal reads) either way.
+    if (this.io === fs) return readFenceFile(file);
+    const text = this.read(name);
+    return text === undefined || text.trim() === '' ? undefined : Number(text);
   }
 
   private read(name: string): string | undefined {
@@ -182,16 +224,52 @@ export class StateDir implements AgentDisk {
       } catch {
         // nothing was created
       }
-      const reason = messageOf(e);
-      // Once per file and cause: a full disk would otherwise be reported at every keepalive.
-      if (this.failing.get(name) !== reason) {
-        this.failing.set(name, reason);
-        this.problem(makeDiagnostic('CCA-E0594', { file: join(this.dir, name), reason, risk: RISK[name] ?? 'a restarted agent would read the previous file', dir: this.dir }));
-      }
-      return false;
+      return this.failed(name, e, { text, mode, inPlace: false });
     }
+    return this.written(name);
+  }
+
+  /**
+   * Overwrite the file's bytes in place (a fixed-width text, agent/fence-file.ts): no new
+   * block is needed, so it works on a full disk. A file not there yet is made by
+   * write-then-rename, so no reader ever sees it empty.
+   */
+  private writeInPlace(name: string, text: string, mode: number): boolean {
+    const file = join(this.dir, name);
+    let fd: number;
+    try {
+      fd = this.io.openSync(file, 'r+');
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return this.write(name, text, mode);
+      return this.failed(name, e, { text, mode, inPlace: true });
+    }
+    try {
+      this.io.writeSync(fd, text, 0, 'utf8');
+      // An older agent's file was the bare number: shorter, never longer, but cut it to size anyway.
+      if (this.io.fstatSync(fd).size > Buffer.byteLength(text)) this.io.ftruncateSync(fd, Buffer.byteLength(text));
+    } catch (e) {
+      return this.failed(name, e, { text, mode, inPlace: true });
+    } finally {
+      this.io.closeSync(fd);
+    }
+    return this.written(name);
+  }
+
+  private written(name: string): boolean {
     if (this.failing.delete(name)) this.onReport(`${join(this.dir, name)} written again (CCA-E0594 resolved)`);
     return true;
+  }
+
+  /** Kept to be tried again (AgentDisk.health), and reported once per file and cause: a full disk would otherwise be reported at every keepalive. */
+  private failed(name: string, e: unknown, what: Pick<Failed, 'text' | 'mode' | 'inPlace'>): false {
+    const reason = messageOf(e);
+    const noSpace = NO_SPACE.has((e as NodeJS.ErrnoException | undefined)?.code ?? '');
+    const before = this.failing.get(name);
+    this.failing.set(name, { ...what, reason, noSpace });
+    if (before?.reason !== reason) {
+      this.problem(makeDiagnostic('CCA-E0594', { file: join(this.dir, name), reason, risk: RISK[name] ?? 'a restarted agent would read the previous file', dir: this.dir }));
+    }
+    return false;
   }
 
   private problem(d: Diagnostic): void {

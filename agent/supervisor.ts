@@ -7,11 +7,13 @@
  * agent. Usage: node supervisor.ts <replica dir>
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 // Self-contained too (node: imports only): the output files' rotation, shared with the containerd runtime's cap.
-import { DEFAULT_LOG_MAX_BYTES, RotatingLog } from './logfile.js';
+import { DEFAULT_LOG_FILES, DEFAULT_LOG_MAX_BYTES, RotatingLog } from './logfile.js';
+// Self-contained as well: the deadline file is overwritten in place, so it is read twice (a torn read is skipped).
+import { readFenceFile } from './fence-file.js';
 import { startTimeOf } from './proc.js';
 
 interface SupervisorConfig {
@@ -26,6 +28,8 @@ interface SupervisorConfig {
   init: InitStep[];
   /** Cap of each output file (stdout.log, stderr.log; one rotated copy each kept). */
   logMaxBytes?: number;
+  /** Rotated copies kept per output file (default 1). */
+  logFiles?: number;
 }
 
 const dir = process.argv[2] ?? '';
@@ -47,8 +51,8 @@ interface InitStep {
 
 writeAtomic('supervisor.pid', `${process.pid} ${startTimeOf(process.pid)}\n`);
 // The workload writes into pipes, not the files: the supervisor rotates them at the cap.
-const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
-const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES);
+const outLog = new RotatingLog(join(dir, 'stdout.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, Date.now, config.logFiles ?? DEFAULT_LOG_FILES);
+const errLog = new RotatingLog(join(dir, 'stderr.log'), config.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES, Date.now, config.logFiles ?? DEFAULT_LOG_FILES);
 /** A write that cannot fail the supervisor: with the disk full (or the directory gone) output is dropped, the workload keeps running. */
 const keeping = (log: RotatingLog) => ({
   write(b: Buffer): void {
@@ -74,19 +78,46 @@ function signalGroup(signal: NodeJS.Signals): void {
   }
 }
 
+let killAt = Number.POSITIVE_INFINITY;
+
 function stop(graceMs: number, why: string): void {
-  if (stopping) return;
-  stopping = true;
-  reason = why;
-  signalGroup('SIGTERM');
+  // Already stopping: a shorter grace (the fence's, when the agent could not write stop-grace) still applies.
+  if (stopping && Date.now() + graceMs >= killAt) return;
+  if (!stopping) {
+    stopping = true;
+    reason = why;
+    signalGroup('SIGTERM');
+  }
+  killAt = Date.now() + graceMs;
   setTimeout(() => signalGroup('SIGKILL'), graceMs).unref();
 }
 
+/**
+ * Room for exit.json, taken while there is room: on a full disk the record is written into
+ * these bytes in place (no new block needed) and renamed, so a stop is still told from a
+ * vanished supervisor (CCA-E0502). JSON allows the trailing spaces.
+ */
+const EXIT_RESERVE = '.exit.json.reserve';
+const EXIT_RESERVE_BYTES = 2048;
+try {
+  writeFileSync(join(dir, EXIT_RESERVE), ' '.repeat(EXIT_RESERVE_BYTES));
+} catch {
+  // No room even now: exit.json is written the ordinary way or not at all.
+}
+
 function finish(exitCode: number, why: string, message = '', errno = ''): never {
+  const record = JSON.stringify({ exitCode, reason: why, ...(message ? { message: message.slice(0, 1000) } : {}), ...(errno ? { errno } : {}), at: Date.now() });
   try {
-    writeAtomic('exit.json', JSON.stringify({ exitCode, reason: why, ...(message ? { message } : {}), ...(errno ? { errno } : {}), at: Date.now() }));
+    writeAtomic('exit.json', record);
   } catch {
-    // The replica directory is gone (removed with its state dir): nobody is left to read it.
+    try {
+      const fd = openSync(join(dir, EXIT_RESERVE), 'r+');
+      writeSync(fd, record.padEnd(EXIT_RESERVE_BYTES, ' '), 0, 'utf8');
+      closeSync(fd);
+      renameSync(join(dir, EXIT_RESERVE), join(dir, 'exit.json'));
+    } catch {
+      // The replica directory is gone (removed with its state dir): nobody is left to read it.
+    }
   }
   process.exit(0);
 }
@@ -174,12 +205,9 @@ setInterval(() => {
 
 if (config.fenceFile !== '') {
   setInterval(() => {
-    let deadline = Number.POSITIVE_INFINITY;
-    try {
-      deadline = Number(readFileSync(config.fenceFile, 'utf8'));
-    } catch {
-      return;
-    }
+    // Missing, empty or caught mid-write: no decision now, the next check reads it again.
+    const deadline = readFenceFile(config.fenceFile);
+    if (deadline === undefined) return;
     if (Number.isFinite(deadline) && Date.now() >= deadline) stop(Math.min(config.graceMs, config.fenceKillMs), 'fenced');
   }, 200);
 }

@@ -101,6 +101,8 @@ export const apiNode = z.looseObject({
   replicas: count,
   labels: z.record(z.string(), z.string()),
   taints: z.array(z.string()),
+  /** Absent from an older server. */
+  conditions: z.array(z.looseObject({ kind: z.string(), code: z.string(), message: z.string() })).default([]),
 });
 export const nodesAnswer = z.looseObject({ revision: count, nodes: z.array(apiNode) });
 

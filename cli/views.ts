@@ -56,6 +56,8 @@ export interface NodeItem {
   replicas: number;
   labels: Record<string, string>;
   taints: string[];
+  /** What the agent reports wrong with the node (`disk-full`, CCA-E0570): no new placements while any holds. */
+  conditions: { kind: string; code: string; message: string }[];
 }
 
 /** One replica a load balancer may send traffic to (`/endpoints/<service>`, docs/endpoints.md). */
@@ -163,6 +165,7 @@ const node = (n: ApiNode): NodeItem => ({
   replicas: n.replicas,
   labels: n.labels,
   taints: n.taints,
+  conditions: n.conditions.map((c) => ({ kind: c.kind, code: c.code, message: c.message })),
 });
 
 const volume = (v: ApiVolume): VolumeItem => ({
@@ -295,7 +298,7 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
     headers: ['NAME', 'STATE', 'ZONE', 'CPU', 'MEMORY', 'REPLICAS', ...(wide ? ['RUNTIME', 'TENURE', 'LABELS', 'TAINTS'] : [])],
     rows: items.map((n) => [
       n.name,
-      n.registered ? n.state : `${n.state} (unregistered)`,
+      nodeState(n),
       n.zone || '-',
       `${formatCpu(n.used.cpuMillis)}/${formatCpu(n.capacity.cpuMillis)}`,
       `${formatBytes(n.used.memoryBytes)}/${formatBytes(n.capacity.memoryBytes)}`,
@@ -310,6 +313,12 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
         : []),
     ]),
   };
+}
+
+/** "ready", "ready (disk full: CCA-E0570)", "lost (unregistered)". */
+function nodeState(n: NodeItem): string {
+  const notes = [...(n.registered ? [] : ['unregistered']), ...n.conditions.map((c) => `${c.kind.replace('-', ' ')}: ${c.code}`)];
+  return notes.length > 0 ? `${n.state} (${notes.join(', ')})` : n.state;
 }
 
 /** "releasing (deleted in 23h)", "ready (CCA-E0521)": the state with what it waits for or carries. */

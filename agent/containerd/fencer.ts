@@ -6,7 +6,8 @@
  *   node fencer.ts <ctr> <address> <namespace> <fence file> <kill ms> <pid file>
  */
 import { execFile } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
+import { readFenceFile } from '../fence-file.js';
 import { startTimeOf } from '../proc.js';
 
 const [ctrBin = 'ctr', address = '', namespace = '', fenceFile = '', killMsText = '2000', pidFile = ''] = process.argv.slice(2);
@@ -31,12 +32,9 @@ async function running(): Promise<string[]> {
 let fencedFor: number | undefined;
 
 async function check(): Promise<void> {
-  let deadline: number;
-  try {
-    deadline = Number(readFileSync(fenceFile, 'utf8'));
-  } catch {
-    return;
-  }
+  // Missing, empty or caught mid-write (it is overwritten in place): look again at the next check.
+  const deadline = readFenceFile(fenceFile);
+  if (deadline === undefined) return;
   if (!Number.isFinite(deadline) || Date.now() < deadline || fencedFor === deadline) return;
   fencedFor = deadline;
   const ids = await running();

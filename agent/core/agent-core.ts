@@ -3,6 +3,7 @@ import type { Assignment, NodeEvent, NodeRecordInput } from '../../core/model/in
 import { QUORUM } from '../../core/model/quorum.js';
 import { Refusal, ServerError, UnreachableError } from './errors.js';
 import { DesiredCache } from './desired.js';
+import { DISK, DiskWatch } from './disk.js';
 import { FENCE } from './fence.js';
 import { HealthChecks } from './health-checks.js';
 import { LeaseKeeper } from './lease.js';
@@ -35,6 +36,8 @@ export interface AgentCoreOptions {
   workspace: Workspace;
   volumes: LocalVolumes;
   prober: Prober;
+  /** Below this much free space in the state directory the node reports `disk full` (CCA-E0570); DISK.defaultMinFreeBytes by default, 0: only failed writes count. */
+  diskMinFreeBytes?: number;
   /** Whether a majority confirms the control plane is unreachable (issue #21); never, by default. */
   outage?: OutageOracle;
   log: (line: string) => void;
@@ -82,6 +85,8 @@ export class AgentCore {
   private lastRefresh = Number.NEGATIVE_INFINITY;
   private lastUsage = Number.NEGATIVE_INFINITY;
   private lastVolumeSync = Number.NEGATIVE_INFINITY;
+  private lastDiskCheck = Number.NEGATIVE_INFINITY;
+  private readonly disk: DiskWatch;
   /** Work started by a runtime event or a tick and not awaited there (probes, exit inspections). */
   private readonly inflight = new Set<Promise<unknown>>();
   private unsubscribe: (() => void) | undefined;
@@ -89,6 +94,7 @@ export class AgentCore {
   constructor(private readonly o: AgentCoreOptions) {
     this.outage = o.outage ?? NEVER_CONFIRMS;
     this.cache = new DesiredCache(o.disk, o.clock);
+    this.disk = new DiskWatch(o.node, o.diskMinFreeBytes ?? DISK.defaultMinFreeBytes);
     // The disk's coded problems (an unusable cache, a failed write) are logged and reported as node events.
     o.disk.onReport = (line, d) => {
       this.log(line);
@@ -211,6 +217,10 @@ export class AgentCore {
     }
     this.checks.run(this.slots.values(), now);
     work.push(this.report(now));
+    if (now - this.lastDiskCheck >= DISK.checkMs) {
+      this.lastDiskCheck = now;
+      this.checkDisk();
+    }
     if (now - this.lastVolumeSync >= VOLUME_SYNC_MS) {
       this.lastVolumeSync = now;
       work.push(this.syncVolumes(now));
@@ -261,6 +271,31 @@ export class AgentCore {
       this.log('lease held: workloads may run');
       this.event('unfenced', 'lease held: workloads may run');
     }
+  }
+
+  // ---- the disk --------------------------------------------------------------------------
+
+  /**
+   * A full state directory is a node condition (CCA-E0570), published on the node record so
+   * the scheduler places nothing new here; workloads keep running. Cleared the same way.
+   */
+  private checkDisk(): void {
+    const health = this.o.disk.health?.();
+    if (!health || !this.disk.observe(health, this.o.clock.wall())) return;
+    const c = this.disk.condition;
+    if (c) {
+      this.log(`${c.code} ${c.message}`);
+      this.event('disk-full', `${c.code} ${c.message}`);
+    } else {
+      this.log('disk writes work again: the node takes placements again (CCA-E0570 resolved)');
+      this.event('disk-ok', 'disk writes work again: CCA-E0570 resolved');
+    }
+    this.leases.setConditions(c ? [c] : []);
+  }
+
+  /** The node's conditions as last decided (tests, status). */
+  conditions(): string[] {
+    return this.disk.condition ? [this.disk.condition.kind] : [];
   }
 
   // ---- failures ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-import type { NodeRecordInput } from '../../core/model/index.js';
+import type { NodeCondition, NodeRecordInput } from '../../core/model/index.js';
 import { Enrollment } from './enrollment.js';
 import { ServerError } from './errors.js';
 import { FENCE, FenceClock } from './fence.js';
@@ -37,6 +37,9 @@ export class LeaseKeeper {
   /** The keepalive on its way, if any: it may be renewing the lease right now (a peer answering waits for it, docs/fencing.md). */
   keepaliveInFlight: Promise<unknown> | undefined;
   private readonly enrollment: Enrollment;
+  /** What the node record says is wrong with the node (a full disk), and whether the server has the latest. */
+  private conditions: NodeCondition[] = [];
+  private conditionsSent = true;
 
   constructor(private readonly d: LeaseKeeperDeps) {
     this.fence = new FenceClock(d.ttl);
@@ -97,11 +100,21 @@ export class LeaseKeeper {
       if (wait > 0) return wait;
       this.registered = false;
     }
-    if (!this.registered) {
+    if (!this.registered || !this.conditionsSent) {
       await this.register();
       return interval;
     }
     return this.keepalive(interval);
+  }
+
+  /**
+   * The node's conditions changed (agent/core/disk.ts): the next step registers again with
+   * them, resuming the lease (same tenure), so the node record carries them to the scheduler.
+   */
+  setConditions(conditions: NodeCondition[]): void {
+    this.conditions = conditions;
+    this.conditionsSent = false;
+    this.d.changed();
   }
 
   lost(why: string): void {
@@ -123,10 +136,14 @@ export class LeaseKeeper {
 
   private async register(): Promise<void> {
     const images = (await this.d.runtime.catalogue()) ?? {};
-    const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, pulls: this.d.runtime.pulls ?? false, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION };
+    const conditions = this.conditions;
+    const record: NodeRecordInput = { ...this.d.record, name: this.d.node, images, pulls: this.d.runtime.pulls ?? false, runtime: this.d.runtime.name, agentVersion: AGENT_VERSION, conditions };
     const sentAt = this.d.clock.mono();
     const previous = this.lease;
+    const update = this.registered;
     const r = await this.d.control.register(record, this.d.ttl, previous?.lease);
+    // Sent, unless they changed again while the call was out.
+    if (conditions === this.conditions) this.conditionsSent = true;
     this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
     this.d.disk.saveLease(this.lease);
     this.registered = true;
@@ -134,8 +151,14 @@ export class LeaseKeeper {
     this.fence.renewed(sentAt, r.ttl);
     this.saveFence();
     const kept = previous?.tenure === r.tenure;
-    this.d.log(`registered: lease ${r.lease}, tenure ${r.tenure}${kept ? ' (kept)' : ''}`);
-    this.d.event('registered', `registered with tenure ${r.tenure}${kept ? ' (same tenure as before)' : ''}`);
+    const said = conditions.length > 0 ? conditions.map((c) => c.code).join(', ') : 'none';
+    if (update && kept) {
+      // Only the node record changed (its conditions): not a new registration.
+      this.d.log(`node record updated: conditions ${said}`);
+    } else {
+      this.d.log(`registered: lease ${r.lease}, tenure ${r.tenure}${kept ? ' (kept)' : ''}${conditions.length > 0 ? `, conditions ${said}` : ''}`);
+      this.d.event('registered', `registered with tenure ${r.tenure}${kept ? ' (same tenure as before)' : ''}`);
+    }
     this.d.changed();
   }
 

@@ -105,6 +105,16 @@ export interface CachedDesired {
   unknown: 'all' | ReadonlySet<string>;
 }
 
+/** How the state directory's disk is (agent/state.ts): the writes failing for want of space, and the free space. */
+export interface DiskHealth {
+  /** The state directory, for the diagnostic. */
+  dir: string;
+  /** Files whose latest write failed with no space left (ENOSPC, EDQUOT) and has not worked since. */
+  noSpace: { file: string; reason: string }[];
+  /** Free bytes an unprivileged writer may use on the directory's filesystem, when known. */
+  freeBytes?: number;
+}
+
 /**
  * What survives an agent restart (agent/state.ts on a real node; memory in the simulation).
  * Writes never throw: a failed one is reported through `onReport` (CCA-E0594) and the agent
@@ -126,6 +136,12 @@ export interface AgentDisk {
   saveDesired(revision: number, assignments: Assignment[]): void;
   /** Where coded problems with the disk go: the core installs its handler (log and node event). `d` is absent for a problem resolved. */
   onReport: (line: string, d?: Diagnostic) => void;
+  /**
+   * How the disk is now; tries the failed writes again first (their latest content), so a
+   * disk that has room again clears its failures without waiting for the next change. Absent:
+   * a disk that cannot fill (the simulation's memory).
+   */
+  health?(): DiskHealth;
 }
 
 /** A replica's host side, made before its start: files written, volumes made. Throws `Refusal` for names it will not use. */

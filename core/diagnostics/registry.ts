@@ -1,6 +1,7 @@
 import type { DiagnosticDef } from './types.js';
 import { agentCodes } from './codes/agent.js';
 import { agentRecoveryCodes } from './codes/agent-recovery.js';
+import { agentDiskCodes } from './codes/agent-disk.js';
 import { cliCodes } from './codes/cli.js';
 import { controllerCodes } from './codes/controllers.js';
 import { generalCodes } from './codes/general.js';
@@ -26,6 +27,7 @@ const areas = [
   controllerCodes,
   agentCodes,
   agentRecoveryCodes,
+  agentDiskCodes,
   serverCodes,
   cliCodes,
   rolloutCodes,

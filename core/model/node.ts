@@ -8,6 +8,22 @@ import { labelKeyPattern, nodeNamePattern } from './names.js';
 import { peerInfoSchema } from './quorum.js';
 
 /**
+ * Something an agent reports about its node that keeps new placements away while it holds
+ * (docs/agent.md, "A full disk"): typed, with its coded diagnostic; the message is for people.
+ */
+export const nodeConditionSchema = z.object({
+  kind: z.enum(['disk-full']),
+  code: z.string().regex(/^CCA-E\d{4}$/),
+  message: z.string().max(1000),
+  /** Wall-clock ms at which the agent saw it begin. */
+  since: z.int().min(0),
+});
+export type NodeCondition = z.output<typeof nodeConditionSchema>;
+
+/** Conditions of a node that keep new placements away (the scheduler's exclusion text for each). */
+export const CONDITION_TEXT: Record<NodeCondition['kind'], string> = { 'disk-full': 'disk full' };
+
+/**
  * What an agent declares when it registers (`/nodes/<node>`, on the agent's lease). Small
  * on purpose: capacity, where it is, what it offers (labels, images) and what it repels (taints).
  */
@@ -34,6 +50,8 @@ export const nodeRecordSchema = z.object({
   leaseTtlSeconds: z.int().min(1).max(3600).optional(),
   /** Where peers ask this agent whether it reaches the control plane, and the key its answers are signed with (docs/fencing.md). */
   peer: peerInfoSchema.optional(),
+  /** What the agent reports wrong with the node (a full disk): no new placements while any holds. Updated by registering again under the same lease. */
+  conditions: z.array(nodeConditionSchema).max(8).default([]),
 });
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;

@@ -34,6 +34,8 @@ export interface Candidate {
   audited: boolean;
   /** Cordoned or draining by an operator (`/nodeops/<node>`): no new placements. */
   cordoned?: boolean;
+  /** What the agent reports wrong with the node (`disk full (CCA-E0570)`): no new placements while it holds. */
+  condition?: string;
   capacity: Resources;
   used: Resources;
 }
@@ -77,6 +79,7 @@ export function staticExclusion(d: Demand, n: Candidate, texts: Texts): string |
   if (!n.ready) return 'not ready';
   if (n.audited) return 'an open audit finding';
   if (n.cordoned) return 'cordoned';
+  if (n.condition !== undefined) return n.condition;
   if (!n.pulls && !Object.hasOwn(n.images, d.image)) return texts.image;
   if (n.taints.length > 0) {
     const taints = untoleratedTaints(d.placement.accept, n.taints);

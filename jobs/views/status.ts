@@ -1,4 +1,4 @@
-import { desiredReplicas, meanUtilisation, replicaReason, runsTemplate, templateHash, type Assignment, type NodeStatus, type Observation, type ReplicaOutcome, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
+import { desiredReplicas, meanUtilisation, replicaReason, runsTemplate, templateHash, type Assignment, type NodeCondition, type NodeStatus, type Observation, type ReplicaOutcome, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
 import type { ServiceCounts } from '../../core/model/status.js';
 import type { Store } from '../../db/store.js';
 import { readFacts } from '../facts.js';
@@ -208,6 +208,8 @@ export interface NodeView {
   registered: boolean;
   state: NodeStatus['state'] | 'unknown';
   runtime: string;
+  /** What the agent reports wrong with the node (a full disk, CCA-E0570): no new placements while any holds. */
+  conditions: NodeCondition[];
 }
 
 export async function nodeViews(store: Store): Promise<{ revision: number; nodes: NodeView[] }> {
@@ -236,6 +238,7 @@ export async function nodeViews(store: Store): Promise<{ revision: number; nodes
         registered: r !== undefined,
         state: s && r && s.tenure === r.kv.createRevision ? s.state : s?.state === 'lost' ? 'lost' : 'unknown',
         runtime: r?.value.runtime ?? '',
+        conditions: r?.value.conditions ?? [],
       };
     }),
   };

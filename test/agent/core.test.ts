@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { AgentCore, FENCE, OutageLatch, ServerError, UnreachableError, type AgentDisk, type CachedDesired, type ControlPlane, type LeaseState, type OutageOracle } from '../../agent/core/index.js';
+import { DISK } from '../../agent/core/disk.js';
+import type { DiskHealth } from '../../agent/core/ports.js';
 import { FakeRuntime } from '../../agent/core/fake-runtime.js';
 import { makeDiagnostic } from '../../core/diagnostics/index.js';
-import { assignmentSchema, serviceSpecSchema, type Assignment, type NodeEvent, type Observation } from '../../core/model/index.js';
+import { assignmentSchema, serviceSpecSchema, type Assignment, type NodeEvent, type NodeRecordInput, type Observation } from '../../core/model/index.js';
 
 /**
  * The agent's core driven by hand: a control plane that answers from memory (or fails as
@@ -48,8 +50,11 @@ class FakeControlPlane implements ControlPlane {
   refusal(generation = this.generation): ServerError {
     return new ServerError(401, makeDiagnostic('CCA-E0605', { needs: 'a node credential', got: 'no valid token' }), generation);
   }
-  async register(): Promise<{ lease: number; ttl: number; tenure: number; revision: number }> {
+  /** Every record registered, in order (a condition update registers again). */
+  readonly records: NodeRecordInput[] = [];
+  async register(record: NodeRecordInput): Promise<{ lease: number; ttl: number; tenure: number; revision: number }> {
     this.gate();
+    this.records.push(record);
     this.leaseGone = false;
     return { lease: 1, ttl: TTL, tenure: this.tenure, revision: this.revision };
   }
@@ -118,6 +123,11 @@ class MemoryDisk implements AgentDisk {
     this.cached = { revision, assignments, unknown: new Set() };
   }
   onReport = (line: string): void => void this.reported.push(line);
+  /** How the disk says it is (AgentDisk.health): roomy unless a test fills it. */
+  healthNow: DiskHealth = { dir: '/state', noSpace: [], freeBytes: 10 * 2 ** 30 };
+  health(): DiskHealth {
+    return this.healthNow;
+  }
 }
 
 const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', stopGraceMs: 10_000 });
@@ -404,5 +414,34 @@ describe('the agent core through its own outages (docs/agent.md, "Recovery")', (
     await h.at(TTL * 1000 - FENCE.marginMs);
     expect(h.core.status().fenced).toBe(true);
     expect(h.runtime.running()).toEqual([]);
+  });
+
+  it('a full disk is a node condition: registered again under the same tenure with disk-full, workloads untouched, cleared once writes work', async () => {
+    const h = await running();
+    expect(h.control.records.at(-1)?.conditions).toEqual([]);
+    h.disk.healthNow = { dir: '/state', noSpace: [{ file: '/state/desired.json', reason: 'ENOSPC: no space left on device' }], freeBytes: 0 };
+    await h.at(DISK.checkMs);
+    expect(h.core.conditions()).toEqual(['disk-full']);
+    await h.core.leaseStep();
+    const sent = h.control.records.at(-1)?.conditions ?? [];
+    expect(sent.map((c) => [c.kind, c.code])).toEqual([['disk-full', 'CCA-E0570']]);
+    expect(sent[0]?.message).toContain('/state/desired.json');
+    expect(h.core.status().tenure).toBe(7);
+    await h.at(DISK.checkMs * 2);
+    expect(h.control.sentEvents.map((e) => e.kind)).toContain('disk-full');
+    // Nothing stopped, nothing fenced: a full disk is no reason to touch a workload.
+    expect(h.stops).toEqual([]);
+    expect(h.runtime.running()).toEqual(['web-1']);
+    // Still full at the next checks: not published again.
+    const records = h.control.records.length;
+    await h.core.leaseStep();
+    expect(h.control.records.length).toBe(records);
+    // Writes work and there is room: cleared, published with the next lease step.
+    h.disk.healthNow = { dir: '/state', noSpace: [], freeBytes: 10 * 2 ** 30 };
+    await h.at(DISK.checkMs * 3);
+    expect(h.core.conditions()).toEqual([]);
+    await h.core.leaseStep();
+    expect(h.control.records.at(-1)?.conditions).toEqual([]);
+    expect(h.runtime.running()).toEqual(['web-1']);
   });
 });

@@ -28,6 +28,15 @@ describe('agent flags', () => {
     expect(() => parseAgentFlags(['--server', 's', '--node', 'n1', '--insecure-registry', 'http://x/'], {})).toThrow(expect.objectContaining({ name: 'CcaError' }));
   });
 
+  it('output and disk limits: defaults, sizes, and refusals', () => {
+    const base = ['--server', 'http://s', '--node', 'n1', '--cpu', '1', '--memory', '1Gi'];
+    expect(parseAgentFlags(base, {})).toMatchObject({ logMaxBytes: 10 * 2 ** 20, logFiles: 1, logMaxTotal: 2 ** 30, diskMinFree: 64 * 2 ** 20 });
+    expect(parseAgentFlags([...base, '--log-files', '3', '--log-max-total', '256Mi', '--disk-min-free', '0'], {})).toMatchObject({ logFiles: 3, logMaxTotal: 256 * 2 ** 20, diskMinFree: 0 });
+    for (const bad of [['--log-files', '0'], ['--log-files', '10'], ['--log-files', '1.5'], ['--disk-min-free', 'lots']]) {
+      expect(() => parseAgentFlags([...base, ...bad], {})).toThrow(expect.objectContaining({ code: 'CCA-E0508' }));
+    }
+  });
+
   it('refuses bad settings with CCA-E0508', () => {
     for (const argv of [['--server', 's', '--node', 'n1', '--peer-listen', 'nowhere'], ['--server', 's', '--node', 'n1', '--peer-advertise', 'h:99999'], ['--node', 'n1'], ['--server', 's', '--node', 'n1', '--runtime', 'docker'], ['--server', 's', '--node', 'n1', '--lease-ttl', '2'], ['--server', 's', '--node', 'n1', '--bogus', 'x'], ['--server', 's', '--node', 'n1', '--memory', 'lots']]) {
       expect(() => parseAgentFlags(argv, {})).toThrow(expect.objectContaining({ name: 'CcaError' }));

@@ -314,7 +314,8 @@ enough.
 - \`--tail N\`: the last N lines of each stream. \`--since 10m\` (or \`90s\`, \`2h\`, or an RFC 3339
   time): what it wrote since then, to the second.
 - \`--previous\`: the rotated file, the output before the current file began (each stream is
-  kept as at most two files of \`--log-max-bytes\`, 10 MiB by default, on the node). A replica
+  kept as at most 1 + \`--log-files\` files of \`--log-max-bytes\` each, two of 10 MiB by default,
+  on the node). A replica
   replaced after a failure has a new id: \`cca logs OLD-ID\` reads the old one while its node
   still holds it.
 - \`-o json\`: the frames as the API sends them, one JSON object a line.

@@ -233,3 +233,28 @@ describe('remove and repair', () => {
     expect(n1.history.map((l) => l.decision.action)).toEqual(expect.arrayContaining(['asked the scheduler to repair node n1', 'repaired allocation', 'audit finding closed']));
   });
 });
+
+describe('a condition the agent reports on its node (disk full, CCA-E0570)', () => {
+  test('no new placements while it holds, what runs stays, placements again once it clears', async () => {
+    const b = await cluster(['n1', 'n2']);
+    await b.apply(web({ replicas: 2 }));
+    await converge(b);
+    expect((await b.assignments('n1')).length).toBe(1);
+    // The agent registers again under its lease (same tenure) with the condition, as agent/core/lease.ts does.
+    const key = buildKey('node', 'n1');
+    const record = decodeFact('node', key, (await b.store.get(key))!.value);
+    const condition = { kind: 'disk-full' as const, code: 'CCA-E0570', message: 'node n1 cannot write to its state directory', since: b.t };
+    await b.store.put(key, encodeFact('node', { ...record, conditions: [condition] }), { lease: b.leases.get('n1')! });
+    await b.apply(web({ replicas: 4 }));
+    await converge(b);
+    expect((await b.assignments('n1')).length).toBe(1);
+    expect((await b.assignments('n2')).length).toBe(3);
+    await b.apply({ name: 'only1', image: 'web:1', replicas: 1, placement: { require: [{ attribute: 'node', op: '==', values: ['n1'] }] } });
+    await converge(b);
+    const pending = await why(b.store, 'replica', (await b.live('only1'))[0]!.id);
+    expect(pending.history[0]!.decision.reasons.join(' ')).toContain('1 node excluded by disk full (CCA-E0570)');
+    await b.store.put(key, encodeFact('node', { ...record, conditions: [] }), { lease: b.leases.get('n1')! });
+    await converge(b);
+    expect((await b.assignments('n1')).map((a) => a.service)).toContain('only1');
+  });
+});

@@ -2,6 +2,7 @@ import { buildKey, encodeFact } from '../../../core/keys.js';
 import { makeDiagnostic } from '../../../core/diagnostics/error.js';
 import type { Allocation, Assignment, ReplicaPlacement, ReplicaRecord } from '../../../core/model/facts.js';
 import type { ServiceSpec } from '../../../core/model/service.js';
+import { CONDITION_TEXT, type NodeRecord } from '../../../core/model/node.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
 import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
@@ -46,9 +47,16 @@ export function candidatesOf(view: ClusterView): Candidate[] {
     ready: isReady(view, n.value.name),
     audited: view.audits.get(n.value.name)?.value.open ?? false,
     cordoned: isCordoned(view, n.value.name),
+    ...conditionOf(n.value),
     capacity: n.value.capacity,
     used: view.allocations.get(n.value.name)?.value.used ?? noResources,
   }));
+}
+
+/** The first condition the agent reports on its node, as the exclusion it is (`disk full (CCA-E0570)`). */
+function conditionOf(n: NodeRecord): { condition?: string } {
+  const c = n.conditions[0];
+  return c ? { condition: `${CONDITION_TEXT[c.kind]} (${c.code})` } : {};
 }
 
 /** Replicas of each service per zone and per node, from the live assignments. */
