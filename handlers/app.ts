@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { routePath } from 'hono/route';
 import { CcaError } from '../core/diagnostics/index.js';
+import { accessLog } from './access-log.js';
 import type { ServerDeps } from './deps.js';
 import { errorResponse } from './errors.js';
 import { authenticate, type AuthEnv } from './auth.js';
@@ -32,6 +33,7 @@ const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/
 export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
   app.use(requestId({ generate: deps.newRequestId }));
+  if (deps.log) app.use(accessLog({ log: deps.log }));
   app.use(async function measure(c, next) {
     const started = performance.now();
     await next();

@@ -1,4 +1,5 @@
 import type { Store } from '../db/store.js';
+import type { RequestLog } from './access-log.js';
 import type { AuthPolicy } from './auth.js';
 import type { ServerMetrics } from './metrics.js';
 import type { SecretBox } from './secret-box.js';
@@ -30,6 +31,8 @@ export interface ServerDeps {
   newRequestId(): string;
   version: string;
   auth: AuthPolicy;
+  /** One access-log line per request (handlers/access-log.ts); absent = none (tests). */
+  log?: RequestLog;
   /**
    * This pod's shutdown: once `draining` aborts, /readyz fails (load balancers stop sending)
    * and watch streams end with a reconnect hint (clients resume on another pod).

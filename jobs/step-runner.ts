@@ -4,7 +4,7 @@ import type { Store } from '../db/store.js';
 import type { Controller, Wakeup } from './controller.js';
 import { messageOf } from '../core/diagnostics/index.js';
 
-export type StepOutcome = { ok: true; wake: Wakeup } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
+export type StepOutcome = { ok: true; wake: Wakeup; writes: number } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
 export type StepFailure = Extract<StepOutcome, { ok: false }>;
 
 /**
@@ -12,12 +12,43 @@ export type StepFailure = Extract<StepOutcome, { ok: false }>;
  * is handed (a graphile job's transaction, the in-process driver's store, the simulation's).
  */
 export async function runStep(c: Controller, store: Store, now: number, random: () => number, subject: string | undefined): Promise<StepOutcome> {
+  const counted = countingWrites(store);
   try {
-    const wake = await c.reconcile({ store, now, random, ...(subject !== undefined ? { subject } : {}) });
-    return { ok: true, wake };
+    const wake = await c.reconcile({ store: counted.store, now, random, ...(subject !== undefined ? { subject } : {}) });
+    return { ok: true, wake, writes: counted.writes() };
   } catch (e) {
     return stepFailure(c, e);
   }
+}
+
+/**
+ * The store as a step sees it, counting the writes it commits (a succeeded txn, a put, a
+ * delete): a step's result names them, and a converged system shows zero.
+ */
+function countingWrites(store: Store): { store: Store; writes(): number } {
+  let n = 0;
+  const counted = new Proxy(store, {
+    get(target, prop) {
+      const v: unknown = Reflect.get(target, prop, target);
+      if (typeof v !== 'function') return v;
+      if (prop === 'txn') {
+        return async (req: Parameters<Store['txn']>[0]) => {
+          const r = await target.txn(req);
+          if (r.succeeded) n++;
+          return r;
+        };
+      }
+      if (prop === 'put' || prop === 'delete') {
+        return async (...args: unknown[]) => {
+          const r: unknown = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          n++;
+          return r;
+        };
+      }
+      return (v as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { store: counted, writes: () => n };
 }
 
 /**
@@ -46,11 +77,22 @@ export interface StepInfo {
   subject?: string;
   ok: boolean;
   ms: number;
+  /** Writes the step committed (0 when it failed: nothing of it committed). */
+  writes?: number;
+  /** A failed step's diagnostic code. */
+  code?: string;
+}
+
+/** What a step's result adds to its StepInfo. */
+export function stepResult(out: StepOutcome): Pick<StepInfo, 'ok' | 'writes' | 'code'> {
+  return out.ok ? { ok: true, writes: out.writes } : { ok: false, writes: 0, code: out.diagnostic.code };
 }
 
 /** Where a driver counts its steps (the server's metrics); injected, so drivers import no HTTP layer. */
 export interface StepMetrics {
   step(info: StepInfo): void;
+  /** A fan-out listed a controller's subjects (each then gets a step of its own). */
+  fanout?(info: { controller: string; subjects: number }): void;
 }
 
 /**

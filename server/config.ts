@@ -17,6 +17,8 @@ const configSchema = z.object({
   secretKeyFile: z.string().min(1).optional(),
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),
+  logLevel: z.string().min(1).optional(),
+  logFormat: z.string().min(1).optional(),
 }).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
   // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
   // and silently serving plain HTTP instead would hand out tokens in clear text.
@@ -40,6 +42,8 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
+  --log-level L       trace, debug, info, warn, error or fatal (env CCA_LOG_LEVEL, default info)
+  --log-format F      json (one object a line on stdout) or pretty (default: pretty on a terminal, else json) (env CCA_LOG_FORMAT)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
 export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlags {
@@ -59,6 +63,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'drain-seconds': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
+        'log-level': { type: 'string' },
+        'log-format': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -79,6 +85,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     secretKeyFile: values['secret-key-file'] ?? (env.CCA_SECRET_KEY_FILE || undefined),
     tlsCert: values['tls-cert'] ?? (env.CCA_TLS_CERT || undefined),
     tlsKey: values['tls-key'] ?? (env.CCA_TLS_KEY || undefined),
+    logLevel: values['log-level'] ?? (env.CCA_LOG_LEVEL || undefined),
+    logFormat: values['log-format'] ?? (env.CCA_LOG_FORMAT || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

@@ -20,6 +20,8 @@ import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
 import { listen } from '../handlers/serve.js';
+import { silentLogger, type Logger } from './log.js';
+import { graphileLog, stepLog } from './step-log.js';
 import { oneReportPerOutage, watchStoreHealth } from './store-health.js';
 import { loadServerTls } from './tls.js';
 
@@ -52,6 +54,8 @@ export interface ServerConfig {
   /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
   tlsCert?: string;
   tlsKey?: string;
+  /** The pod's logger (server/log.ts): requests, controller steps, graphile-worker; absent = silent. */
+  log?: Logger;
 }
 
 export interface RunningServer {
@@ -75,6 +79,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const outage = oneReportPerOutage(cfg.onDiagnostic ?? (() => undefined));
   const report = (d: Diagnostic) => outage.report(d);
   const metrics = new ServerMetrics();
+  const log = cfg.log ?? silentLogger();
+  const steps = stepLog(metrics, log);
   if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) {
     throw new CcaError('CCA-E0603', { where: 'the server setting tls', reason: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)' });
   }
@@ -100,7 +106,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
           pool,
           controllers,
           concurrency: cfg.workers,
-          metrics,
+          metrics: steps,
+          log: graphileLog(log.child({ component: 'graphile-worker' })),
           onDiagnostic: report,
           maintenance: { store: pg },
         });
@@ -123,7 +130,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             store: s,
             controllers,
             onDiagnostic: report,
-            metrics,
+            metrics: steps,
           });
           const compaction = setInterval(() => void compactOnce(s).catch(() => undefined), 60_000);
           compaction.unref();
@@ -168,6 +175,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       limits: defaultLimits,
       newRequestId: requestIdGenerator(),
       version: cfg.version,
+      log: log.child({ component: 'http' }),
       auth: { openReads: cfg.openReads },
       ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
       draining: drain.signal,

@@ -9,6 +9,7 @@ import { serverCodes } from './codes/server.js';
 import { specCodes } from './codes/spec.js';
 import { storeCodes } from './codes/store.js';
 import { rolloutCodes } from './codes/rollouts.js';
+import { observabilityCodes } from './codes/observability.js';
 
 /**
  * Every code ccattler can emit, one area per line (areas merge without conflicts). A code,
@@ -25,6 +26,7 @@ const areas = [
   serverCodes,
   cliCodes,
   rolloutCodes,
+  observabilityCodes,
 ] as const;
 
 const all: readonly DiagnosticDef[] = areas.flat();
