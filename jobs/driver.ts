@@ -46,6 +46,8 @@ export interface Driver {
   /** Resolves once nothing is running or due and every committed change has been routed. */
   idle(): Promise<void>;
   stop(): Promise<void>;
+  /** Its queue now: steps due and not yet running, by controller (the server's metrics). */
+  queue(): { controller: string; waiting: number; oldestMs: number }[];
 }
 
 /**
@@ -136,6 +138,7 @@ export function startDriver(opts: DriverOptions): Driver {
   const looping = loop();
 
   return {
+    queue: () => table.waiting(clock.now()),
     async idle() {
       for (;;) {
         await new Promise((r) => setTimeout(r, 1));

@@ -4,6 +4,7 @@ import { migrateStore } from '../db/postgres/migrate.js';
 import { pgFailure, redactUrl } from '../db/postgres/errors.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
+import { readJobQueue } from '../db/postgres/sql/readJobQueue.js';
 import { runForLeader } from '../db/etcd/election.js';
 import type { SqliteStore } from '../db/sqlite/store.js';
 import type { Store } from '../db/store.js';
@@ -24,6 +25,9 @@ import { silentLogger, type Logger } from './log.js';
 import { graphileLog, stepLog } from './step-log.js';
 import { oneReportPerOutage, watchStoreHealth } from './store-health.js';
 import { loadServerTls } from './tls.js';
+
+/** Jobs a scrape reads of graphile-worker's queue at most (docs/observability.md). */
+const QUEUE_SCAN_LIMIT = 10_000;
 
 export interface ServerConfig {
   /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix, etcd+https://host:port/prefix?ca=… */
@@ -79,6 +83,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const outage = oneReportPerOutage(cfg.onDiagnostic ?? (() => undefined));
   const report = (d: Diagnostic) => outage.report(d);
   const metrics = new ServerMetrics();
+  metrics.collectProcessDefaults();
   const log = cfg.log ?? silentLogger();
   const steps = stepLog(metrics, log);
   if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) {
@@ -98,7 +103,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       await migrateStore(pool).catch((e: unknown) => {
         throw pgFailure(e, redactUrl(cfg.store));
       });
-      const pg = await PostgresStore.open(cfg.store, { commitHook: jobHook(controllers), leaseReaperMs: 0, onDiagnostic: report });
+      const pg = await PostgresStore.open(cfg.store, { commitHook: jobHook(controllers), leaseReaperMs: 0, onDiagnostic: report, observer: metrics.store });
+      // Scraped from graphile-worker's table: the queue of every pod, whichever pod is asked.
+      metrics.queueSource = async () => (await readJobQueue(pool, QUEUE_SCAN_LIMIT)).map((r) => ({ ...r }));
       store = pg;
       stops.unshift(() => pg.close());
       if (cfg.workers > 0) {
@@ -132,9 +139,11 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             onDiagnostic: report,
             metrics: steps,
           });
+          metrics.queueSource = async () => driver.queue().map((q) => ({ controller: q.controller, waiting: q.waiting, oldestSeconds: q.oldestMs / 1000 }));
           const compaction = setInterval(() => void compactOnce(s).catch(() => undefined), 60_000);
           compaction.unref();
           return async () => {
+            metrics.queueSource = undefined;
             clearInterval(compaction);
             await driver.stop();
           };

@@ -1,0 +1,10 @@
+import { createApp } from '../handlers/app.js';
+import { MemoryStore } from '../db/memory.js';
+import { ServerMetrics } from '../handlers/metrics.js';
+import { defaultLimits } from '../handlers/deps.js';
+import { createLogger } from '../server/log.js';
+const log = createLogger({ level: 'debug', format: 'json' }, { pod: 'p' });
+log.child({ component: 'http' }).info({ a: 1 }, 'hello');
+const app = createApp({ store: new MemoryStore(), metrics: new ServerMetrics(), limits: defaultLimits, newRequestId: () => 'r1', version: 'x', auth: { openReads: false }, log: log.child({ component: 'http' }) });
+const r = await app.request('/healthz');
+console.log(r.status);
