@@ -82,19 +82,22 @@ export class ServerMetrics {
     help: 'Watch reads that went to the log table: a watcher behind the ring (Postgres store only).',
     registers: [this.registry],
   });
-  readonly jobsWaiting = new Gauge({
+  readonly jobsWaiting: Gauge<'controller'> = new Gauge({
     name: 'cca_jobs_waiting',
     help: "Controller steps due and not yet taken by a worker, by controller (graphile-worker's queue, or the in-process driver's).",
     labelNames: ['controller'] as const,
     registers: [this.registry],
-    collect: () => this.collectQueue(),
+    collect: async () => this.fill(this.jobsWaiting, (r) => r.waiting),
   });
-  readonly jobsOldest = new Gauge({
+  readonly jobsOldest: Gauge<'controller'> = new Gauge({
     name: 'cca_jobs_oldest_waiting_seconds',
     help: 'How long the oldest waiting step of each controller has been due.',
     labelNames: ['controller'] as const,
     registers: [this.registry],
+    collect: async () => this.fill(this.jobsOldest, (r) => r.oldestSeconds),
   });
+  /** The queue read of the scrape in progress: prom-client collects metrics concurrently, and both gauges share one read. */
+  private queueRead: Promise<QueueDepth[]> | undefined;
 
   /** Node's own (process_cpu_seconds_total, process_resident_memory_bytes, nodejs_eventloop_lag_seconds…): once per process, by the server. */
   collectProcessDefaults(): void {
@@ -113,15 +116,12 @@ export class ServerMetrics {
     },
   };
 
-  /** Both queue gauges from one read; a failed read leaves them empty (the scrape itself still answers). */
-  private async collectQueue(): Promise<void> {
-    this.jobsWaiting.reset();
-    this.jobsOldest.reset();
-    const rows = await this.queueSource?.().catch(() => []);
-    for (const r of rows ?? []) {
-      this.jobsWaiting.set({ controller: r.controller }, r.waiting);
-      this.jobsOldest.set({ controller: r.controller }, r.oldestSeconds);
-    }
+  /** A queue gauge from the scrape's one read; a failed read leaves it empty (the scrape itself still answers). */
+  private async fill(gauge: Gauge<'controller'>, value: (r: QueueDepth) => number): Promise<void> {
+    this.queueRead ??= (this.queueSource?.() ?? Promise.resolve([])).catch(() => []).finally(() => (this.queueRead = undefined));
+    const rows = await this.queueRead;
+    gauge.reset();
+    for (const r of rows) gauge.set({ controller: r.controller }, value(r));
   }
 
   /** A driver's step (jobs/step-runner.ts `StepMetrics`): counted by result, timed. */
