@@ -168,6 +168,11 @@ export class Agent {
     return this.core.status();
   }
 
+  /** For the metrics endpoint (agent/metrics.ts). */
+  vitals(): ReturnType<AgentCore['vitals']> {
+    return this.core.vitals();
+  }
+
   private log(line: string): void {
     (this.opts.log ?? ((l: string) => process.stderr.write(`${new Date().toISOString()} agent ${this.opts.node}: ${l}\n`)))(line);
   }

@@ -1,10 +1,11 @@
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { ADMIN, JOIN } from '../handlers/harness.js';
+import { dashboardMetrics } from '../support/dashboard.js';
 import { createTestDatabase } from '../support/databases.js';
 import { startPod, type Pod } from '../support/pods.js';
 import { parsePromText, total, type Sample } from '../support/prom-text.js';
@@ -139,11 +140,3 @@ describe('the server /metrics', () => {
     expect(names.filter((n) => !types.has(n))).toEqual([]);
   });
 });
-
-/** The metric names the dashboard's queries use, histogram suffixes folded to the metric's name. */
-export function dashboardMetrics(): string[] {
-  const dash = JSON.parse(readFileSync('deploy/grafana-dashboard.json', 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
-  const names = new Set<string>();
-  for (const p of dash.panels) for (const t of p.targets ?? []) for (const m of t.expr.matchAll(/\b((?:cca|process|nodejs)_\w+)/g)) names.add(m[1]!.replace(/_(bucket|count|sum)$/, ''));
-  return [...names].sort();
-}
