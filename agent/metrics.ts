@@ -24,12 +24,11 @@ export function agentRegistry(vitals: () => Vitals): Registry {
   });
   const margin: Gauge = new Gauge({
     name: 'cca_agent_fence_margin_seconds',
-    help: 'Seconds until this agent would stop its workloads for want of a keepalive (negative: past the fence point); no sample before its first lease.',
+    help: 'Seconds until this agent would stop its workloads for want of a keepalive (negative: past the fence point); NaN before its first lease.',
     registers: [registry],
     collect() {
-      margin.reset();
       const ms = vitals().fenceMarginMs;
-      if (ms !== undefined) margin.set(ms / 1000);
+      margin.set(ms === undefined ? Number.NaN : ms / 1000);
     },
   });
   const age: Gauge = new Gauge({
