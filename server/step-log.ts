@@ -2,9 +2,13 @@ import type { StepInfo, StepMetrics } from '../jobs/step-runner.js';
 import type { ServerMetrics } from '../handlers/metrics.js';
 import type { Logger } from './log.js';
 
+/** A step failed because the store is down: the pod reports the outage once (a diagnostic), not once per step. */
+const STORE_DOWN = 'CCA-E0403';
+
 /**
  * What a driver reports of each step, counted (handlers/metrics.ts) and logged: a step that
- * committed writes or failed at info, a converged one (no writes) and fan-outs at debug.
+ * committed writes or failed at info, a converged one (no writes), one the store's outage
+ * failed, and fan-outs at debug.
  * The drivers and steps themselves log nothing: they return results and this shell logs them.
  */
 export function stepLog(metrics: ServerMetrics, log: Logger): StepMetrics {
@@ -20,7 +24,8 @@ export function stepLog(metrics: ServerMetrics, log: Logger): StepMetrics {
         durationMs: Math.round(info.ms * 10) / 10,
         ...(info.code ? { code: info.code } : {}),
       };
-      if (!info.ok || (info.writes ?? 0) > 0) steps.info(fields, 'step');
+      if (info.code === STORE_DOWN) steps.debug(fields, 'step');
+      else if (!info.ok || (info.writes ?? 0) > 0) steps.info(fields, 'step');
       else steps.debug(fields, 'step');
     },
     fanout(info) {
