@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { pino, type DestinationStream, type Logger } from 'pino';
 import pretty from 'pino-pretty';
+import type { Diagnostic } from '../core/diagnostics/index.js';
 import type { LogSettings } from '../core/log-settings.js';
 
 export type { Logger } from 'pino';
@@ -39,4 +40,10 @@ export function silentLogger(): Logger {
 /** This pod's name in its log lines: CCA_POD (a Kubernetes pod name, say), else host:pid. */
 export function podName(env: NodeJS.ProcessEnv): string {
   return env.CCA_POD || `${hostname()}:${process.pid}`;
+}
+
+/** A diagnostic as a log line: its code, blame and fix as fields, the sentence as the message. */
+export function logDiagnostic(log: Logger, d: Diagnostic): void {
+  const level = d.blame === 'bug' ? 'error' : 'warn';
+  log[level]({ code: d.code, blame: d.blame, fix: d.fix }, `${d.code} ${d.message}`);
 }

@@ -1,17 +1,11 @@
-import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { exitCodeFor, renderPlain, toDiagnostic } from '../core/diagnostics/index.js';
 import { logSettings } from '../core/log-settings.js';
 import { redactUrl } from '../core/redact.js';
 import { loadKeyring } from '../handlers/secret-box.js';
 import { serverConfig, serverUsage } from './config.js';
-import { createLogger, podName, type Logger } from './log.js';
+import { createLogger, logDiagnostic, podName } from './log.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
-
-/** A diagnostic as a log line: its code, blame and fix as fields, the sentence as the message. */
-export function logDiagnostic(log: Logger, d: Diagnostic): void {
-  const level = d.blame === 'bug' ? 'error' : 'warn';
-  log[level]({ code: d.code, blame: d.blame, fix: d.fix }, `${d.code} ${d.message}`);
-}
 
 /**
  * `cca server` and `npm run server`: one server pod, until SIGINT or SIGTERM. Returns the exit code.
