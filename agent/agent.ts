@@ -183,6 +183,11 @@ export class Agent {
     if (gone.length > 0) this.log(`workload output over the node's cap (--log-max-total): deleted ${gone.length} rotated file${gone.length === 1 ? '' : 's'}, the oldest`);
   }
 
+  /** For the metrics endpoint (agent/metrics.ts). */
+  vitals(): ReturnType<AgentCore['vitals']> {
+    return this.core.vitals();
+  }
+
   private log(line: string): void {
     (this.opts.log ?? ((l: string) => process.stderr.write(`${new Date().toISOString()} agent ${this.opts.node}: ${l}\n`)))(line);
   }

@@ -46,6 +46,11 @@ export interface AgentFlags {
   peerListen: string;
   /** host:port peers are told to use; '' = the address the endpoint listens on. */
   peerAdvertise: string;
+  /** host:port of the Prometheus endpoint (agent/metrics.ts); '' = none. */
+  metricsListen: string;
+  /** --log-level / --log-format as given ('' = the default, settled with core/log-settings.ts). */
+  logLevel: string;
+  logFormat: string;
   help: boolean;
 }
 
@@ -72,6 +77,11 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --peer-listen HOST:PORT  where peers ask whether this node reaches the control plane
                            (default 127.0.0.1:0: loopback, any free port)
   --peer-advertise H:P     the address peers are told (default: the --peer-listen address)
+  --metrics-listen H:P     serve Prometheus metrics at http://H:P/metrics (default: off;
+                           docs/observability.md)
+  --log-level L            trace, debug, info, warn, error or fatal (CCA_LOG_LEVEL, default info)
+  --log-format F           json or pretty, on stderr (CCA_LOG_FORMAT; default pretty on a
+                           terminal, else json)
   --config FILE            JSON file with any of these settings (flags win)
   --containerd-address P   containerd socket (default /run/containerd/containerd.sock)
   --containerd-start       start a private containerd under the state directory
@@ -145,7 +155,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'metrics-listen', 'log-level', 'log-format', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -199,6 +209,9 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     diskMinFree: parseBytes(get('disk-min-free', '64Mi'), '--disk-min-free'),
     peerListen: hostPort(get('peer-listen', '127.0.0.1:0'), '--peer-listen'),
     peerAdvertise: get('peer-advertise') === '' ? '' : hostPort(get('peer-advertise'), '--peer-advertise'),
+    metricsListen: get('metrics-listen'),
+    logLevel: get('log-level', env.CCA_LOG_LEVEL ?? ''),
+    logFormat: get('log-format', env.CCA_LOG_FORMAT ?? ''),
     help,
   };
 }

@@ -13,6 +13,9 @@ import { StateDir } from './state.js';
 import { fetchTrusting } from './https.js';
 import { defaultPrefix, NetnsManager } from './netns.js';
 import { exitCodeForBlame, toDiagnostic } from '../core/diagnostics/index.js';
+import { logSettings } from '../core/log-settings.js';
+import { createAgentLogger } from './log.js';
+import { agentRegistry, parseListen, serveMetrics } from './metrics.js';
 
 async function containerdAddress(flags: AgentFlags): Promise<string> {
   if (!flags.containerdStart) return flags.containerdAddress;
@@ -75,6 +78,8 @@ export async function runAgent(argv: string[]): Promise<number> {
       process.stdout.write(USAGE);
       return 0;
     }
+    const log = createAgentLogger(logSettings({ level: flags.logLevel || undefined, format: flags.logFormat || undefined }, process.stderr.isTTY === true), flags.node);
+    if (flags.metricsListen) parseListen(flags.metricsListen); // a bad address fails before anything starts
     const state = new StateDir(resolve(flags.stateDir));
     const network = await makeNetwork(flags, state);
     const runtime = await makeRuntime(flags, state, network);
@@ -91,14 +96,19 @@ export async function runAgent(argv: string[]): Promise<number> {
       peer: { listen: flags.peerListen, advertise: flags.peerAdvertise },
       ...(network ? { network } : {}),
       ...(flags.ca ? { fetch: fetchTrusting(flags.ca) } : {}),
+      log: (line) => log.info(line),
     });
     await agent.start();
-    process.stderr.write(`agent ${flags.node}: running (${flags.runtime} runtime, state ${state.dir}; declares ${flags.cpuMillis}m cpu, ${flags.memoryBytes} bytes of memory)\n`);
+    const running = agent;
+    const metrics = flags.metricsListen ? await serveMetrics(agentRegistry(() => running.vitals()), flags.metricsListen) : undefined;
+    if (metrics) log.info({ url: metrics.url }, `metrics on ${metrics.url}`);
+    log.info({ runtime: flags.runtime, stateDir: state.dir, cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes }, `running (${flags.runtime} runtime, state ${state.dir}; declares ${flags.cpuMillis}m cpu, ${flags.memoryBytes} bytes of memory)`);
     const signal = await new Promise<NodeJS.Signals>((done) => {
       process.once('SIGTERM', () => done('SIGTERM'));
       process.once('SIGINT', () => done('SIGINT'));
     });
-    process.stderr.write(`agent ${flags.node}: ${signal}, leaving workloads running\n`);
+    log.info(`${signal}, leaving workloads running`);
+    await metrics?.close();
     await agent.close();
     await runtime.close();
     return 0;

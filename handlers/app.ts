@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { routePath } from 'hono/route';
 import { CcaError, isCcaError } from '../core/diagnostics/index.js';
+import { accessLog } from './access-log.js';
 import type { ServerDeps } from './deps.js';
 import { errorResponse } from './errors.js';
 import { authenticate, type AuthEnv } from './auth.js';
@@ -39,6 +40,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   const pod = podLimits(deps.limits);
   deps.metrics.trackWatchBytes(() => pod.watchBytes.used);
   app.use(requestId({ generate: deps.newRequestId }));
+  if (deps.log) app.use(accessLog({ log: deps.log }));
   app.use(async function measure(c, next) {
     const started = performance.now();
     await next();

@@ -1,5 +1,6 @@
 import type { BucketPolicy } from '../core/limits/token-bucket.js';
 import type { Store } from '../db/store.js';
+import type { RequestLog } from './access-log.js';
 import type { AuthPolicy } from './auth.js';
 import type { ServerMetrics } from './metrics.js';
 import type { SecretBox } from './secret-box.js';
@@ -58,6 +59,8 @@ export interface ServerDeps {
   newRequestId(): string;
   version: string;
   auth: AuthPolicy;
+  /** One access-log line per request (handlers/access-log.ts); absent = none (tests). */
+  log?: RequestLog;
   /**
    * This pod's shutdown: once `draining` aborts, /readyz fails (load balancers stop sending)
    * and watch streams end with a reconnect hint (clients resume on another pod).

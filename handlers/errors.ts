@@ -23,7 +23,8 @@ function allDiagnostics(err: unknown, requestId: string): Diagnostic[] | undefin
 export function errorResponse(err: unknown, c: Context): Response {
   const requestId = (c.var as Partial<RequestIdEnv['Variables']>).requestId ?? 'unknown';
   const d = diagnosticFor(err, requestId);
-  if (d.blame === 'bug') console.error(`[${requestId}] ${d.code} ${d.message}`, err);
+  // The access log (handlers/access-log.ts) names the code, and logs a bug with its stack.
+  c.set('failure', { diagnostic: d, error: err });
   const all = allDiagnostics(err, requestId);
   // A refusal that says when to come back (429: too many streams, a node writing too fast).
   const after = d.params.retryAfterSeconds;

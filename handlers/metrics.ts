@@ -1,8 +1,22 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** One registry per server (not prom-client's global one), so tests and pods never share counters. */
+/** A job queue as the server's driver sees it: due, untaken steps by controller. */
+export interface QueueDepth {
+  controller: string;
+  waiting: number;
+  oldestSeconds: number;
+}
+
+/**
+ * One registry per server (not prom-client's global one), so tests and pods never share
+ * counters. Names follow Prometheus conventions: `cca_` prefix, base units (`_seconds`),
+ * `_total` on counters; docs/observability.md lists them and deploy/grafana-dashboard.json
+ * shows them.
+ */
 export class ServerMetrics {
   readonly registry = new Registry();
+  /** The job queue, read at scrape time (the composition root sets it: graphile-worker's table, or the in-process driver). */
+  queueSource: (() => Promise<QueueDepth[]>) | undefined;
   readonly requests = new Counter({
     name: 'cca_http_requests_total',
     help: 'HTTP requests by route, method and status.',
@@ -59,6 +73,76 @@ export class ServerMetrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     registers: [this.registry],
   });
+
+  readonly commitBatch = new Histogram({
+    name: 'cca_store_commit_batch_size',
+    help: 'Client operations per committed write batch (one Postgres transaction; Postgres store only).',
+    buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
+    registers: [this.registry],
+  });
+  readonly commitDuration = new Histogram({
+    name: 'cca_store_commit_duration_seconds',
+    help: 'Write batch latency, connection to COMMIT (Postgres store only).',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
+  readonly watchLag = new Histogram({
+    name: 'cca_watch_lag_revisions',
+    help: 'How far behind the head a watcher was when it read (revisions; Postgres store only).',
+    buckets: [0, 1, 2, 5, 10, 50, 100, 1000, 10000],
+    registers: [this.registry],
+  });
+  readonly ringHits = new Counter({
+    name: 'cca_watch_ring_hits_total',
+    help: "Watch reads served from the watch hub's ring of recent revisions (Postgres store only).",
+    registers: [this.registry],
+  });
+  readonly ringMisses = new Counter({
+    name: 'cca_watch_ring_misses_total',
+    help: 'Watch reads that went to the log table: a watcher behind the ring (Postgres store only).',
+    registers: [this.registry],
+  });
+  readonly jobsWaiting: Gauge<'controller'> = new Gauge({
+    name: 'cca_jobs_waiting',
+    help: "Controller steps due and not yet taken by a worker, by controller (graphile-worker's queue, or the in-process driver's).",
+    labelNames: ['controller'] as const,
+    registers: [this.registry],
+    collect: async () => this.fill(this.jobsWaiting, (r) => r.waiting),
+  });
+  readonly jobsOldest: Gauge<'controller'> = new Gauge({
+    name: 'cca_jobs_oldest_waiting_seconds',
+    help: 'How long the oldest waiting step of each controller has been due.',
+    labelNames: ['controller'] as const,
+    registers: [this.registry],
+    collect: async () => this.fill(this.jobsOldest, (r) => r.oldestSeconds),
+  });
+  /** The queue read of the scrape in progress: prom-client collects metrics concurrently, and both gauges share one read. */
+  private queueRead: Promise<QueueDepth[]> | undefined;
+
+  /** Node's own (process_cpu_seconds_total, process_resident_memory_bytes, nodejs_eventloop_lag_seconds…): once per process, by the server. */
+  collectProcessDefaults(): void {
+    collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** The Postgres store's observer (db/postgres/observer.ts). */
+  readonly store = {
+    committed: (info: { batchSize: number; seconds: number }) => {
+      this.commitBatch.observe(info.batchSize);
+      this.commitDuration.observe(info.seconds);
+    },
+    watchRead: (info: { lagRevisions: number; ringHit: boolean }) => {
+      this.watchLag.observe(info.lagRevisions);
+      (info.ringHit ? this.ringHits : this.ringMisses).inc();
+    },
+  };
+
+  /** A queue gauge from the scrape's one read; a failed read leaves it empty (the scrape itself still answers). */
+  private async fill(gauge: Gauge<'controller'>, value: (r: QueueDepth) => number): Promise<void> {
+    this.queueRead ??= (this.queueSource?.() ?? Promise.resolve([])).catch(() => []).finally(() => (this.queueRead = undefined));
+    const rows = await this.queueRead;
+    gauge.reset();
+    for (const r of rows) gauge.set({ controller: r.controller }, value(r));
+  }
 
   trackWatchBytes(source: () => number): void {
     this.watchBytesSource = source;

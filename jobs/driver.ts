@@ -2,7 +2,7 @@ import { isCcaError } from '../core/diagnostics/error.js';
 import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
 import type { Controller } from './controller.js';
-import { backoffMs, runStep, StepBook, type StepMetrics } from './step-runner.js';
+import { backoffMs, runStep, StepBook, stepResult, type StepMetrics } from './step-runner.js';
 import { WakeTable, type DueStep } from './wake-table.js';
 
 /** Time for the driver: the real clock in a server, a virtual one in tests. */
@@ -46,6 +46,8 @@ export interface Driver {
   /** Resolves once nothing is running or due and every committed change has been routed. */
   idle(): Promise<void>;
   stop(): Promise<void>;
+  /** Its queue now: steps due and not yet running, by controller (the server's metrics). */
+  queue(): { controller: string; waiting: number; oldestMs: number }[];
 }
 
 /**
@@ -98,7 +100,7 @@ export function startDriver(opts: DriverOptions): Driver {
     const started = clock.now();
     const out = await runStep(step.controller, store, started, random, step.subject);
     table.done(step);
-    opts.metrics?.step({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ok: out.ok && !out.refused, ms: clock.now() - started });
+    opts.metrics?.step({ controller: step.controller.name, ...(step.subject !== undefined ? { subject: step.subject } : {}), ...stepResult(out), ms: clock.now() - started });
     const next = book.settle(step.key, out, clock.now(), random);
     if (next !== undefined) table.wake(step.controller, step.subject, next);
     poke();
@@ -108,7 +110,9 @@ export function startDriver(opts: DriverOptions): Driver {
     for (const c of [...table.fanouts]) {
       table.fanouts.delete(c);
       try {
-        for (const s of (await c.subjects?.(store)) ?? []) table.wake(c, s, clock.now());
+        const subjects = (await c.subjects?.(store)) ?? [];
+        opts.metrics?.fanout?.({ controller: c.name, subjects: subjects.length });
+        for (const s of subjects) table.wake(c, s, clock.now());
       } catch {
         table.fanouts.add(c); // retried on the next turn, after the backoff below
         await clock.sleep(backoffMs(2, random), stopper.signal);
@@ -134,6 +138,7 @@ export function startDriver(opts: DriverOptions): Driver {
   const looping = loop();
 
   return {
+    queue: () => table.waiting(clock.now()),
     async idle() {
       for (;;) {
         await new Promise((r) => setTimeout(r, 1));

@@ -7,7 +7,7 @@ import { stepKey, type Controller } from './controller.js';
 import { FANOUT_TASK, STEP_TASK, addJobs, fanoutJob, jobHook, stepJob, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
 import type { Store } from '../db/store.js';
-import { runStep, StepBook, stepFailure, type StepMetrics, type StepOutcome } from './step-runner.js';
+import { runStep, StepBook, stepFailure, stepResult, type StepMetrics, type StepOutcome } from './step-runner.js';
 
 const LEASE_TASK = 'cca-expire-leases';
 const COMPACT_TASK = 'cca-compact';
@@ -32,6 +32,11 @@ export interface GraphileDriverOptions {
   metrics?: StepMetrics;
   /** Step failures as every driver reports them (jobs/step-runner.ts); upkeep failures once per distinct problem. */
   onDiagnostic?: (d: Diagnostic) => void;
+  /**
+   * graphile-worker's own log lines (its levels: error, warning, info, debug), with its scope
+   * (worker id, task, job id) as fields; absent = dropped.
+   */
+  log?: (level: string, message: string, fields: Record<string, unknown>) => void;
   /** The pod's clock and randomness, handed to steps through their context. */
   now?: () => number;
   random?: () => number;
@@ -57,6 +62,11 @@ export interface GraphileDriver {
 
 const quiet = new Logger(() => () => undefined);
 
+/** graphile-worker's Logger over a plain sink: its scope and metadata become the line's fields. */
+function graphileLogger(sink: NonNullable<GraphileDriverOptions['log']>): Logger {
+  return new Logger((scope) => (level, message, meta) => sink(level, message, { ...scope, ...meta }));
+}
+
 /**
  * graphile-worker's pool for a pod running `workers` steps at once: one connection per
  * step in flight, plus a fixed 4: the LISTEN connection of each of the two runners (steps,
@@ -79,6 +89,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   const hook = jobHook(opts.controllers);
   const now = opts.now ?? (() => Date.now());
   const random = opts.random ?? Math.random;
+  const logger = opts.log ? graphileLogger(opts.log) : quiet;
   const report = reportOnce(opts.onDiagnostic); // upkeep's failures
   const book = new StepBook((d) => opts.onDiagnostic?.(d)); // the steps'
 
@@ -114,7 +125,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         return stepFailure(controller, pgFailure(e, 'the job database'));
       }
     }).catch((e: unknown) => stepFailure(controller, pgFailure(e, 'the job database'))); // no connection at all
-    opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ok: out.ok && !out.refused, ms: performance.now() - started });
+    opts.metrics?.step({ controller: name, ...(subject !== undefined ? { subject } : {}), ...stepResult(out), ms: performance.now() - started });
     // Booked and reported as in every driver; the retry time it answers is graphile-worker's
     // to choose here (its own backoff, kept in the job's row, so any pod may take the retry).
     if (!(out.ok && out.refused)) book.settle(key, out, now(), random);
@@ -127,6 +138,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     await helpers.withPgClient(async (client) => {
       const store = new PostgresTxStore(client, { target: 'the job database' });
       const subjects = await controller.subjects!(store);
+      opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
       await addJobs(client, subjects.map((subject) => stepJob(controller, subject)));
     });
   };
@@ -158,7 +170,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     pollInterval: opts.pollIntervalMs ?? 200,
     noHandleSignals: true,
     useNodeTime: true,
-    logger: quiet,
+    logger,
   });
   // Upkeep gets a runner of its own: a worker only takes the tasks it knows, so busy
   // controllers can never starve lease expiry (a late reaper would look like an outage).
@@ -170,7 +182,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         pollInterval: opts.pollIntervalMs ?? 200,
         noHandleSignals: true,
         useNodeTime: true,
-        logger: quiet,
+        logger,
       })
     : undefined;
 

@@ -9,7 +9,7 @@ import { guardRefusals, type Refusal } from './refusals.js';
  * `refused`: writes the store refused outright (CCA-E0450 each); the step's other writes went
  * through, and the step is backed off like a failure (refusals.ts).
  */
-export type StepOutcome = { ok: true; wake: Wakeup; refused?: Diagnostic[] } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
+export type StepOutcome = { ok: true; wake: Wakeup; writes: number; refused?: Diagnostic[] } | { ok: false; storeDown: boolean; diagnostic: Diagnostic };
 export type StepFailure = Extract<StepOutcome, { ok: false }>;
 
 /**
@@ -18,15 +18,45 @@ export type StepFailure = Extract<StepOutcome, { ok: false }>;
  */
 export async function runStep(c: Controller, store: Store, now: number, random: () => number, subject: string | undefined): Promise<StepOutcome> {
   const refusals: Refusal[] = [];
+  const counted = countingWrites(guardRefusals(store, refusals));
   try {
-    const guarded = guardRefusals(store, refusals);
-    const wake = await c.reconcile({ store: guarded, now, random, ...(subject !== undefined ? { subject } : {}) });
-    if (refusals.length === 0) return { ok: true, wake };
+    const wake = await c.reconcile({ store: counted.store, now, random, ...(subject !== undefined ? { subject } : {}) });
+    if (refusals.length === 0) return { ok: true, wake, writes: counted.writes() };
     const refused = refusals.map((r) => makeDiagnostic('CCA-E0450', { controller: c.name, subject: r.key, reason: r.reason }));
-    return { ok: true, wake, refused };
+    return { ok: true, wake, writes: counted.writes(), refused };
   } catch (e) {
     return stepFailure(c, e);
   }
+}
+
+/**
+ * The store as a step sees it, counting the writes it commits (a succeeded txn, a put, a
+ * delete): a step's result names them, and a converged system shows zero.
+ */
+function countingWrites(store: Store): { store: Store; writes(): number } {
+  let n = 0;
+  const counted = new Proxy(store, {
+    get(target, prop) {
+      const v: unknown = Reflect.get(target, prop, target);
+      if (typeof v !== 'function') return v;
+      if (prop === 'txn') {
+        return async (req: Parameters<Store['txn']>[0]) => {
+          const r = await target.txn(req);
+          if (r.succeeded) n++;
+          return r;
+        };
+      }
+      if (prop === 'put' || prop === 'delete') {
+        return async (...args: unknown[]) => {
+          const r: unknown = await (v as (...a: unknown[]) => Promise<unknown>).apply(target, args);
+          n++;
+          return r;
+        };
+      }
+      return (v as (...a: unknown[]) => unknown).bind(target);
+    },
+  });
+  return { store: counted, writes: () => n };
 }
 
 /**
@@ -56,11 +86,24 @@ export interface StepInfo {
   /** false also when the store refused some of its writes (the others went through). */
   ok: boolean;
   ms: number;
+  /** Writes the step committed (0 when it failed: nothing of it committed). */
+  writes?: number;
+  /** A failed step's diagnostic code. */
+  code?: string;
+}
+
+/** What a step's result adds to its StepInfo. */
+export function stepResult(out: StepOutcome): Pick<StepInfo, 'ok' | 'writes' | 'code'> {
+  if (!out.ok) return { ok: false, writes: 0, code: out.diagnostic.code };
+  // A refused write fails the step for metrics though its other writes committed (refusals.ts).
+  return out.refused?.length ? { ok: false, writes: out.writes, code: out.refused[0]!.code } : { ok: true, writes: out.writes };
 }
 
 /** Where a driver counts its steps (the server's metrics); injected, so drivers import no HTTP layer. */
 export interface StepMetrics {
   step(info: StepInfo): void;
+  /** A fan-out listed a controller's subjects (each then gets a step of its own). */
+  fanout?(info: { controller: string; subjects: number }): void;
 }
 
 /**

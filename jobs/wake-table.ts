@@ -63,6 +63,19 @@ export class WakeTable {
     this.running.delete(step.key);
   }
 
+  /** Steps due at or before `now` and not yet taken, by controller: how many, and since when the oldest. */
+  waiting(now: number): { controller: string; waiting: number; oldestMs: number }[] {
+    const by = new Map<string, { controller: string; waiting: number; oldestMs: number }>();
+    for (const [key, e] of this.due) {
+      if (e.at > now || this.running.has(key)) continue;
+      const cur = by.get(e.controller.name) ?? { controller: e.controller.name, waiting: 0, oldestMs: 0 };
+      cur.waiting++;
+      cur.oldestMs = Math.max(cur.oldestMs, now - e.at);
+      by.set(e.controller.name, cur);
+    }
+    return [...by.values()];
+  }
+
   /** The earliest time a non-running step is due, or undefined. */
   nextAt(): number | undefined {
     let min: number | undefined;

@@ -24,6 +24,8 @@ const configSchema = z.object({
   maxNodeStreams: z.coerce.number().int().min(4).max(100_000).default(defaultLimits.streamsPerNode),
   nodeWriteRate: z.coerce.number().min(0.1).max(1_000_000).default(defaultLimits.nodeWrites.ratePerSecond),
   nodeWriteBurst: z.coerce.number().int().min(1).max(10_000_000).default(defaultLimits.nodeWrites.burst),
+  logLevel: z.string().min(1).optional(),
+  logFormat: z.string().min(1).optional(),
 }).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
   // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
   // and silently serving plain HTTP instead would hand out tokens in clear text.
@@ -54,6 +56,8 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --node-write-rate N observations and events one node may write per second on this pod     (env CCA_NODE_WRITE_RATE, default 50)
   --node-write-burst N  and at once after a quiet spell                                       (env CCA_NODE_WRITE_BURST, default 1000)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
+  --log-level L       trace, debug, info, warn, error or fatal (env CCA_LOG_LEVEL, default info)
+  --log-format F      json (one object a line on stdout) or pretty (default: pretty on a terminal, else json) (env CCA_LOG_FORMAT)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
 export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlags {
@@ -79,6 +83,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'max-node-streams': { type: 'string' },
         'node-write-rate': { type: 'string' },
         'node-write-burst': { type: 'string' },
+        'log-level': { type: 'string' },
+        'log-format': { type: 'string' },
       },
       strict: true,
     }).values;
@@ -105,6 +111,8 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     maxNodeStreams: values['max-node-streams'] ?? (env.CCA_MAX_NODE_STREAMS || undefined),
     nodeWriteRate: values['node-write-rate'] ?? (env.CCA_NODE_WRITE_RATE || undefined),
     nodeWriteBurst: values['node-write-burst'] ?? (env.CCA_NODE_WRITE_BURST || undefined),
+    logLevel: values['log-level'] ?? (env.CCA_LOG_LEVEL || undefined),
+    logFormat: values['log-format'] ?? (env.CCA_LOG_FORMAT || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

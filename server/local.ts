@@ -14,6 +14,8 @@ import { renderPlain, toDiagnostic, exitCodeFor } from '../core/diagnostics/inde
 import { startEmbeddedPostgres, traversableByOthers, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { loadKeyring, newSecretKey, type SecretKey } from '../handlers/secret-box.js';
+import { logSettings } from '../core/log-settings.js';
+import { createLogger, logDiagnostic } from './log.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 import { isCompiled, packageRoot } from '../core/package-root.js';
@@ -90,6 +92,8 @@ async function main(): Promise<number> {
   }
   const tokens = await localTokens();
   const secretKeys = await localSecretKeys();
+  // The pod's log under the banner: warnings and worse unless CCA_LOG_LEVEL asks for more.
+  const log = createLogger(logSettings({ level: process.env.CCA_LOG_LEVEL || 'warn', format: process.env.CCA_LOG_FORMAT || undefined }, process.stdout.isTTY === true), { pod: 'local' });
   const server = await startServer({
     store: storeUrl,
     port,
@@ -99,7 +103,8 @@ async function main(): Promise<number> {
     joinToken: tokens.join,
     workers: 4,
     version,
-    onDiagnostic: (d) => console.error(renderPlain(d)),
+    log,
+    onDiagnostic: (d) => logDiagnostic(log, d),
     secretKeys,
   });
   const agent = startLocalAgent(server.url, tokens.join);

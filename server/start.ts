@@ -3,6 +3,7 @@ import { openStore } from '../db/index.js';
 import { pgFailure, redactUrl } from '../db/postgres/errors.js';
 import { createPool } from '../db/postgres/pool.js';
 import { PostgresStore } from '../db/postgres/store.js';
+import { readJobQueue } from '../db/postgres/sql/readJobQueue.js';
 import { runForLeader } from '../db/etcd/election.js';
 import type { SqliteStore } from '../db/sqlite/store.js';
 import type { Store } from '../db/store.js';
@@ -20,8 +21,13 @@ import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
 import { listen } from '../handlers/serve.js';
+import { silentLogger, type Logger } from './log.js';
+import { graphileLog, stepLog } from './step-log.js';
 import { oneReportPerOutage, watchStoreHealth } from './store-health.js';
 import { loadServerTls } from './tls.js';
+
+/** Jobs a scrape reads of graphile-worker's queue at most (docs/observability.md). */
+const QUEUE_SCAN_LIMIT = 10_000;
 
 export interface ServerConfig {
   /** memory:, sqlite:FILE, postgres://…, etcd://host:port/prefix, etcd+https://host:port/prefix?ca=… */
@@ -58,6 +64,8 @@ export interface ServerConfig {
   tlsKey?: string;
   /** Bounds on bodies, long polls, watches, streams per credential and node writes (`defaultLimits` otherwise). */
   limits?: ServerLimits;
+  /** The pod's logger (server/log.ts): requests, controller steps, graphile-worker; absent = silent. */
+  log?: Logger;
 }
 
 export interface RunningServer {
@@ -81,6 +89,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const outage = oneReportPerOutage(cfg.onDiagnostic ?? (() => undefined));
   const report = (d: Diagnostic) => outage.report(d);
   const metrics = new ServerMetrics();
+  metrics.collectProcessDefaults();
+  const log = cfg.log ?? silentLogger();
+  const steps = stepLog(metrics, log);
   if ((cfg.tlsCert === undefined) !== (cfg.tlsKey === undefined)) {
     throw new CcaError('CCA-E0603', { where: 'the server setting tls', reason: '--tls-cert and --tls-key go together: give both (HTTPS) or neither (HTTP)' });
   }
@@ -100,11 +111,14 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         onDiagnostic: report,
         poolSize: cfg.poolSize ?? 10,
         migrate: !cfg.noMigrate,
+        observer: metrics.store,
       });
       store = pg;
       stops.unshift(() => pg.close());
       const pool = createPool(cfg.store, jobsPoolSize(cfg.workers), 'jobs');
       stops.push(() => pool.end());
+      // Scraped from graphile-worker's table: the queue of every pod, whichever pod is asked.
+      metrics.queueSource = async () => (await readJobQueue(pool, QUEUE_SCAN_LIMIT)).map((r) => ({ ...r }));
       const target = redactUrl(cfg.store);
       await (cfg.noMigrate ? checkJobsSchema(pool, target) : migrateJobs(pool, target)).catch((e: unknown) => {
         throw pgFailure(e, target);
@@ -114,7 +128,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
           pool,
           controllers,
           concurrency: cfg.workers,
-          metrics,
+          metrics: steps,
+          log: graphileLog(log.child({ component: 'graphile-worker' })),
           onDiagnostic: report,
           maintenance: { store: pg },
         });
@@ -137,11 +152,13 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
             store: s,
             controllers,
             onDiagnostic: report,
-            metrics,
+            metrics: steps,
           });
+          metrics.queueSource = async () => driver.queue().map((q) => ({ controller: q.controller, waiting: q.waiting, oldestSeconds: q.oldestMs / 1000 }));
           const compaction = setInterval(() => void compactOnce(s).catch(() => undefined), 60_000);
           compaction.unref();
           return async () => {
+            metrics.queueSource = undefined;
             clearInterval(compaction);
             await driver.stop();
           };
@@ -182,6 +199,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       limits: cfg.limits ?? defaultLimits,
       newRequestId: requestIdGenerator(),
       version: cfg.version,
+      log: log.child({ component: 'http' }),
       auth: { openReads: cfg.openReads },
       ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
       draining: drain.signal,

@@ -152,6 +152,19 @@ export class AgentCore {
     return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
   }
 
+  /**
+   * What the agent's metrics show (docs/observability.md): its workloads by state, how long
+   * until the fence point (negative: past it; undefined before the first lease), and how
+   * long since the last successful keepalive was sent (Infinity: none yet, or the lease lost).
+   */
+  vitals(): { slots: Record<string, number>; fenced: boolean; fenceMarginMs: number | undefined; sinceKeepaliveMs: number } {
+    const now = this.o.clock.mono();
+    const slots: Record<string, number> = {};
+    for (const s of this.slots.values()) slots[s.state] = (slots[s.state] ?? 0) + 1;
+    const at = this.leases.fence.fenceAt();
+    return { slots, fenced: this.fenced, fenceMarginMs: at === undefined ? undefined : at - now, sinceKeepaliveMs: this.leases.fence.sinceRenewal(now) };
+  }
+
   /** The replica has a slot here (log requests are answered only for those). */
   holds(replica: string): boolean {
     return this.slots.has(replica);

@@ -13,6 +13,7 @@ import { dbaCodes } from './codes/dba.js';
 import { rolloutCodes } from './codes/rollouts.js';
 import { limitCodes } from './codes/limits.js';
 import { admissionCodes } from './codes/admission.js';
+import { observabilityCodes } from './codes/observability.js';
 
 /**
  * Every code ccattler can emit, one area per line (areas merge without conflicts). A code,
@@ -33,6 +34,7 @@ const areas = [
   rolloutCodes,
   limitCodes,
   admissionCodes,
+  observabilityCodes,
 ] as const;
 
 const all: readonly DiagnosticDef[] = areas.flat();

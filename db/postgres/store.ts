@@ -21,6 +21,7 @@ import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './
 import { readHead } from './sql/readHead.js';
 import { rangeOn } from './range.js';
 import * as leaseSql from './sql/leases.js';
+import type { StoreObserver } from './observer.js';
 import { WatchHub } from './watch-hub.js';
 import type { CommitHook } from './batch-apply.js';
 import { WriteBatcher, type WriteItem } from './write-batcher.js';
@@ -43,6 +44,8 @@ export interface PostgresStoreOptions {
   onDiagnostic?: (d: Diagnostic) => void;
   /** Runs inside every write batch's transaction with the changed keys (the server enqueues controller jobs). */
   commitHook?: CommitHook;
+  /** Commit batches and watch reads, for the server's metrics (db/postgres/observer.ts). */
+  observer?: StoreObserver;
 }
 
 type Distribute<T> = T extends unknown ? Omit<T, 'resolve' | 'reject'> : never;
@@ -63,7 +66,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
   private constructor(
     private readonly pool: pg.Pool,
     url: string,
-    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate'>> & { commitHook?: CommitHook },
+    private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate' | 'observer'>> & { commitHook?: CommitHook; observer?: StoreObserver },
   ) {
     super();
     this.target = redactUrl(url);
@@ -72,6 +75,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
       target: this.target,
       onCommit: (rev) => this.hub.noteHead(rev),
       ...(opts.commitHook ? { hook: opts.commitHook } : {}),
+      ...(opts.observer ? { observer: opts.observer } : {}),
     });
     this.hub = new WatchHub(pool, {
       url,
@@ -81,6 +85,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
       ringBytes: opts.watchRingBytes,
       pageRevisions: 1000,
       onDiagnostic: opts.onDiagnostic,
+      ...(opts.observer ? { observer: opts.observer } : {}),
     });
   }
 
@@ -100,6 +105,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
         compactWindow: options.compactWindow ?? 10_000,
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
+        ...(options.observer ? { observer: options.observer } : {}),
       });
       await store.hub.start();
       // 0 = the server runs lease expiry as a scheduled job instead of a per-process timer.

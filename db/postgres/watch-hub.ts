@@ -5,6 +5,7 @@ import { intervalOf, type KeyInterval } from '../keyspace.js';
 import { HeadWaiters } from '../waiters.js';
 import type { WatchBatch } from '../store.js';
 import type { WatchSource } from '../watch-feed.js';
+import type { StoreObserver } from './observer.js';
 import { createClient } from './pool.js';
 import { pgFailure } from './errors.js';
 import { readHead } from './sql/readHead.js';
@@ -22,6 +23,8 @@ export interface WatchHubOptions {
   /** Revisions per catch-up query. */
   pageRevisions: number;
   onDiagnostic(d: Diagnostic): void;
+  /** Told of every watcher's read: its lag and whether the ring served it. */
+  observer?: StoreObserver;
 }
 
 const ALL: KeyInterval = intervalOf({ prefix: '' });
@@ -111,7 +114,9 @@ export class WatchHub implements WatchSource {
       }
     }
     const ringStart = this.ringEnd - this.ring.length + 1;
-    if (from >= ringStart && from <= this.ringEnd) {
+    const hit = from >= ringStart && from <= this.ringEnd;
+    this.opts.observer?.watchRead?.({ lagRevisions: Math.max(0, this.known - (from - 1)), ringHit: hit });
+    if (hit) {
       return { batches: this.ring.slice(from - ringStart), through: this.ringEnd };
     }
     // Behind the ring: catch up from the log on our own, filtered to our keys.

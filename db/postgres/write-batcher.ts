@@ -3,6 +3,7 @@ import { isCcaError } from '../../core/diagnostics/index.js';
 import type { TxnRequest, TxnResponse } from '../store.js';
 import { applyWrites, type CommitHook } from './batch-apply.js';
 import { pgFailure } from './errors.js';
+import type { StoreObserver } from './observer.js';
 
 type Settle<T> = { resolve(v: T): void; reject(e: unknown): void };
 
@@ -17,6 +18,8 @@ export interface BatcherOptions {
   /** Called with the head after each commit that moved it. */
   onCommit(revision: number): void;
   hook?: CommitHook;
+  /** Told of every committed batch (its size and time). */
+  observer?: StoreObserver;
 }
 
 /**
@@ -56,6 +59,7 @@ export class WriteBatcher {
   }
 
   private async runBatch(items: WriteItem[]): Promise<void> {
+    const started = performance.now();
     let client: pg.PoolClient;
     try {
       client = await this.pool.connect();
@@ -76,6 +80,7 @@ export class WriteBatcher {
       const { outcomes, before, after } = await applyWrites(client, items, { hook: this.opts.hook, begin: true });
       committing = true;
       await client.query('COMMIT');
+      this.opts.observer?.committed?.({ batchSize: items.length, seconds: (performance.now() - started) / 1000 });
       if (after > before) this.opts.onCommit(after);
       items.forEach((it, i) => {
         const o = outcomes[i]!;

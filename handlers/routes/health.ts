@@ -19,6 +19,8 @@ export function healthRoutes(deps: ServerDeps) {
       }
     })
     .get('/metrics', publicRoute(), async (c) => {
+      // The head as of this scrape; a store that does not answer keeps the last one seen.
+      await deps.store.revision().then((r) => deps.metrics.storeRevision.set(r), () => undefined);
       c.header('Content-Type', deps.metrics.registry.contentType);
       return c.body(await deps.metrics.registry.metrics());
     });

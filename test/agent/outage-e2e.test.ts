@@ -85,7 +85,7 @@ describe('the agent through outages (real server, agent and cca processes)', () 
   /** The agent enrolled again, registered again on the same tenure, and the workload never moved. */
   const recovered = async (refusals: number, pid: number, credential: string) => {
     await waitFor('CCA-E0590 logged', () => count(/CCA-E0590 /) === refusals, 20_000);
-    await waitFor('enrolled again', () => count(/: enrolled\n/) === refusals + 1, 20_000);
+    await waitFor('enrolled again', () => count(/"msg":"enrolled"/) === refusals + 1, 20_000);
     await waitFor('registered again', () => count(/registered: lease \d+, tenure \d+ \(kept\)/) === refusals, 20_000);
     expect(readFileSync(join(stateDir, 'credential'), 'utf8')).not.toBe(credential);
     await sleep(2_000); // a few reconciles under the new credential
@@ -128,7 +128,7 @@ describe('the agent through outages (real server, agent and cca processes)', () 
     // The restored store has neither this credential nor the lease (nor the node record on it).
     await server.store.revokeLease(node!.lease);
     await server.store.txn({ compare: [], success: [{ delete: { key: buildKey('nodeCredential', 'p1') } }] });
-    await waitFor('enrolled again', () => count(/: enrolled\n/) === 4, 20_000);
+    await waitFor('enrolled again', () => count(/"msg":"enrolled"/) === 4, 20_000);
     const fresh = await waitFor('registered on a new tenure', async () => {
       const kv = await server.store.get(buildKey('node', 'p1'));
       return kv && kv.createRevision !== tenure ? kv.createRevision : undefined;

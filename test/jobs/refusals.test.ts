@@ -68,11 +68,11 @@ test('a step with refused writes is backed off like a failure, doubling, and cle
   const book = new StepBook((d) => sink.push(d));
   const refused = [makeDiagnostic('CCA-E0450', { controller: 'storage', subject: '/volumes/n1/a/d', reason: 'CCA-E0104 too large' })];
   const half = () => 0.5;
-  const out = { ok: true as const, wake: { at: 1_100 }, refused };
+  const out = { ok: true as const, wake: { at: 1_100 }, writes: 0, refused };
   expect(book.settle('storage', out, 1_000, half)).toBe(1_100);
   expect(book.settle('storage', out, 1_000, half)).toBe(1_200);
   expect(book.settle('storage', out, 1_000, half)).toBe(1_400);
   expect(sink).toHaveLength(1);
-  expect(book.settle('storage', { ok: true, wake: {} }, 1_000, half)).toBeUndefined();
+  expect(book.settle('storage', { ok: true, wake: {}, writes: 0 }, 1_000, half)).toBeUndefined();
   expect(book.settle('storage', out, 1_000, half)).toBe(1_100);
 });

@@ -30,8 +30,8 @@ describe('StepBook: what every driver does after a step', () => {
     expect(book.settle('d', down, 1_000, half)).toBe(1_100); // each step has its own count
     expect(reports.map((d) => d.code)).toEqual(['CCA-E0403']);
 
-    expect(book.settle('c', { ok: true, wake: { at: 7 } }, 2_000, half)).toBe(7);
-    expect(book.settle('c', { ok: true, wake: {} }, 2_000, half)).toBeUndefined();
+    expect(book.settle('c', { ok: true, wake: { at: 7 }, writes: 0 }, 2_000, half)).toBe(7);
+    expect(book.settle('c', { ok: true, wake: {}, writes: 0 }, 2_000, half)).toBeUndefined();
     expect(recovered).toBe(1);
     expect(book.settle('c', down, 3_000, half)).toBe(3_100); // the count restarted
     expect(reports.map((d) => d.code)).toEqual(['CCA-E0403', 'CCA-E0403']); // a second outage, a second report
@@ -44,5 +44,24 @@ describe('StepBook: what every driver does after a step', () => {
     for (const msg of ['boom', 'boom', 'bang']) book.settle('c', await runStep(throwing(new Error(msg)), store, 0, half, undefined), 0, half);
     expect(reports.map((d) => `${d.code} ${d.message}`)).toEqual(['CCA-E0404 the c step failed unexpectedly: boom', 'CCA-E0404 the c step failed unexpectedly: bang']);
     expect(stepFailure(throwing(0), new Error('x')).storeDown).toBe(false);
+  });
+});
+
+describe('runStep counts the writes a step commits', () => {
+  it('a succeeded txn and a put count, a failed compare does not', async () => {
+    const store = new MemoryStore();
+    const writer: Controller = {
+      name: 'w',
+      watches: [],
+      reconcile: async ({ store: s }) => {
+        await s.put('/a', 'x');
+        await s.txn({ compare: [{ key: '/a', target: 'value', op: '=', value: 'x' }], success: [{ put: { key: '/b', value: 'y' } }], failure: [] });
+        await s.txn({ compare: [{ key: '/a', target: 'value', op: '=', value: 'nope' }], success: [{ put: { key: '/c', value: 'z' } }], failure: [] });
+        return {};
+      },
+    };
+    expect(await runStep(writer, store, 0, half, undefined)).toEqual({ ok: true, wake: {}, writes: 2 });
+    const idle: Controller = { name: 'i', watches: [], reconcile: async ({ store: s }) => (await s.get('/a'), {}) };
+    expect(await runStep(idle, store, 0, half, undefined)).toEqual({ ok: true, wake: {}, writes: 0 });
   });
 });

@@ -15,6 +15,8 @@ export interface Pod {
   child: ChildProcess;
   /** Everything the pod printed so far. */
   output(): string;
+  /** What it printed on stdout alone (its log: JSON lines when not on a terminal). */
+  stdout(): string;
 }
 
 /** Start a pod (2 workers) and wait until /readyz answers; it is SIGKILLed by the cleanup pushed onto `cleanups`. */
@@ -25,14 +27,18 @@ export async function startPod(name: string, store: string, cleanups: (() => Pro
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d) => (out += d));
+  let stdout = '';
+  child.stdout!.on('data', (d) => {
+    out += d;
+    stdout += d;
+  });
   child.stderr!.on('data', (d) => (out += d));
   cleanups.push(async () => void child.kill('SIGKILL'));
   const url = `http://127.0.0.1:${port}`;
   await waitFor(`pod ${name} to be ready`, () => fetch(`${url}/readyz`).then((r) => r.ok), { timeoutMs: 30_000, retryErrors: true }).catch((e: Error) => {
     throw new Error(`${e.message}\npod ${name} printed:\n${out}`);
   });
-  return { name, url, child, output: () => out };
+  return { name, url, child, output: () => out, stdout: () => stdout };
 }
 
 export async function podApi(pod: Pod, method: string, path: string, body?: string): Promise<Record<string, any>> {

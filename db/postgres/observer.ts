@@ -1,0 +1,13 @@
+/**
+ * What the Postgres store tells whoever watches its health (the server's metrics): a small
+ * interface, so db/ imports no metrics library. Every method is optional; none may throw.
+ */
+export interface StoreObserver {
+  /** A write batch committed: how many client operations it carried and how long it took, connect to COMMIT. */
+  committed?(info: { batchSize: number; seconds: number }): void;
+  /**
+   * A watcher read from the watch hub: how far behind the head it started (revisions), and
+   * whether the in-memory ring of recent revisions served it (a miss reads the log table).
+   */
+  watchRead?(info: { lagRevisions: number; ringHit: boolean }): void;
+}

@@ -1,0 +1,24 @@
+import { describe, expect, it } from 'vitest';
+import { ServerMetrics } from '../../handlers/metrics.js';
+import { createLogger } from '../../server/log.js';
+import { stepLog } from '../../server/step-log.js';
+
+describe('controller step results in the pod log (server/step-log.ts)', () => {
+  it('a step that wrote or failed is info; a converged one, or one the store outage failed, is debug; all are counted', async () => {
+    const out: string[] = [];
+    const metrics = new ServerMetrics();
+    const steps = stepLog(metrics, createLogger({ level: 'info', format: 'json' }, { pod: 'p' }, { write: (s: string) => void out.push(s) }));
+    steps.step({ controller: 'replica', subject: 'web', ok: true, ms: 3.25, writes: 2 });
+    steps.step({ controller: 'replica', subject: 'web', ok: true, ms: 1, writes: 0 });
+    steps.step({ controller: 'scheduler', ok: false, ms: 1, writes: 0, code: 'CCA-E0403' });
+    steps.step({ controller: 'scheduler', ok: false, ms: 1, writes: 0, code: 'CCA-E0404' });
+    steps.fanout?.({ controller: 'replica', subjects: 3 });
+    const lines = out.map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines).toMatchObject([
+      { level: 'info', component: 'controller', controller: 'replica', subject: 'web', outcome: 'ok', writes: 2, durationMs: 3.3, msg: 'step' },
+      { level: 'info', controller: 'scheduler', outcome: 'error', code: 'CCA-E0404' },
+    ]);
+    expect(lines).toHaveLength(2);
+    expect(await metrics.registry.getSingleMetricAsString('cca_job_runs_total')).toContain('cca_job_runs_total{controller="scheduler",result="error"} 2');
+  });
+});
