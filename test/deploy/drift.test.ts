@@ -17,12 +17,6 @@ import { makeTestCa } from '../support/tls-certs.js';
  * flag points into a mounted volume; every secret key referenced exists.
  */
 
-/**
- * Flags arriving from parallel work on issue #18 (`cca migrate`, the server's --no-migrate,
- * --pool-size and --log-level). Used by deploy/ already; REMOVE this list when that work is
- * merged, and the test then checks them like every other flag.
- */
-const FLAGS_ARRIVING_FROM_PARALLEL_WORK = { commands: ['migrate'], server: ['--no-migrate', '--pool-size', '--log-level'] };
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 const deploy = path.join(root, 'deploy');
@@ -53,27 +47,12 @@ interface Invocation {
 /** `--flag=value` and `--flag value` alike: the flag names. */
 const flagsOf = (args: string[]) => args.filter((a) => a.startsWith('--')).map((a) => a.split('=')[0]!);
 
-/** The server's flags without the arriving ones (each of which must be on the list). */
-function withoutArriving(inv: Invocation): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < inv.args.length; i++) {
-    const a = inv.args[i]!;
-    const name = a.split('=')[0]!;
-    if (!FLAGS_ARRIVING_FROM_PARALLEL_WORK.server.includes(name)) {
-      out.push(a);
-      continue;
-    }
-    // An arriving flag's value, when given as a separate word (--no-migrate takes none).
-    if (!a.includes('=') && name !== '--no-migrate' && inv.args[i + 1] && !inv.args[i + 1]!.startsWith('--')) i++;
-  }
-  return out;
-}
 
 /** serverConfig on the invocation, recording which environment variables it reads. */
 function serverOf(inv: Invocation): { flags: ServerFlags; read: Set<string> } {
   const read = new Set<string>();
   const env = new Proxy(inv.env, { get: (t, k: string) => (read.add(k), t[k]) });
-  return { flags: serverConfig(withoutArriving(inv), env), read };
+  return { flags: serverConfig(inv.args, env), read };
 }
 
 function agentOf(inv: Invocation): Set<string> {
@@ -159,7 +138,6 @@ describe('deploy/ uses only what cca accepts', () => {
 
   test('every command exists in cca', () => {
     for (const inv of invocations) {
-      if (FLAGS_ARRIVING_FROM_PARALLEL_WORK.commands.includes(inv.command)) continue;
       expect(Object.keys(commands), inv.where).toContain(inv.command);
     }
   });
