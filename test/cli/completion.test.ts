@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
 import { commands } from '../../cli/commands.js';
 import { cca } from './harness.js';
+import { needs } from '../support/prerequisites.js';
 
 const script = async (shell: string) => {
   const r = await cca(['completion', shell]);
@@ -27,7 +28,6 @@ function complete(...line: string[]): string[] {
   return execFileSync('bash', ['-c', driver, 'driver', ...line], { encoding: 'utf8', cwd: dir }).split('\n').filter(Boolean);
 }
 
-const installed = (shell: string) => spawnSync('sh', ['-c', `command -v ${shell}`]).status === 0;
 
 describe('cca completion', () => {
   test('bash: the script is valid bash (bash -n)', () => {
@@ -61,9 +61,9 @@ describe('cca completion', () => {
     expect(fish).toContain("complete -c cca -l output -s o -x -a 'plain wide json yaml name'");
   });
 
-  // Shown as skipped (not hidden) on a machine without the shell; the content test above runs everywhere.
+  // The shells are a prerequisite group: a machine without them fails here naming the package.
   for (const shell of ['zsh', 'fish']) {
-    test.skipIf(!installed(shell))(`${shell} -n accepts the ${shell} script (only where ${shell} is installed)`, async () => {
+    test.runIf(needs('shells'))(`${shell} -n accepts the ${shell} script`, async () => {
       const file = join(dir, `cca.${shell}`);
       writeFileSync(file, await script(shell));
       expect(spawnSync(shell, ['-n', file], { encoding: 'utf8' }).status).toBe(0);

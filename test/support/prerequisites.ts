@@ -10,7 +10,7 @@
 import { execFileSync } from 'node:child_process';
 import { accessSync, constants, existsSync } from 'node:fs';
 
-export type PrerequisiteGroup = 'etcd' | 'busybox' | 'containerd' | 'registry' | 'netns' | 'chromium' | 'pgbouncer' | 'tmpfs';
+export type PrerequisiteGroup = 'etcd' | 'busybox' | 'containerd' | 'registry' | 'netns' | 'chromium' | 'pgbouncer' | 'tmpfs' | 'shells';
 
 interface Tool {
   /** A command looked up on PATH, or an absolute path that must exist and be executable. */
@@ -62,6 +62,7 @@ export const GROUPS: Record<PrerequisiteGroup, Group> = {
     ],
   },
   chromium: { why: 'the console in a real browser', tools: [{ command: 'chromium', pkg: 'chromium' }] },
+  shells: { why: 'the zsh and fish completion scripts checked by the shells themselves', tools: [{ command: 'zsh', pkg: 'zsh' }, { command: 'fish', pkg: 'fish' }] },
   pgbouncer: { why: 'Postgres behind PgBouncer: transaction pooling refused, session pooling works', tools: [{ command: '/usr/sbin/pgbouncer', pkg: 'pgbouncer' }] },
   tmpfs: {
     why: 'a full disk: a small tmpfs mounted as an agent\'s state directory and filled',
