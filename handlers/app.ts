@@ -31,6 +31,10 @@ const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/
  */
 export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   const app = new Hono<AuthEnv>();
+  const inflight = deps.inflight;
+  if (inflight) app.use(async function countInFlight(_c, next) {
+    await inflight.track(next);
+  });
   app.use(requestId({ generate: deps.newRequestId }));
   app.use(async function measure(c, next) {
     const started = performance.now();

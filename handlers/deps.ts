@@ -1,5 +1,6 @@
 import type { Store } from '../db/store.js';
 import type { AuthPolicy } from './auth.js';
+import type { InFlight } from './inflight.js';
 import type { ServerMetrics } from './metrics.js';
 import type { SecretBox } from './secret-box.js';
 
@@ -35,6 +36,13 @@ export interface ServerDeps {
    * and watch streams end with a reconnect hint (clients resume on another pod).
    */
   draining?: AbortSignal;
+  /**
+   * Aborts when the pod stops listening (after the drain delay): long polls in flight answer
+   * at once with what they have, so they end before the store closes.
+   */
+  closing?: AbortSignal;
+  /** Requests in flight: the pod closes its store only once they ended. */
+  inflight?: InFlight;
   /** Seals secret values before they are stored and opens them for the node that runs them; absent = specs with secrets are refused. */
   secrets?: SecretBox;
   /**

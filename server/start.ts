@@ -19,6 +19,7 @@ import { defaultLimits } from '../handlers/deps.js';
 import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
+import { InFlight } from '../handlers/inflight.js';
 import { listen } from '../handlers/serve.js';
 import { oneReportPerOutage, watchStoreHealth } from './store-health.js';
 import { loadServerTls } from './tls.js';
@@ -82,6 +83,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const tls = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? loadServerTls(cfg.tlsCert, cfg.tlsKey) : undefined;
   const stops: (() => Promise<void>)[] = [];
   const drain = new AbortController();
+  const closing = new AbortController();
+  const inflight = new InFlight();
   let store: Store;
   let leading = () => false;
   try {
@@ -171,10 +174,19 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       auth: { openReads: cfg.openReads },
       ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
       draining: drain.signal,
+      closing: closing.signal,
+      inflight,
       why: (kind, name) => why(store, kind, name),
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });
-    stops.unshift(() => http.close(cfg.shutdownGraceMs ?? 10_000));
+    // First: long polls answer at once, the server stops accepting, requests in flight get
+    // their grace; only once every handler is done do the drivers and the store close.
+    const graceMs = cfg.shutdownGraceMs ?? 10_000;
+    stops.unshift(async () => {
+      closing.abort();
+      await http.close(graceMs);
+      await inflight.idle(graceMs);
+    });
     return {
       url: http.url,
       store,
@@ -182,7 +194,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       leading: () => leading(),
       stop: async () => {
         // Not ready first (a load balancer stops sending), watch streams told to reconnect
-        // elsewhere, then requests in flight get their grace before anything closes.
+        // elsewhere, then long polls answered and requests in flight given their grace;
+        // the store closes last.
         drain.abort();
         if (cfg.drainDelayMs) await new Promise((r) => setTimeout(r, cfg.drainDelayMs));
         for (const s of stops) await s().catch(() => undefined);

@@ -128,16 +128,19 @@ function eventKeys(node: string, events: readonly { at: number }[]): string[] {
 /** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
 /**
  * A long poll: whether anything under `watch` changed after revision `after`, waiting up to
- * `waitMs` (the server's long-poll limit by default) or until the client goes away. The
+ * `waitMs` (the server's long-poll limit by default), until the client goes away or the pod
+ * stops (`deps.closing`). The
  * caller answers with the current value either way.
  */
 async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 'prefix'>, q: { after: number; waitMs?: number | undefined }, gone: AbortSignal): Promise<boolean> {
   const waitMs = q.waitMs ?? deps.limits.longPollMs;
   if (q.after === 0) return true;
-  if (waitMs <= 0) return false;
+  // A pod that stops answers its long polls at once, while its store is still open.
+  if (waitMs <= 0 || deps.closing?.aborted) return false;
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), waitMs);
   gone.addEventListener('abort', () => ac.abort(), { once: true });
+  deps.closing?.addEventListener('abort', () => ac.abort(), { once: true, signal: ac.signal });
   deps.metrics.watchers.inc();
   try {
     for await (const _ of deps.store.watch({ ...watch, fromRevision: q.after + 1, signal: ac.signal })) return true;

@@ -114,7 +114,7 @@ export function logRoutes(deps: ServerDeps, relay = new LogRelay()) {
 
   app.get('/v1/agent/nodes/:node/log-requests', requireNode('read log requests'), async (c) => {
     const q = parseQuery(c, pollQuery);
-    const requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, c.req.raw.signal);
+    const requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, deps.closing ? AbortSignal.any([c.req.raw.signal, deps.closing]) : c.req.raw.signal);
     return c.json({ requests });
   });
 
