@@ -81,9 +81,10 @@ test('a stopping pod answers the agents\' long polls in flight, then closes its 
   cleanups.push(() => spy.mockRestore());
   const post = (path: string, token: string, body: unknown) => fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
   const enrolled = (await (await post('/v1/agent/enroll', JOIN, { node: 'n1' })).json()) as { credential: string; revision: number };
-  const poll = (path: string) =>
+  type Answer = { status: number; body: { changed?: boolean; requests?: unknown[]; error?: string } };
+  const poll = (path: string): Promise<Answer> =>
     fetch(`${url}/v1/agent/nodes/n1/${path}`, { headers: { authorization: `Bearer ${enrolled.credential}` } }).then(
-      async (r) => ({ status: r.status, body: (await r.json()) as { changed?: boolean; requests?: unknown[] } }),
+      async (r) => ({ status: r.status, body: (await r.json()) as Answer['body'] }),
       (e: unknown) => ({ status: 0, body: { error: String(e) } }),
     );
   // Long polls that would wait 60 s: the assignments (a store watch, then store reads) and the log requests.
