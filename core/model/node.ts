@@ -34,6 +34,11 @@ export const nodeRecordSchema = z.object({
   leaseTtlSeconds: z.int().min(1).max(3600).optional(),
   /** Where peers ask this agent whether it reaches the control plane, and the key its answers are signed with (docs/fencing.md). */
   peer: peerInfoSchema.optional(),
+  /**
+   * Set by the server (its clock, ms): when this node last registered or came back from a
+   * silence of R or more. Its renewals count toward an expiry's majority only G after it (docs/fencing.md).
+   */
+  renewingSince: z.int().min(0).optional(),
 });
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;

@@ -3,9 +3,9 @@ import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
-import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type Observation } from '../../core/model/index.js';
+import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
 import type { Compare, Store, WatchRequest } from '../../db/store.js';
-import { QUORUM } from '../../core/model/quorum.js';
+import { backFromSilence, QUORUM } from '../../core/model/quorum.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
@@ -125,7 +125,21 @@ function eventKeys(node: string, events: readonly { at: number }[]): string[] {
   });
 }
 
-/** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
+/**
+ * A keepalive that ends a silence of R or more first stamps the node's `renewingSince`: its
+ * renewals count toward an expiry's majority only G after it (docs/fencing.md). Written before
+ * the renewal, so the controller never sees the renewal without the stamp.
+ */
+async function stampReturn(store: Store, key: string, record: NodeRecord, lease: number): Promise<void> {
+  const t = await store.leaseTimeToLive(lease);
+  if (t.ttl < 0 || !backFromSilence((t.grantedTtl - t.ttl) * 1000, (record.leaseTtlSeconds ?? t.grantedTtl) * 1000)) return;
+  const r = await store.txn({
+    compare: [{ key, target: 'lease', op: '=', value: lease }],
+    success: [{ put: { key, value: encodeFact('node', { ...record, renewingSince: Date.now() }), lease } }],
+  });
+  if (!r.succeeded) throw new CcaError('CCA-E0107', { lease });
+}
+
 /**
  * A long poll: whether anything under `watch` changed after revision `after`, waiting up to
  * `waitMs` (the server's long-poll limit by default), until the client goes away or the pod
@@ -183,7 +197,8 @@ export function agentRoutes(deps: ServerDeps) {
     const opts = parseBody(registerBody, body);
     const { leaseTtlSeconds: _ttl, resumeLease: _resume, ...record } = body;
     // The TTL goes into the record: the node controller expires the node by it (docs/fencing.md).
-    const parsed = nodeRecordSchema.safeParse({ ...record, leaseTtlSeconds: opts.leaseTtlSeconds });
+    // renewingSince: a registration starts a run of renewals, counted for expiries only G later (docs/fencing.md).
+    const parsed = nodeRecordSchema.safeParse({ ...record, leaseTtlSeconds: opts.leaseTtlSeconds, renewingSince: Date.now() });
     if (!parsed.success) {
       const i = parsed.error.issues[0]!;
       throw new CcaError('CCA-E0614', { node, reason: `${i.path.join('.') || 'record'}: ${i.message}` });
@@ -230,9 +245,11 @@ export function agentRoutes(deps: ServerDeps) {
       await store.revokeLease(lease).catch(() => undefined);
       throw new CcaError('CCA-E0107', { lease });
     }
+    const record = decodeFact('node', kv.key, kv.value);
+    await stampReturn(store, kv.key, record, lease);
     const renewed = await store.keepAlive(lease);
     // The agent fences by the TTL it registered with, not the backstop's.
-    return c.json({ ttl: decodeFact('node', kv.key, kv.value).leaseTtlSeconds ?? renewed.ttl });
+    return c.json({ ttl: record.leaseTtlSeconds ?? renewed.ttl });
   });
 
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
-import { QUORUM } from '../../core/model/quorum.js';
+import { QUORUM, renewingWithinMs } from '../../core/model/quorum.js';
 import { MemoryStore } from '../../db/memory.js';
 import { errorOf, secured } from './support.js';
 
@@ -31,5 +31,32 @@ describe('agent routes and the quorum rule', () => {
     expect(refused.status).toBe(404);
     expect((await errorOf(refused)).code).toBe('CCA-E0107');
     expect(await store.get(buildKey('node', 'n1'))).toBeFalsy();
+  });
+
+  it('stamps renewingSince at a registration and at a keepalive that ends a silence of R, before renewing; not otherwise', async () => {
+    let t = 1_000_000;
+    const store = new MemoryStore({ now: () => t });
+    const { call, enroll, register } = await secured(store);
+    const credential = await enroll('n1');
+    const before = Date.now();
+    const { lease } = await register('n1', credential);
+    const stamp = async () => {
+      const kv = (await store.get(buildKey('node', 'n1')))!;
+      return { since: decodeFact('node', kv.key, kv.value).renewingSince, modRevision: kv.modRevision };
+    };
+    const first = await stamp();
+    expect(first.since).toBeGreaterThanOrEqual(before);
+    const keepalive = async () => expect((await call('POST', '/v1/agent/nodes/n1/keepalive', { json: { lease }, token: credential })).status).toBe(200);
+    // A healthy keepalive interval (T/4 = 15 s at T = 60 s): nothing written.
+    t += 15_000;
+    await keepalive();
+    expect(await stamp()).toEqual(first);
+    // Silent for R (widened by a second: the store answers in whole seconds): stamped anew.
+    t += renewingWithinMs(60_000) - QUORUM.granularityMs;
+    const back = Date.now();
+    await keepalive();
+    const second = await stamp();
+    expect(second.modRevision).toBeGreaterThan(first.modRevision);
+    expect(second.since).toBeGreaterThanOrEqual(back);
   });
 });
