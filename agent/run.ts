@@ -85,7 +85,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       runtime,
       record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes } },
       leaseTtlSeconds: flags.leaseTtlSeconds,
-      peer: { listen: flags.peerListen, advertise: flags.peerAdvertise },
+      peer: { listen: flags.peerListen, advertise: flags.peerAdvertise, networks: flags.peerNetworks },
       ...(network ? { network } : {}),
       ...(flags.ca ? { fetch: fetchTrusting(flags.ca) } : {}),
     });

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { CcaError, messageOf } from '../core/diagnostics/index.js';
+import { peerNetworksSchema } from '../core/model/peer-address.js';
 
 /** Flags win over environment variables, which win over defaults. */
 const configSchema = z.object({
@@ -17,6 +18,7 @@ const configSchema = z.object({
   secretKeyFile: z.string().min(1).optional(),
   tlsCert: z.string().min(1).optional(),
   tlsKey: z.string().min(1).optional(),
+  peerNetworks: peerNetworksSchema.optional(),
 }).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
   // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
   // and silently serving plain HTTP instead would hand out tokens in clear text.
@@ -39,6 +41,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)
+  --peer-networks CIDR,...  networks agents' advertised peer addresses may lie in, besides the address each registers from (env CCA_PEER_NETWORKS, default 127.0.0.0/8,::1/128)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
   env CCA_ADMIN_TOKEN, CCA_JOIN_TOKEN: install these tokens instead of generating them`;
 
@@ -57,6 +60,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'leader-ttl': { type: 'string' },
         'secret-key-file': { type: 'string' },
         'drain-seconds': { type: 'string' },
+        'peer-networks': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
       },
@@ -79,6 +83,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     secretKeyFile: values['secret-key-file'] ?? (env.CCA_SECRET_KEY_FILE || undefined),
     tlsCert: values['tls-cert'] ?? (env.CCA_TLS_CERT || undefined),
     tlsKey: values['tls-key'] ?? (env.CCA_TLS_KEY || undefined),
+    peerNetworks: values['peer-networks'] ?? (env.CCA_PEER_NETWORKS || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

@@ -1,4 +1,5 @@
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { loopbackNetworks, type Cidr } from '../core/model/peer-address.js';
 import { openStore } from '../db/index.js';
 import { migrateStore } from '../db/postgres/migrate.js';
 import { pgFailure, redactUrl } from '../db/postgres/errors.js';
@@ -50,6 +51,8 @@ export interface ServerConfig {
   shutdownGraceMs?: number;
   /** Keys that seal secret values at rest (the first seals new values); none = specs with secrets are refused. */
   secretKeys?: SecretKey[];
+  /** Networks an agent's advertised peer address may lie in besides its registration source (default: loopback). */
+  peerNetworks?: Cidr[];
   /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
   tlsCert?: string;
   tlsKey?: string;
@@ -176,6 +179,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       draining: drain.signal,
       closing: closing.signal,
       inflight,
+      peerNetworks: cfg.peerNetworks ?? loopbackNetworks(),
       why: (kind, name) => why(store, kind, name),
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });

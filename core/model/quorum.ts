@@ -102,6 +102,8 @@ export const peerInfoSchema = z.object({
   address: z.string().max(255),
   /** Ed25519 public key, raw 32 bytes, base64. */
   publicKey: z.string().max(64),
+  /** Set by the server: the address the node registered from; peers dial `address` only if it is this host or in their peer networks (core/model/peer-address.ts). */
+  from: z.string().max(64).optional(),
 });
 
 export const memberSchema = z.object({

@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { loopbackNetworks, peerAddressProblem } from '../../core/model/peer-address.js';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
@@ -125,6 +127,16 @@ function eventKeys(node: string, events: readonly { at: number }[]): string[] {
   });
 }
 
+/** The address the request came from (the socket's peer), when served over a socket. */
+function sourceAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    // app.request() in tests: no socket.
+    return undefined;
+  }
+}
+
 /**
  * A keepalive that ends a silence of R or more first stamps the node's `renewingSince`: its
  * renewals count toward an expiry's majority only G after it (docs/fencing.md). Written before
@@ -204,6 +216,13 @@ export function agentRoutes(deps: ServerDeps) {
       throw new CcaError('CCA-E0614', { node, reason: `${i.path.join('.') || 'record'}: ${i.message}` });
     }
     if (parsed.data.name !== node) throw new CcaError('CCA-E0614', { node, reason: `the record names node ${parsed.data.name}` });
+    // Every peer dials this address: only this node's own source address or a declared peer network (docs/security.md).
+    if (parsed.data.peer) {
+      const from = sourceAddress(c);
+      const problem = peerAddressProblem(parsed.data.peer.address, { networks: deps.peerNetworks ?? loopbackNetworks(), registeredFrom: from });
+      if (problem !== undefined) throw new CcaError('CCA-E0581', { node, address: parsed.data.peer.address, reason: problem });
+      parsed.data.peer = { address: parsed.data.peer.address, publicKey: parsed.data.peer.publicKey, ...(from !== undefined ? { from } : {}) };
+    }
     const key = buildKey('node', node);
     const value = encodeFact('node', parsed.data);
     const existing = await store.get(key);

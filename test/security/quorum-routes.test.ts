@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
 import { QUORUM, renewingWithinMs } from '../../core/model/quorum.js';
 import { MemoryStore } from '../../db/memory.js';
+import { parseCidr } from '../../core/model/peer-address.js';
+import { record } from './support.js';
 import { errorOf, secured } from './support.js';
 
 /**
@@ -58,5 +60,22 @@ describe('agent routes and the quorum rule', () => {
     const second = await stamp();
     expect(second.modRevision).toBeGreaterThan(first.modRevision);
     expect(second.since).toBeGreaterThanOrEqual(back);
+  });
+
+  it('refuses a peer address outside the peer networks (CCA-E0581) and accepts one inside them; the answer is coded, nothing is written', async () => {
+    const store = new MemoryStore();
+    const { call, enroll } = await secured(store, { peerNetworks: [parseCidr('127.0.0.0/8')!, parseCidr('10.1.0.0/16')!] });
+    const credential = await enroll('n1');
+    const register = (address: string) => call('POST', '/v1/agent/nodes/n1/register', { json: { ...record('n1'), leaseTtlSeconds: 60, peer: { address, publicKey: 'k'.repeat(43) + '=' } }, token: credential });
+    for (const address of ['10.2.0.9:22', '[fd00::1]:7000', 'db.internal:5432']) {
+      const refused = await register(address);
+      expect(refused.status, address).toBe(400);
+      const e = await errorOf(refused);
+      expect(e.code).toBe('CCA-E0581');
+      expect(e.message).toContain(address);
+      expect(await store.get(buildKey('node', 'n1'))).toBeFalsy();
+    }
+    expect((await register('10.1.4.2:7000')).status).toBe(200);
+    expect((await register('127.0.0.1:7000')).status).toBe(200);
   });
 });
