@@ -12,6 +12,7 @@ import type { Runtime } from './runtime.js';
 import type { StateDir } from './state.js';
 import { VolumeDir } from './volumes.js';
 import { NodePeer } from './peer/node-peer.js';
+import type { Cidr } from '../core/model/peer-address.js';
 import type { NodeRecordInput } from '../core/model/index.js';
 import { QUORUM } from '../core/model/quorum.js';
 
@@ -41,7 +42,7 @@ export interface AgentOptions {
   /** Tighter bounds on one log request (tests); LOG_LIMITS otherwise. */
   logLimits?: LogServerOptions['limits'];
   /** The peer endpoint (docs/fencing.md): listen (default 127.0.0.1:0), advertise, and how questions are sent. */
-  peer?: { listen?: string; advertise?: string; fetch?: typeof fetch };
+  peer?: { listen?: string; advertise?: string; networks?: readonly Cidr[]; fetch?: typeof fetch };
   /** Replaces the peers as the judge of an outage (tests); by default the peers' quorum (agent/peer/). */
   outage?: OutageOracle;
   /** `--disk-min-free`: below this the node reports disk full (CCA-E0570); 0: only failed writes count. */
@@ -100,6 +101,7 @@ export class Agent {
       ttlMs: () => (this.core.leases.lease?.ttl ?? ttlSeconds) * 1000,
       log: (l) => this.log(l),
       ...(opts.peer?.fetch ? { fetch: opts.peer.fetch } : {}),
+      ...(opts.peer?.networks ? { networks: opts.peer.networks } : {}),
     });
     this.core = new AgentCore({
       node: opts.node,

@@ -3,6 +3,7 @@ import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { capacityOf, RESERVE, type Capacity, type MachineFacts } from './capacity.js';
 import { FENCE } from './core/fence.js';
 import { QUORUM } from '../core/model/quorum.js';
+import { LOOPBACK_NETWORKS, peerNetworksSchema, type Cidr } from '../core/model/peer-address.js';
 import { readMachine } from './machine.js';
 import { readCaFile } from './https.js';
 import type { RuntimeName } from './runtime.js';
@@ -51,6 +52,8 @@ export interface AgentFlags {
   /** --log-level / --log-format as given ('' = the default, settled with core/log-settings.ts). */
   logLevel: string;
   logFormat: string;
+  /** Networks peers' advertised addresses may lie in besides their registration source (docs/security.md). */
+  peerNetworks: Cidr[];
   help: boolean;
 }
 
@@ -76,7 +79,10 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
                            peers cannot confirm a control-plane outage in time: docs/fencing.md)
   --peer-listen HOST:PORT  where peers ask whether this node reaches the control plane
                            (default 127.0.0.1:0: loopback, any free port)
-  --peer-advertise H:P     the address peers are told (default: the --peer-listen address)
+  --peer-advertise H:P     the address peers are told (default: the --peer-listen address); an IP
+                           address the server accepts: this node's source address or in its --peer-networks
+  --peer-networks CIDR,..  peers are asked only at their own registration address or inside these
+                           networks (default 127.0.0.0/8,::1/128; give the server's --peer-networks)
   --metrics-listen H:P     serve Prometheus metrics at http://H:P/metrics (default: off;
                            docs/observability.md)
   --log-level L            trace, debug, info, warn, error or fatal (CCA_LOG_LEVEL, default info)
@@ -155,7 +161,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'metrics-listen', 'log-level', 'log-format', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'peer-networks', 'metrics-listen', 'log-level', 'log-format', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -212,8 +218,15 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     metricsListen: get('metrics-listen'),
     logLevel: get('log-level', env.CCA_LOG_LEVEL ?? ''),
     logFormat: get('log-format', env.CCA_LOG_FORMAT ?? ''),
+    peerNetworks: peerNetworks(get('peer-networks', LOOPBACK_NETWORKS.join(','))),
     help,
   };
+}
+
+function peerNetworks(text: string): Cidr[] {
+  const r = peerNetworksSchema.safeParse(text);
+  if (!r.success) bad(`--peer-networks: ${r.error.issues[0]!.message}`);
+  return r.data;
 }
 
 function hostPort(text: string, flag: string): string {

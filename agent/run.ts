@@ -93,7 +93,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       leaseTtlSeconds: flags.leaseTtlSeconds,
       diskMinFreeBytes: flags.diskMinFree,
       logMaxTotalBytes: flags.logMaxTotal,
-      peer: { listen: flags.peerListen, advertise: flags.peerAdvertise },
+      peer: { listen: flags.peerListen, advertise: flags.peerAdvertise, networks: flags.peerNetworks },
       ...(network ? { network } : {}),
       ...(flags.ca ? { fetch: fetchTrusting(flags.ca) } : {}),
       log: (line) => log.info(line),

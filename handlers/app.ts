@@ -39,6 +39,10 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   // Per pod: stream slots per credential, the bytes its watchers hold, each node's write rate.
   const pod = podLimits(deps.limits);
   deps.metrics.trackWatchBytes(() => pod.watchBytes.used);
+  const inflight = deps.inflight;
+  if (inflight) app.use(async function countInFlight(_c, next) {
+    await inflight.track(next);
+  });
   app.use(requestId({ generate: deps.newRequestId }));
   if (deps.log) app.use(accessLog({ log: deps.log }));
   app.use(async function measure(c, next) {

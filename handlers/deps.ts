@@ -2,6 +2,8 @@ import type { BucketPolicy } from '../core/limits/token-bucket.js';
 import type { Store } from '../db/store.js';
 import type { RequestLog } from './access-log.js';
 import type { AuthPolicy } from './auth.js';
+import type { InFlight } from './inflight.js';
+import type { Cidr } from '../core/model/peer-address.js';
 import type { ServerMetrics } from './metrics.js';
 import type { SecretBox } from './secret-box.js';
 
@@ -66,6 +68,15 @@ export interface ServerDeps {
    * and watch streams end with a reconnect hint (clients resume on another pod).
    */
   draining?: AbortSignal;
+  /**
+   * Aborts when the pod stops listening (after the drain delay): long polls in flight answer
+   * at once with what they have, so they end before the store closes.
+   */
+  closing?: AbortSignal;
+  /** Networks an agent's advertised peer address may lie in besides its registration source; absent: loopback (core/model/peer-address.ts). */
+  peerNetworks?: Cidr[];
+  /** Requests in flight: the pod closes its store only once they ended. */
+  inflight?: InFlight;
   /** Seals secret values before they are stored and opens them for the node that runs them; absent = specs with secrets are refused. */
   secrets?: SecretBox;
   /**

@@ -65,7 +65,7 @@ export class LogRelay {
 
   /** The requests waiting for `node`, taken; waits up to `waitMs` for one to arrive. */
   async take(node: string, waitMs: number, gone: AbortSignal): Promise<LogRequest[]> {
-    if (!this.pending.has(node) && waitMs > 0) {
+    if (!this.pending.has(node) && waitMs > 0 && !gone.aborted) {
       await new Promise<void>((resolve) => {
         const set = this.waiters.get(node) ?? new Set();
         this.waiters.set(node, set);

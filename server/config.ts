@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { defaultLimits, type ServerLimits } from '../handlers/deps.js';
+import { peerNetworksSchema } from '../core/model/peer-address.js';
 
 /** Flags win over environment variables, which win over defaults. */
 const configSchema = z.object({
@@ -26,6 +27,7 @@ const configSchema = z.object({
   nodeWriteBurst: z.coerce.number().int().min(1).max(10_000_000).default(defaultLimits.nodeWrites.burst),
   logLevel: z.string().min(1).optional(),
   logFormat: z.string().min(1).optional(),
+  peerNetworks: peerNetworksSchema.optional(),
 }).refine((c) => (c.tlsCert === undefined) === (c.tlsKey === undefined), {
   // Both or neither: a certificate without its key (or the reverse) cannot serve HTTPS,
   // and silently serving plain HTTP instead would hand out tokens in clear text.
@@ -55,6 +57,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --max-node-streams N the same for one node's credential                                     (env CCA_MAX_NODE_STREAMS, default 16)
   --node-write-rate N observations and events one node may write per second on this pod     (env CCA_NODE_WRITE_RATE, default 50)
   --node-write-burst N  and at once after a quiet spell                                       (env CCA_NODE_WRITE_BURST, default 1000)
+  --peer-networks CIDR,...  networks agents' advertised peer addresses may lie in, besides the address each registers from (env CCA_PEER_NETWORKS, default 127.0.0.0/8,::1/128)
   --secret-key-file F keys sealing secret values at rest, ID:BASE64 per line, newest first   (env CCA_SECRET_KEY_FILE, or the keys in CCA_SECRET_KEY)
   --log-level L       trace, debug, info, warn, error or fatal (env CCA_LOG_LEVEL, default info)
   --log-format F      json (one object a line on stdout) or pretty (default: pretty on a terminal, else json) (env CCA_LOG_FORMAT)
@@ -77,6 +80,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'leader-ttl': { type: 'string' },
         'secret-key-file': { type: 'string' },
         'drain-seconds': { type: 'string' },
+        'peer-networks': { type: 'string' },
         'tls-cert': { type: 'string' },
         'tls-key': { type: 'string' },
         'max-streams': { type: 'string' },
@@ -113,6 +117,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     nodeWriteBurst: values['node-write-burst'] ?? (env.CCA_NODE_WRITE_BURST || undefined),
     logLevel: values['log-level'] ?? (env.CCA_LOG_LEVEL || undefined),
     logFormat: values['log-format'] ?? (env.CCA_LOG_FORMAT || undefined),
+    peerNetworks: values['peer-networks'] ?? (env.CCA_PEER_NETWORKS || undefined),
   };
   const r = configSchema.safeParse(raw);
   if (!r.success) {

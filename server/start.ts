@@ -1,4 +1,5 @@
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { loopbackNetworks, type Cidr } from '../core/model/peer-address.js';
 import { openStore } from '../db/index.js';
 import { pgFailure, redactUrl } from '../db/postgres/errors.js';
 import { createPool } from '../db/postgres/pool.js';
@@ -20,6 +21,7 @@ import { defaultLimits, type ServerLimits } from '../handlers/deps.js';
 import { ServerMetrics } from '../handlers/metrics.js';
 import { requestIdGenerator } from '../handlers/request-id.js';
 import { SecretBox, type SecretKey } from '../handlers/secret-box.js';
+import { InFlight } from '../handlers/inflight.js';
 import { listen } from '../handlers/serve.js';
 import { silentLogger, type Logger } from './log.js';
 import { graphileLog, stepLog } from './step-log.js';
@@ -59,6 +61,8 @@ export interface ServerConfig {
   shutdownGraceMs?: number;
   /** Keys that seal secret values at rest (the first seals new values); none = specs with secrets are refused. */
   secretKeys?: SecretKey[];
+  /** Networks an agent's advertised peer address may lie in besides its registration source (default: loopback). */
+  peerNetworks?: Cidr[];
   /** Serve HTTPS with this PEM certificate and key (file paths, read and checked at start). */
   tlsCert?: string;
   tlsKey?: string;
@@ -99,6 +103,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const tls = cfg.tlsCert !== undefined && cfg.tlsKey !== undefined ? loadServerTls(cfg.tlsCert, cfg.tlsKey) : undefined;
   const stops: (() => Promise<void>)[] = [];
   const drain = new AbortController();
+  const closing = new AbortController();
+  const inflight = new InFlight();
   let store: Store;
   let leading = () => false;
   try {
@@ -203,10 +209,20 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       auth: { openReads: cfg.openReads },
       ...(cfg.secretKeys ? { secrets: new SecretBox(cfg.secretKeys) } : {}),
       draining: drain.signal,
+      closing: closing.signal,
+      inflight,
+      peerNetworks: cfg.peerNetworks ?? loopbackNetworks(),
       why: (kind, name) => why(store, kind, name),
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });
-    stops.unshift(() => http.close(cfg.shutdownGraceMs ?? 10_000));
+    // First: long polls answer at once, the server stops accepting, requests in flight get
+    // their grace; only once every handler is done do the drivers and the store close.
+    const graceMs = cfg.shutdownGraceMs ?? 10_000;
+    stops.unshift(async () => {
+      closing.abort();
+      await http.close(graceMs);
+      await inflight.idle(graceMs);
+    });
     return {
       url: http.url,
       store,
@@ -214,7 +230,8 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       leading: () => leading(),
       stop: async () => {
         // Not ready first (a load balancer stops sending), watch streams told to reconnect
-        // elsewhere, then requests in flight get their grace before anything closes.
+        // elsewhere, then long polls answered and requests in flight given their grace;
+        // the store closes last.
         drain.abort();
         if (cfg.drainDelayMs) await new Promise((r) => setTimeout(r, cfg.drainDelayMs));
         for (const s of stops) await s().catch(() => undefined);

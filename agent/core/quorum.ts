@@ -56,14 +56,16 @@ export function quorumVerdict(q: QuorumInput): QuorumVerdict {
   }
   const reaching = [...latest.values()].find((a) => a.reachesControlPlane);
   if (reaching) return { confirmed: false, why: `node ${reaching.node} reaches the control plane`, votes: 0, members };
-  // Votes: itself (now), then its peers' answers newest first; the confirmation lasts as long as the oldest vote it needs.
+  // Votes: itself (now), then its peers' answers newest first. The confirmation lasts G after
+  // the oldest vote it needs: none of those voters counts toward an expiry's majority until G
+  // after it came back, which is after its vote (docs/fencing.md).
   const peers = [...latest.values()].sort((a, b) => b.askedAt - a.askedAt);
   const needed = Math.floor(members / 2) + 1;
   const votes = 1 + peers.length;
   if (!isMajority(votes, members)) return { confirmed: false, why: `${votes} of ${members} members confirm the outage, ${needed} needed`, votes, members };
   const used = peers.slice(0, needed - 1);
   const oldest = used.length === 0 ? q.now : used[used.length - 1]!.askedAt;
-  return { confirmed: true, validUntil: oldest + QUORUM.freshMs, votes, members };
+  return { confirmed: true, validUntil: oldest + QUORUM.settleMs, votes, members };
 }
 
 /**

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { peerAddressProblem, type Cidr } from '../../core/model/peer-address.js';
 import { QUORUM, type Member, type MembershipVersion } from '../../core/model/quorum.js';
 import type { VerifiedAnswer } from '../core/quorum.js';
 import type { PeerKeys } from './keys.js';
@@ -9,6 +10,10 @@ export interface AskOptions {
   self: string;
   keys: PeerKeys;
   now: () => number;
+  /** Peer networks (--peer-networks): an address outside them and not the member's registration source is never dialled. */
+  networks: readonly Cidr[];
+  /** A member's address refused by that check (the quorum logs it once). */
+  refused?: (member: Member, problem: string) => void;
   fetch?: typeof fetch;
 }
 
@@ -20,6 +25,12 @@ export interface AskOptions {
 export async function askPeer(member: Member, o: AskOptions): Promise<VerifiedAnswer | undefined> {
   const peer = member.peer;
   if (!peer || peer.address === '' || member.node === o.self) return undefined;
+  // The same check the server made at registration (core/model/peer-address.ts): never dial a foreign address.
+  const problem = peerAddressProblem(peer.address, { networks: o.networks, registeredFrom: peer.from });
+  if (problem !== undefined) {
+    o.refused?.(member, problem);
+    return undefined;
+  }
   const nonce = randomBytes(16).toString('base64url');
   const askedAt = o.now();
   const question = { from: o.self, to: member.node, nonce };

@@ -1,4 +1,5 @@
 import { CcaError } from '../../core/diagnostics/index.js';
+import { loopbackNetworks, type Cidr } from '../../core/model/peer-address.js';
 import { membershipCopySchema, type MembershipVersion, type PeerInfo } from '../../core/model/quorum.js';
 import type { FenceClock, OutageOracle } from '../core/index.js';
 import type { StateDir } from '../state.js';
@@ -20,6 +21,8 @@ export interface NodePeerOptions {
   log: (line: string) => void;
   /** How questions to peers are sent (tests cut a node off with it). */
   fetch?: typeof fetch;
+  /** Peer networks (--peer-networks, default loopback): members' addresses outside them (and not their registration source) are never dialled. */
+  networks?: readonly Cidr[];
 }
 
 /**
@@ -52,6 +55,7 @@ export class NodePeer implements OutageOracle {
       ttlMs: o.ttlMs,
       membership: () => this.copy,
       log: o.log,
+      networks: o.networks ?? loopbackNetworks(),
       ...(o.fetch ? { fetch: o.fetch } : {}),
     });
   }

@@ -1,3 +1,4 @@
+import type { Cidr } from '../../core/model/peer-address.js';
 import { cannotReachAfterMs, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
 import { cannotReach, OutageLatch, quorumVerdict, type QuorumVerdict } from '../core/quorum.js';
 import type { OutageOracle } from '../core/ports.js';
@@ -17,6 +18,8 @@ export interface PeerQuorumDeps {
   /** The membership copy and when the request that fetched it was sent. */
   membership: () => { copy: MembershipVersion; fetchedAt: number } | undefined;
   log: (line: string) => void;
+  /** Peer networks (--peer-networks): which member addresses may be dialled. */
+  networks: readonly Cidr[];
   fetch?: typeof fetch;
 }
 
@@ -29,6 +32,7 @@ export interface PeerQuorumDeps {
 export class PeerQuorum implements OutageOracle {
   readonly latch: OutageLatch;
   private lastWhy = '';
+  private readonly refusedLogged = new Set<string>();
 
   constructor(private readonly d: PeerQuorumDeps) {
     this.latch = new OutageLatch(d.fenceAt);
@@ -54,7 +58,7 @@ export class PeerQuorum implements OutageOracle {
     const last = this.d.lastOkSentAt();
     if (last === undefined || (await this.reaches())) return undefined;
     const m = this.d.membership();
-    const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
+    const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, networks: this.d.networks, refused: (member, problem) => this.refused(member.node, problem), ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
     const selfCannotReach = !(await this.reaches());
     const now = this.d.now();
     const v = quorumVerdict({ self: this.d.self, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: this.d.lastOkSentAt() ?? last, selfCannotReach, answers, now });
@@ -63,6 +67,12 @@ export class PeerQuorum implements OutageOracle {
     if (why !== this.lastWhy) this.d.log(`control plane unreachable: ${why}`);
     this.lastWhy = why;
     return v;
+  }
+
+  private refused(node: string, problem: string): void {
+    if (this.refusedLogged.has(`${node} ${problem}`)) return;
+    this.refusedLogged.add(`${node} ${problem}`);
+    this.d.log(`not asking node ${node}: its peer address is refused: ${problem} (CCA-E0581)`);
   }
 
   /** Rounds every QUORUM.pollMs until closed; `changed` after each (the fence file, a reconcile). */

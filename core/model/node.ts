@@ -52,6 +52,11 @@ export const nodeRecordSchema = z.object({
   peer: peerInfoSchema.optional(),
   /** What the agent reports wrong with the node (a full disk): no new placements while any holds. Updated by registering again under the same lease. */
   conditions: z.array(nodeConditionSchema).max(8).default([]),
+  /**
+   * Set by the server (its clock, ms): when this node last registered or came back from a
+   * silence of R or more. Its renewals count toward an expiry's majority only G after it (docs/fencing.md).
+   */
+  renewingSince: z.int().min(0).optional(),
 });
 
 export type NodeRecord = z.output<typeof nodeRecordSchema>;

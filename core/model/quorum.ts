@@ -23,7 +23,16 @@ export const QUORUM = {
   copyStaleMs: 65_000,
   /** Added to the membership history window for clock differences between pods and agents. */
   historyMarginMs: 10_000,
-  /** L: after the node controller expires a node, its replicas are declared lost no sooner than this (≥ F + check + kill budget; see docs/fencing.md). */
+  /**
+   * G: a member's renewals count toward the majority that lets the node controller expire a
+   * node only once they have gone on this long (plus the clock margin) since the server last
+   * saw it register or come back from a silence of R or more (`renewingSince` in its record);
+   * and an agent's confirmation of an outage lasts this long after the oldest question it
+   * relies on. So a late renewer has G to come back after the control plane returns, and a
+   * starved agent's peer rounds may take up to G (docs/fencing.md).
+   */
+  settleMs: 20_000,
+  /** L: after the node controller expires a node, its replicas are declared lost no sooner than this (≥ check + kill budget, with room; see docs/fencing.md). */
   lostGraceMs: 6_000,
   /**
    * The store lease under an API-registered node record (s): a backstop only — the node
@@ -62,6 +71,21 @@ export function quorumFits(ttlMs: number, fenceMarginMs: number): boolean {
   return cannotReachAfterMs(ttlMs) + QUORUM.pollMs + QUORUM.askTimeoutMs <= ttlMs - fenceMarginMs - keepaliveEveryMs(ttlMs) - QUORUM.keepaliveTimeoutMs;
 }
 
+/**
+ * Did the lease of a node whose keepalive the server is about to apply stay silent for R or
+ * more (elapsed: what the store's leaseTimeToLive shows, in whole seconds, widened by g)? Then
+ * the server stamps `renewingSince` before renewing: the node's renewals count for expiries
+ * only G after it (settledFrom). Called by the agent keepalive route and the simulation's.
+ */
+export function backFromSilence(elapsedMs: number, ttlMs: number): boolean {
+  return elapsedMs + QUORUM.granularityMs >= renewingWithinMs(ttlMs);
+}
+
+/** When the renewals of a node stamped `renewingSince` (server clock) start counting for expiries (controller clock). */
+export function settledFrom(renewingSince: number): number {
+  return renewingSince + QUORUM.settleMs + QUORUM.historyMarginMs;
+}
+
 /** W: how long a superseded membership version keeps counting for expiries (≥ T + S + margin). */
 export function historyWindowMs(maxTtlMs: number): number {
   return maxTtlMs + QUORUM.copyStaleMs + QUORUM.historyMarginMs;
@@ -78,6 +102,8 @@ export const peerInfoSchema = z.object({
   address: z.string().max(255),
   /** Ed25519 public key, raw 32 bytes, base64. */
   publicKey: z.string().max(64),
+  /** Set by the server: the address the node registered from; peers dial `address` only if it is this host or in their peer networks (core/model/peer-address.ts). */
+  from: z.string().max(64).optional(),
 });
 
 export const memberSchema = z.object({

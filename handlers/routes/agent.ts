@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
 import { Hono, type Context } from 'hono';
+import { getConnInfo } from '@hono/node-server/conninfo';
+import { loopbackNetworks, peerAddressProblem } from '../../core/model/peer-address.js';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
-import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type Observation } from '../../core/model/index.js';
+import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
 import type { Compare, Store, WatchRequest } from '../../db/store.js';
-import { QUORUM } from '../../core/model/quorum.js';
+import { backFromSilence, QUORUM } from '../../core/model/quorum.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
@@ -140,19 +142,46 @@ function eventKeys(node: string, events: readonly { at: number }[]): string[] {
   });
 }
 
-/** The agent API: enrollment, registration on a lease, keepalive, the assignment long poll, reports. */
+/** The address the request came from (the socket's peer), when served over a socket. */
+function sourceAddress(c: Context): string | undefined {
+  try {
+    return getConnInfo(c).remote.address;
+  } catch {
+    // app.request() in tests: no socket.
+    return undefined;
+  }
+}
+
+/**
+ * A keepalive that ends a silence of R or more first stamps the node's `renewingSince`: its
+ * renewals count toward an expiry's majority only G after it (docs/fencing.md). Written before
+ * the renewal, so the controller never sees the renewal without the stamp.
+ */
+async function stampReturn(store: Store, key: string, record: NodeRecord, lease: number): Promise<void> {
+  const t = await store.leaseTimeToLive(lease);
+  if (t.ttl < 0 || !backFromSilence((t.grantedTtl - t.ttl) * 1000, (record.leaseTtlSeconds ?? t.grantedTtl) * 1000)) return;
+  const r = await store.txn({
+    compare: [{ key, target: 'lease', op: '=', value: lease }],
+    success: [{ put: { key, value: encodeFact('node', { ...record, renewingSince: Date.now() }), lease } }],
+  });
+  if (!r.succeeded) throw new CcaError('CCA-E0107', { lease });
+}
+
 /**
  * A long poll: whether anything under `watch` changed after revision `after`, waiting up to
- * `waitMs` (the server's long-poll limit by default) or until the client goes away. The
+ * `waitMs` (the server's long-poll limit by default), until the client goes away or the pod
+ * stops (`deps.closing`). The
  * caller answers with the current value either way.
  */
 async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 'prefix'>, q: { after: number; waitMs?: number | undefined }, gone: AbortSignal): Promise<boolean> {
   const waitMs = q.waitMs ?? deps.limits.longPollMs;
   if (q.after === 0) return true;
-  if (waitMs <= 0) return false;
+  // A pod that stops answers its long polls at once, while its store is still open.
+  if (waitMs <= 0 || deps.closing?.aborted) return false;
   const ac = new AbortController();
   const timer = setTimeout(() => ac.abort(), waitMs);
   gone.addEventListener('abort', () => ac.abort(), { once: true });
+  deps.closing?.addEventListener('abort', () => ac.abort(), { once: true, signal: ac.signal });
   deps.metrics.watchers.inc();
   try {
     for await (const _ of deps.store.watch({ ...watch, fromRevision: q.after + 1, signal: ac.signal })) return true;
@@ -204,12 +233,20 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
     const opts = parseBody(registerBody, body);
     const { leaseTtlSeconds: _ttl, resumeLease: _resume, ...record } = body;
     // The TTL goes into the record: the node controller expires the node by it (docs/fencing.md).
-    const parsed = nodeRecordSchema.safeParse({ ...record, leaseTtlSeconds: opts.leaseTtlSeconds });
+    // renewingSince: a registration starts a run of renewals, counted for expiries only G later (docs/fencing.md).
+    const parsed = nodeRecordSchema.safeParse({ ...record, leaseTtlSeconds: opts.leaseTtlSeconds, renewingSince: Date.now() });
     if (!parsed.success) {
       const i = parsed.error.issues[0]!;
       throw new CcaError('CCA-E0614', { node, reason: `${i.path.join('.') || 'record'}: ${i.message}` });
     }
     if (parsed.data.name !== node) throw new CcaError('CCA-E0614', { node, reason: `the record names node ${parsed.data.name}` });
+    // Every peer dials this address: only this node's own source address or a declared peer network (docs/security.md).
+    if (parsed.data.peer) {
+      const from = sourceAddress(c);
+      const problem = peerAddressProblem(parsed.data.peer.address, { networks: deps.peerNetworks ?? loopbackNetworks(), registeredFrom: from });
+      if (problem !== undefined) throw new CcaError('CCA-E0581', { node, address: parsed.data.peer.address, reason: problem });
+      parsed.data.peer = { address: parsed.data.peer.address, publicKey: parsed.data.peer.publicKey, ...(from !== undefined ? { from } : {}) };
+    }
     const key = buildKey('node', node);
     const value = encodeFact('node', parsed.data);
     const existing = await store.get(key);
@@ -251,9 +288,11 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
       await store.revokeLease(lease).catch(() => undefined);
       throw new CcaError('CCA-E0107', { lease });
     }
+    const record = decodeFact('node', kv.key, kv.value);
+    await stampReturn(store, kv.key, record, lease);
     const renewed = await store.keepAlive(lease);
     // The agent fences by the TTL it registered with, not the backstop's.
-    return c.json({ ttl: decodeFact('node', kv.key, kv.value).leaseTtlSeconds ?? renewed.ttl });
+    return c.json({ ttl: record.leaseTtlSeconds ?? renewed.ttl });
   });
 
   app.get('/v1/agent/nodes/:node/assignments', requireNode('read assignments'), async (c) => {

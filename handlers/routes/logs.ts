@@ -134,7 +134,7 @@ export function logRoutes(deps: ServerDeps, pod: PodLimits, relay = new LogRelay
     const release = pod.slots.hold(c.get('principal'));
     let requests;
     try {
-      requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, c.req.raw.signal);
+      requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, deps.closing ? AbortSignal.any([c.req.raw.signal, deps.closing]) : c.req.raw.signal);
     } finally {
       release();
     }

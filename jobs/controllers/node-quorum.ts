@@ -1,5 +1,5 @@
 import { buildKey } from '../../core/keys.js';
-import { historyWindowMs, isMajority, QUORUM, renewingWithinMs, type Member, type Membership, type MembershipVersion } from '../../core/model/quorum.js';
+import { historyWindowMs, isMajority, QUORUM, renewingWithinMs, settledFrom, type Member, type Membership, type MembershipVersion } from '../../core/model/quorum.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import { putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
@@ -8,7 +8,7 @@ import type { ClusterView } from './view.js';
 /**
  * The node controller's half of the quorum rule (docs/fencing.md): it expires a node's lease
  * only while a strict majority of the members of EVERY membership version of the last W is
- * renewing; when that fails it holds — the silent nodes become `unreachable`, nothing is
+ * renewing, each for G at least since it last came back (isSettled); when that fails it holds — the silent nodes become `unreachable`, nothing is
  * expired or replaced — and when a majority renews again it lifts, giving every node a full
  * lease from the lift before it may expire. Pure, apart from readRenewals.
  */
@@ -32,6 +32,8 @@ export interface Renewal {
   silenceLower: number;
   /** ... and at most this (for counting the node as renewing). */
   silenceUpper: number;
+  /** The server's stamp: when the node last registered or came back from a silence of R or more (its record's `renewingSince`). */
+  renewingSince?: number;
 }
 
 /** One leaseTimeToLive per registered node: lease keepalives write no revision, so they are read, not watched. */
@@ -49,6 +51,7 @@ export async function readRenewals(store: Store, view: ClusterView): Promise<Map
       managed: t.grantedTtl * 1000 > ttlMs,
       silenceLower: Math.max(0, elapsed - QUORUM.granularityMs),
       silenceUpper: elapsed + QUORUM.granularityMs,
+      ...(node.value.renewingSince !== undefined ? { renewingSince: node.value.renewingSince } : {}),
     });
   }
   return out;
@@ -56,6 +59,16 @@ export async function readRenewals(store: Store, view: ClusterView): Promise<Map
 
 export function isRenewing(r: Renewal | undefined): boolean {
   return r !== undefined && r.silenceUpper < renewingWithinMs(r.ttlMs);
+}
+
+/**
+ * Renewing, and for G at least since the server stamped its last return (a record without a
+ * stamp predates it). Only settled members make the majority an expiry needs: an agent's
+ * confirmation lasts G after its oldest question, and a member that voted "cannot reach"
+ * settles only G after it came back (docs/fencing.md).
+ */
+export function isSettled(r: Renewal | undefined, now: number): boolean {
+  return isRenewing(r) && (r!.renewingSince === undefined || now >= settledFrom(r!.renewingSince));
 }
 
 /** Members: nodes with a status that is not lost and not removed by an operator, each with its peer info. */
@@ -91,13 +104,13 @@ export function versionsInWindow(versions: readonly MembershipVersion[], now: nu
  * a renewing majority there too would hold every loss during the window after a cluster forms:
  * the versions {n1}, {n1, n3} of nodes registering one by one.)
  */
-export function versionWithoutMajority(m: Membership, renewals: Map<string, Renewal>, now: number): { version: MembershipVersion; renewing: number } | undefined {
+export function versionWithoutMajority(m: Membership, renewals: Map<string, Renewal>, now: number): { version: MembershipVersion; settled: number } | undefined {
   const versions = versionsInWindow(m.versions, now);
   for (const [i, v] of versions.entries()) {
-    const renewing = v.members.filter((x) => isRenewing(renewals.get(x.node))).length;
+    const settled = v.members.filter((x) => isSettled(renewals.get(x.node), now)).length;
     const current = i === versions.length - 1;
-    const forbids = current ? !isMajority(renewing, v.members.length) : v.members.length > 0 && isMajority(v.members.length - renewing, v.members.length);
-    if (forbids) return { version: v, renewing };
+    const forbids = current ? !isMajority(settled, v.members.length) : v.members.length > 0 && isMajority(v.members.length - settled, v.members.length);
+    if (forbids) return { version: v, settled };
   }
   return undefined;
 }
@@ -200,7 +213,7 @@ function expire(node: Fact<'node'>, status: Fact<'nodeStatus'> | undefined, memb
 function unreachable(node: Fact<'node'>, status: Fact<'nodeStatus'>, membership: Fact<'membership'>, lacking: ReturnType<typeof versionWithoutMajority>, now: number): Txn {
   const name = node.value.name;
   const why = lacking
-    ? `only ${lacking.renewing} of the ${lacking.version.members.length} members of membership version ${lacking.version.version} renew their leases: a majority is silent, so the control plane (or the way to it) may be what is down`
+    ? `only ${lacking.settled} of the ${lacking.version.members.length} members of membership version ${lacking.version.version} renew their leases (for ${QUORUM.settleMs / 1000} s at least): a majority is silent or just came back, so the control plane (or the way to it) may be what was down`
     : 'the hold lifted less than a lease ago: nodes get a full lease from the lift';
   const d = decide({
     kind: 'node',

@@ -5,7 +5,7 @@ import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import type { Assignment, NodeEvent, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
 import type { Op, Store } from '../../db/store.js';
-import { membershipCopySchema, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import { backFromSilence, membershipCopySchema, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
 import type { SimPeer } from './peer-net.js';
 
 export interface AgentTiming {
@@ -55,9 +55,10 @@ export class SimAgent implements SimPeer {
     store: Store,
     private readonly timing: AgentTiming,
     private readonly emit: (e: AgentEvent) => void,
-    opts: { subnet?: string | undefined } = {},
+    /** serverNow: the control plane's clock, for the stamps the agent routes write (handlers/routes/agent.ts). */
+    opts: { subnet?: string | undefined; serverNow?: () => number } = {},
   ) {
-    this.control = new StoreControlPlane(record.name, store, timing.quorum === true);
+    this.control = new StoreControlPlane(record.name, store, timing.quorum === true, opts.serverNow ?? (() => this.wall));
     this.runtime = new FakeRuntime({ catalogue: record.images, now: () => this.wall, manualTime: true, ...(opts.subnet === undefined ? {} : { ownNetwork: true, subnet: opts.subnet }) });
   }
 
@@ -284,6 +285,7 @@ class StoreControlPlane implements ControlPlane {
     private readonly store: Store,
     /** As the API registers since the quorum rule (handlers/routes/agent.ts): a backstop lease, the TTL in the record, the membership with the assignments. */
     private readonly quorum: boolean,
+    private readonly serverNow: () => number,
   ) {}
 
   async enroll(): Promise<void> {}
@@ -300,7 +302,7 @@ class StoreControlPlane implements ControlPlane {
   register(record: NodeRecordInput, ttl: number, resumeLease?: number) {
     return this.call(async () => {
       const key = buildKey('node', this.node);
-      const value = encodeFact('node', { ...record, name: this.node, ...(this.quorum ? { leaseTtlSeconds: ttl } : {}) });
+      const value = encodeFact('node', { ...record, name: this.node, ...(this.quorum ? { leaseTtlSeconds: ttl, renewingSince: this.serverNow() } : {}) });
       const existing = await this.store.get(key);
       if (resumeLease !== undefined && existing?.lease === resumeLease) {
         const kept = await this.store.keepAlive(resumeLease);
@@ -327,9 +329,16 @@ class StoreControlPlane implements ControlPlane {
         await this.store.revokeLease(lease).catch(() => undefined);
         throw new ServerError(404, makeDiagnostic('CCA-E0107', { lease }));
       }
+      // Back from a silence of R or more: stamped before the renewal, as the route does.
+      const record = decodeFact('node', kv.key, kv.value);
+      const t = await this.store.leaseTimeToLive(lease);
+      if (t.ttl >= 0 && backFromSilence((t.grantedTtl - t.ttl) * 1000, (record.leaseTtlSeconds ?? t.grantedTtl) * 1000)) {
+        const r = await this.store.txn({ compare: [{ key: kv.key, target: 'lease', op: '=', value: lease }], success: [{ put: { key: kv.key, value: encodeFact('node', { ...record, renewingSince: this.serverNow() }), lease } }] });
+        if (!r.succeeded) throw new ServerError(404, makeDiagnostic('CCA-E0107', { lease }));
+      }
       const renewed = await this.store.keepAlive(lease);
       // The agent fences by the TTL it registered with, not the backstop's.
-      return { ttl: decodeFact('node', kv.key, kv.value).leaseTtlSeconds ?? renewed.ttl };
+      return { ttl: record.leaseTtlSeconds ?? renewed.ttl };
     });
   }
 

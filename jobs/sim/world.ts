@@ -175,7 +175,7 @@ export class SimWorld {
       images: spec.images ?? DEFAULT_IMAGES,
       runtime: 'fake',
     };
-    const agent = new SimAgent(record, this.attributed(gated, { kind: 'agent', node: name }), this.timing, (e) => this.onAgentEvent(name, e), { subnet: spec.subnet });
+    const agent = new SimAgent(record, this.attributed(gated, { kind: 'agent', node: name }), this.timing, (e) => this.onAgentEvent(name, e), { subnet: spec.subnet, serverNow: () => this.t });
     agent.runtime.cpuUsage = (w) => this.cpuUsage(w);
     this.agents.set(name, agent);
     this.scheduleTick(name, this.t + this.agentRng.int(0, this.timing.tickMs));

@@ -9,6 +9,7 @@ import { PeerQuorum } from '../../agent/peer/outage.js';
 import { FENCE } from '../../agent/core/fence.js';
 import { cannotReachAfterMs } from '../../core/model/quorum.js';
 import { QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import { loopbackNetworks, parseCidr } from '../../core/model/peer-address.js';
 import { tempDir } from './support.js';
 
 /** Three agents' peer endpoints on loopback, each answering from the same membership copy. */
@@ -34,7 +35,7 @@ describe('peer endpoint (loopback)', () => {
   it('members answer signed, each with whether it reaches the control plane', async () => {
     const t = await trio({ a: false, b: false, c: true });
     closers.push(t.close);
-    const answers = await askMembers(t.copy, { self: 'a', keys: t.keys.a!, now: () => 1_000 });
+    const answers = await askMembers(t.copy, { self: 'a', keys: t.keys.a!, now: () => 1_000, networks: loopbackNetworks() });
     expect(answers.sort((x, y) => x.node.localeCompare(y.node))).toEqual([
       { node: 'b', askedAt: 1_000, reachesControlPlane: false },
       { node: 'c', askedAt: 1_000, reachesControlPlane: true },
@@ -45,9 +46,44 @@ describe('peer endpoint (loopback)', () => {
     const t = await trio({ a: false, b: false, c: false });
     closers.push(t.close);
     const b = t.copy.members[1]!;
-    expect(await askPeer(b, { self: 'z', keys: PeerKeys.generate(), now: () => 0 })).toBeUndefined();
-    expect(await askPeer(b, { self: 'a', keys: PeerKeys.generate(), now: () => 0 })).toBeUndefined();
-    expect(await askPeer(b, { self: 'a', keys: t.keys.a!, now: () => 0 })).toBeDefined();
+    expect(await askPeer(b, { self: 'z', keys: PeerKeys.generate(), now: () => 0, networks: loopbackNetworks() })).toBeUndefined();
+    expect(await askPeer(b, { self: 'a', keys: PeerKeys.generate(), now: () => 0, networks: loopbackNetworks() })).toBeUndefined();
+    expect(await askPeer(b, { self: 'a', keys: t.keys.a!, now: () => 0, networks: loopbackNetworks() })).toBeDefined();
+  });
+
+  it('never dials an address outside the peer networks that is not the member\'s registration source (CCA-E0581)', async () => {
+    const t = await trio({ a: false, b: false, c: false });
+    closers.push(t.close);
+    // A listener standing for "some other service on the network": it must never see a connection.
+    const other = createServer((sock) => {
+      connections++;
+      sock.destroy();
+    });
+    let connections = 0;
+    await new Promise<void>((r) => other.listen(0, '127.0.0.2', r));
+    closers.push(() => new Promise((r) => other.close(r)));
+    const port = (other.address() as AddressInfo).port;
+    const dialled: string[] = [];
+    const recording = ((input: Parameters<typeof fetch>[0], init?: RequestInit) => {
+      dialled.push(String(input));
+      return fetch(input, init);
+    }) as typeof fetch;
+    const b = t.copy.members[1]!;
+    const c = t.copy.members[2]!;
+    // b points its peers at another host; c is at its registration source.
+    const copy: MembershipVersion = { ...t.copy, members: [t.copy.members[0]!, { ...b, peer: { ...b.peer!, address: `127.0.0.2:${port}` } }, { ...c, peer: { ...c.peer!, from: '127.0.0.1' } }] };
+    const refused: string[] = [];
+    const only = [parseCidr('127.0.0.1/32')!];
+    const answers = await askMembers(copy, { self: 'a', keys: t.keys.a!, now: () => 0, networks: [], fetch: recording, refused: (m, why) => refused.push(`${m.node}: ${why}`) });
+    expect(answers.map((x) => x.node)).toEqual(['c']);
+    expect(dialled).toEqual([`http://${c.peer!.address}${PEER_PATH}`]);
+    expect(refused).toEqual([`b: 127.0.0.2 is neither the address the node registered from (unknown) nor inside a peer network (none)`]);
+    expect(connections).toBe(0);
+    // Declared networks: inside them, dialled; a name (it could resolve anywhere), never.
+    expect(await askPeer(b, { self: 'a', keys: t.keys.a!, now: () => 0, networks: only, fetch: recording })).toBeDefined();
+    expect(await askPeer({ ...b, peer: { ...b.peer!, address: `localhost:${port}` } }, { self: 'a', keys: t.keys.a!, now: () => 0, networks: loopbackNetworks(), fetch: recording })).toBeUndefined();
+    expect(dialled).toHaveLength(2);
+    expect(connections).toBe(0);
   });
 
   it('an answer signed by a key other than the one in the copy counts as no answer', async () => {
@@ -55,7 +91,7 @@ describe('peer endpoint (loopback)', () => {
     closers.push(t.close);
     const b = t.copy.members[1]!;
     const forged = { ...b, peer: { ...b.peer!, publicKey: PeerKeys.generate().publicKey } };
-    expect(await askPeer(forged, { self: 'a', keys: t.keys.a!, now: () => 0 })).toBeUndefined();
+    expect(await askPeer(forged, { self: 'a', keys: t.keys.a!, now: () => 0, networks: loopbackNetworks() })).toBeUndefined();
   });
 
   it('refuses oversized bodies and unknown paths, and questions beyond its concurrency', async () => {
@@ -67,7 +103,7 @@ describe('peer endpoint (loopback)', () => {
     expect((await fetch(url + PEER_PATH, { method: 'POST', body: '{"from":"a"}' })).status).toBe(400);
     const busy = await trio({ a: false, b: false, c: false }, { maxConcurrent: 0 });
     closers.push(busy.close);
-    expect(await askPeer(busy.copy.members[1]!, { self: 'a', keys: busy.keys.a!, now: () => 0 })).toBeUndefined();
+    expect(await askPeer(busy.copy.members[1]!, { self: 'a', keys: busy.keys.a!, now: () => 0, networks: loopbackNetworks() })).toBeUndefined();
   });
 
   it('a peer that accepts and never answers is no answer once the question times out', async () => {
@@ -78,7 +114,7 @@ describe('peer endpoint (loopback)', () => {
     silent.on('connection', (s) => open.push(s));
     const address = `127.0.0.1:${(silent.address() as AddressInfo).port}`;
     const keys = PeerKeys.generate();
-    expect(await askPeer({ node: 'b', ttlSeconds: 30, peer: { address, publicKey: keys.publicKey } }, { self: 'a', keys, now: () => 0 })).toBeUndefined();
+    expect(await askPeer({ node: 'b', ttlSeconds: 30, peer: { address, publicKey: keys.publicKey } }, { self: 'a', keys, now: () => 0, networks: loopbackNetworks() })).toBeUndefined();
   });
 
   it('keeps its key pair in the state directory (0600) and signs verifiably', () => {
@@ -109,7 +145,7 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     for (const n of names) {
       quorums[n] = new PeerQuorum({
         self: n, keys: keys[n]!, now: () => now, ttlMs: () => T, keepaliveSettled: () => inFlight[n],
-        fenceAt: () => lastOk[n]! + T - FENCE.marginMs, lastOkSentAt: () => lastOk[n], membership: () => ({ copy, fetchedAt: lastOk[n]! }), log: () => undefined,
+        fenceAt: () => lastOk[n]! + T - FENCE.marginMs, lastOkSentAt: () => lastOk[n], membership: () => ({ copy, fetchedAt: lastOk[n]! }), log: () => undefined, networks: loopbackNetworks(),
       });
       const server = new PeerServer({ node: n, keys: keys[n]!, listen: '127.0.0.1:0', membership: () => copy, reaches: () => quorums[n]!.reaches() });
       copy.members.push({ node: n, ttlSeconds: 30, peer: { address: await server.start(), publicKey: keys[n]!.publicKey } });
@@ -131,8 +167,8 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
       expect(c.quorums.a!.confirmsOutage(c.now())).toBe(true);
     }
     expect(c.now()).toBeGreaterThan(c.lastOk.a! + c.T);
-    // A gap longer than F breaks the chain for good.
-    c.advance(QUORUM.freshMs + 1);
+    // A gap longer than G (a confirmation's life) breaks the chain for good.
+    c.advance(QUORUM.settleMs + 1);
     await c.quorums.a!.round();
     expect(c.quorums.a!.confirmsOutage(c.now())).toBe(false);
   });

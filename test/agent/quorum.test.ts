@@ -24,7 +24,7 @@ describe('quorum verdict (agent side)', () => {
   });
 
   it('a single-node cluster confirms its own outage', () => {
-    expect(quorumVerdict(base({ copy: members('a') }))).toMatchObject({ confirmed: true, validUntil: 30_000 + QUORUM.freshMs });
+    expect(quorumVerdict(base({ copy: members('a') }))).toMatchObject({ confirmed: true, validUntil: 30_000 + QUORUM.settleMs });
   });
 
   it('one peer that reaches the control plane refutes the outage', () => {
@@ -41,9 +41,9 @@ describe('quorum verdict (agent side)', () => {
     expect(quorumVerdict(base({ answers: [no('b', 31_000), no('c')] })).confirmed).toBe(false);
   });
 
-  it('lasts as long as the oldest answer it needs is fresh', () => {
+  it('lasts G after the oldest answer it needs (its voters settle no sooner: docs/fencing.md)', () => {
     const v = quorumVerdict(base({ answers: [no('b', 28_000), no('c', 29_000), no('d', 29_900)] }));
-    expect(v).toMatchObject({ confirmed: true, validUntil: 29_000 + QUORUM.freshMs });
+    expect(v).toMatchObject({ confirmed: true, validUntil: 29_000 + QUORUM.settleMs });
   });
 
   it('refuses without itself cut off, outside its copy, or with a copy older than S', () => {

@@ -38,7 +38,7 @@ describe('agent flags', () => {
   });
 
   it('refuses bad settings with CCA-E0508', () => {
-    for (const argv of [['--server', 's', '--node', 'n1', '--peer-listen', 'nowhere'], ['--server', 's', '--node', 'n1', '--peer-advertise', 'h:99999'], ['--node', 'n1'], ['--server', 's', '--node', 'n1', '--runtime', 'docker'], ['--server', 's', '--node', 'n1', '--lease-ttl', '2'], ['--server', 's', '--node', 'n1', '--bogus', 'x'], ['--server', 's', '--node', 'n1', '--memory', 'lots']]) {
+    for (const argv of [['--server', 's', '--node', 'n1', '--peer-listen', 'nowhere'], ['--server', 's', '--node', 'n1', '--peer-advertise', 'h:99999'], ['--server', 's', '--node', 'n1', '--peer-networks', '10.0.0.0/33'], ['--node', 'n1'], ['--server', 's', '--node', 'n1', '--runtime', 'docker'], ['--server', 's', '--node', 'n1', '--lease-ttl', '2'], ['--server', 's', '--node', 'n1', '--bogus', 'x'], ['--server', 's', '--node', 'n1', '--memory', 'lots']]) {
       expect(() => parseAgentFlags(argv, {})).toThrow(expect.objectContaining({ name: 'CcaError' }));
       try {
         parseAgentFlags(argv, {});

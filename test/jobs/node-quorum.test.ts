@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import { historyWindowMs, QUORUM, renewingWithinMs, type Membership } from '../../core/model/quorum.js';
+import { historyWindowMs, QUORUM, renewingWithinMs, settledFrom, type Membership } from '../../core/model/quorum.js';
 import { auditor, nodeController, replicaController, scheduler } from '../../jobs/controllers/index.js';
 import { endpointController } from '../../jobs/controllers/endpoints.js';
 import { nextMembership, versionWithoutMajority, type Renewal } from '../../jobs/controllers/node-quorum.js';
@@ -100,6 +100,32 @@ describe('node controller: the quorum rule', () => {
     expect((await membership(b)).liftedAt).toBeDefined();
   });
 
+  test('the controller away longer than T: on its return a late renewer is held, not expired, until the returned members settled', async () => {
+    const b = await cluster(['n1', 'n2', 'n3'], 3);
+    const before = await liveIds(b);
+    // The whole control plane away for 70 s: no renewal, no controller step.
+    b.t += 70_000;
+    // As the keepalive route does after a silence of R or more: the stamp first, then the renewal.
+    const back = async (n: string) => {
+      const kv = (await b.store.get(buildKey('node', n)))!;
+      await b.store.put(kv.key, encodeFact('node', { ...decodeFact('node', kv.key, kv.value), renewingSince: b.t }), { lease: kv.lease });
+      await b.store.keepAlive(b.leases.get(n)!);
+    };
+    await back('n1');
+    await back('n2');
+    const returnedAt = b.t;
+    await b.settle(all, 40);
+    expect(await status(b, 'n3')).toBe('unreachable');
+    expect(await liveIds(b)).toEqual(before);
+    const held = await why(b.store, 'node', 'n3');
+    expect(held.chain[0]!.decision.reasons.join(' ')).toContain('0 of the 3 members');
+    // n3 stays silent: expired once n1 and n2 have renewed for G (and the clock margin) since their return.
+    await pass(b, settledFrom(returnedAt) - returnedAt - 5_000, ['n1', 'n2']);
+    expect(await status(b, 'n3')).toBe('unreachable');
+    await pass(b, 10_000, ['n1', 'n2']);
+    expect(await status(b, 'n3')).toBe('lost');
+  });
+
   test('a majority silent together: held; the renewing minority changes nothing', async () => {
     const b = await cluster(['n1', 'n2', 'n3', 'n4', 'n5'], 5);
     const before = await liveIds(b);
@@ -194,5 +220,15 @@ describe('membership history (pure)', () => {
     expect(versionWithoutMajority(m, new Map([['n2', r(0)], ['n3', r(0)]]), 20_000)?.version.version).toBe(1);
     // The current version still needs a strict majority renewing: two of three silent holds.
     expect(versionWithoutMajority(m, new Map([['n1', r(0)]]), 20_000)?.version.version).toBe(3);
+  });
+
+  test('members back from a silence make no majority for an expiry until G after the server stamped their return', () => {
+    let m = nextMembership(undefined, members('n1', 'n2', 'n3'), new Map(), 1_000)!;
+    const back = (since: number): Renewal => ({ ...r(0), renewingSince: since });
+    // The control plane returns at 100 s: n1 and n2 renewed at once, n3 (a late renewer) not yet.
+    const returned = new Map([['n1', back(100_000)], ['n2', back(100_500)], ['n3', r(70_000)]]);
+    expect(versionWithoutMajority(m, returned, 101_000)).toMatchObject({ settled: 0, version: { version: 1 } });
+    expect(versionWithoutMajority(m, returned, settledFrom(100_500) - 1)).toMatchObject({ settled: 1 });
+    expect(versionWithoutMajority(m, returned, settledFrom(100_500))).toBeUndefined();
   });
 });

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
-import { QUORUM } from '../../core/model/quorum.js';
+import { QUORUM, renewingWithinMs } from '../../core/model/quorum.js';
 import { MemoryStore } from '../../db/memory.js';
+import { parseCidr } from '../../core/model/peer-address.js';
+import { record } from './support.js';
 import { errorOf, secured } from './support.js';
 
 /**
@@ -31,5 +33,49 @@ describe('agent routes and the quorum rule', () => {
     expect(refused.status).toBe(404);
     expect((await errorOf(refused)).code).toBe('CCA-E0107');
     expect(await store.get(buildKey('node', 'n1'))).toBeFalsy();
+  });
+
+  it('stamps renewingSince at a registration and at a keepalive that ends a silence of R, before renewing; not otherwise', async () => {
+    let t = 1_000_000;
+    const store = new MemoryStore({ now: () => t });
+    const { call, enroll, register } = await secured(store);
+    const credential = await enroll('n1');
+    const before = Date.now();
+    const { lease } = await register('n1', credential);
+    const stamp = async () => {
+      const kv = (await store.get(buildKey('node', 'n1')))!;
+      return { since: decodeFact('node', kv.key, kv.value).renewingSince, modRevision: kv.modRevision };
+    };
+    const first = await stamp();
+    expect(first.since).toBeGreaterThanOrEqual(before);
+    const keepalive = async () => expect((await call('POST', '/v1/agent/nodes/n1/keepalive', { json: { lease }, token: credential })).status).toBe(200);
+    // A healthy keepalive interval (T/4 = 15 s at T = 60 s): nothing written.
+    t += 15_000;
+    await keepalive();
+    expect(await stamp()).toEqual(first);
+    // Silent for R (widened by a second: the store answers in whole seconds): stamped anew.
+    t += renewingWithinMs(60_000) - QUORUM.granularityMs;
+    const back = Date.now();
+    await keepalive();
+    const second = await stamp();
+    expect(second.modRevision).toBeGreaterThan(first.modRevision);
+    expect(second.since).toBeGreaterThanOrEqual(back);
+  });
+
+  it('refuses a peer address outside the peer networks (CCA-E0581) and accepts one inside them; the answer is coded, nothing is written', async () => {
+    const store = new MemoryStore();
+    const { call, enroll } = await secured(store, { peerNetworks: [parseCidr('127.0.0.0/8')!, parseCidr('10.1.0.0/16')!] });
+    const credential = await enroll('n1');
+    const register = (address: string) => call('POST', '/v1/agent/nodes/n1/register', { json: { ...record('n1'), leaseTtlSeconds: 60, peer: { address, publicKey: 'k'.repeat(43) + '=' } }, token: credential });
+    for (const address of ['10.2.0.9:22', '[fd00::1]:7000', 'db.internal:5432']) {
+      const refused = await register(address);
+      expect(refused.status, address).toBe(400);
+      const e = await errorOf(refused);
+      expect(e.code).toBe('CCA-E0581');
+      expect(e.message).toContain(address);
+      expect(await store.get(buildKey('node', 'n1'))).toBeFalsy();
+    }
+    expect((await register('10.1.4.2:7000')).status).toBe(200);
+    expect((await register('127.0.0.1:7000')).status).toBe(200);
   });
 });

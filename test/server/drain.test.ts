@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, expect, test } from 'vitest';
+import { afterAll, expect, test, vi } from 'vitest';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { waitFor } from '../support/wait.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
@@ -68,3 +68,33 @@ test('SIGTERM drain: readyz fails first, watch streams get a retry hint, cca get
   expect(out, out).toContain('two');
   expect(cli.exitCode, out).toBeNull();
 }, 90_000);
+
+test('a stopping pod answers the agents\' long polls in flight, then closes its store: no CCA-E0113', async () => {
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const pod = await startServer({ store: `sqlite:${join(dir, 'polls.db')}`, port, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 1, version: 'test', shutdownGraceMs: 3_000 });
+  let stopped = false;
+  cleanups.push(() => (stopped ? undefined : pod.stop()));
+  // What the pod logs: a handler meeting a closed store prints its bug diagnostic there.
+  const logged: string[] = [];
+  const spy = vi.spyOn(console, 'error').mockImplementation((...args: unknown[]) => void logged.push(args.map(String).join(' ')));
+  cleanups.push(() => spy.mockRestore());
+  const post = (path: string, token: string, body: unknown) => fetch(`${url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const enrolled = (await (await post('/v1/agent/enroll', JOIN, { node: 'n1' })).json()) as { credential: string; revision: number };
+  type Answer = { status: number; body: { changed?: boolean; requests?: unknown[]; error?: string } };
+  const poll = (path: string): Promise<Answer> =>
+    fetch(`${url}/v1/agent/nodes/n1/${path}`, { headers: { authorization: `Bearer ${enrolled.credential}` } }).then(
+      async (r) => ({ status: r.status, body: (await r.json()) as Answer['body'] }),
+      (e: unknown) => ({ status: 0, body: { error: String(e) } }),
+    );
+  // Long polls that would wait 60 s: the assignments (a store watch, then store reads) and the log requests.
+  const polls = [poll(`assignments?after=${enrolled.revision}&waitMs=60000`), poll(`network?after=${enrolled.revision}&waitMs=60000`), poll('log-requests?waitMs=60000')];
+  await waitFor('the long polls to wait in the pod', async () => (await (await fetch(`${url}/metrics`)).text()).match(/^cca_watchers\S* (\d+)/m)?.[1], (n) => Number(n) >= 2, 10_000);
+  await pod.stop();
+  stopped = true;
+  const answers = await Promise.all(polls);
+  expect(answers.map((a) => a.status), JSON.stringify(answers)).toEqual([200, 200, 200]);
+  expect(answers[0]!.body.changed).toBe(false);
+  expect(answers[2]!.body.requests).toEqual([]);
+  expect(logged.filter((l) => l.includes('CCA-E')), logged.join('\n')).toEqual([]);
+}, 60_000);

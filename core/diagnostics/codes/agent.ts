@@ -122,6 +122,13 @@ export const agentCodes = [
     fix: 'free that port or pass another --peer-listen HOST:PORT (port 0 picks a free one); peers find it through --peer-advertise, published in the node record',
   },
   {
+    code: 'CCA-E0581',
+    blame: 'user',
+    title: 'peer address refused',
+    cause: 'node {node} advertises the peer address {address}, which its peers may not be sent to: {reason}',
+    fix: 'advertise (--peer-advertise) an IP address of this node: the one it reaches the server from, or one inside a network the server declares with --peer-networks CIDR,... (agents dial only those, given the same --peer-networks)',
+  },
+  {
     code: 'CCA-E0529',
     blame: 'environment',
     title: 'network policy not enforced',
