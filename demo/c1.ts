@@ -21,6 +21,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { deadlines, FENCE } from '../agent/core/fence.js';
+import { settledFrom } from '../core/model/quorum.js';
 import { parsePidFile, sameProcessAlive } from '../agent/proc.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
@@ -242,6 +243,15 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
     check(NODES.every((n) => first.filter((r) => r.node === n.name).length === 2), 'two replicas per zone', first);
     const live1 = await until('six workload processes alive', async () => liveWorkloads(stateDirs, `${SERVICE}-`), (l) => l.size === REPLICAS);
     check(sameRunning(live1, first), 'six workload processes alive, one per replica id, each on the node the API places it (from the agents’ state dirs)', { live: [...live1], api: placement(first) });
+
+    // A member counts toward an expiry's majority only G after it registered (docs/fencing.md,
+    // "settled"): until all three are, node3's loss would rightly be held, not judged in [TTL, TTL + 2 s].
+    const records = ((await api('/v1/state?prefix=/nodes/')).kvs as Json[]).map((kv) => JSON.parse(kv.value as string) as Json);
+    const settledAt = Math.max(...records.map((r) => settledFrom(Number(r.renewingSince ?? 0))));
+    if (settledAt > Date.now()) {
+      note(`waiting ${((settledAt - Date.now()) / 1000).toFixed(1)} s until every member is settled (G after it registered)`);
+      await sleep(settledAt - Date.now() + 500);
+    }
 
     step(2, 'node3 dies: its agent, supervisors and workloads SIGKILLed');
     const on3 = first.filter((r) => r.node === 'node3').map((r) => r.id as string);

@@ -1,10 +1,9 @@
 import { expect, test } from 'vitest';
-import { USAGE as agentUsage } from '../../agent/options.js';
 import { commands } from '../../cli/commands.js';
 import { globalFlags } from '../../cli/globals.js';
 import { acceptedOptions } from '../../cli/parse.js';
 import { allDiagnostics } from '../../core/diagnostics/index.js';
-import { serverUsage } from '../../server/config.js';
+import { rawUsage } from './raw-usage.js';
 
 /** Every `cca …` a diagnostic's cause or fix tells the user to run, as written (placeholders included). */
 function mentions(text: string): string[] {
@@ -33,8 +32,8 @@ async function problemOf(line: string): Promise<string | undefined> {
   for (const w of rest.filter((x) => x.startsWith('-'))) {
     const flag = w.replace(/^-+/, '').split('=')[0]!;
     if (w.startsWith('--') && flag in globalFlags) continue;
-    if (cmd === 'server' || cmd === 'agent') {
-      if (!(cmd === 'server' ? serverUsage : agentUsage).includes(`--${flag}`)) return `"cca ${cmd}" has no flag --${flag}`;
+    if (mod.spec.raw) {
+      if (!rawUsage(cmd).includes(`--${flag}`)) return `"cca ${cmd}" has no flag --${flag}`;
       continue;
     }
     const options = acceptedOptions(mod.spec);

@@ -3,8 +3,7 @@ import { commands } from '../../cli/commands.js';
 import { globalFlags } from '../../cli/globals.js';
 import { acceptedOptions, parseLine } from '../../cli/parse.js';
 import type { Flags } from '../../cli/spec.js';
-import { USAGE as agentUsage } from '../../agent/options.js';
-import { serverUsage } from '../../server/config.js';
+import { rawUsage } from './raw-usage.js';
 import { cca } from './harness.js';
 
 /** A command line as a shell splits it (single quotes only: that is all the examples use). */
@@ -35,9 +34,9 @@ describe('every command declares its flags and examples, and the parser agrees',
     }
   });
 
-  test('server and agent: their examples name flags their own usage lists', () => {
+  test('commands with their own flags (server, agent, migrate, store): their examples name flags their own usage lists', () => {
     for (const m of modules.filter((x) => x.spec.raw)) {
-      const usage = m.name === 'server' ? serverUsage : agentUsage;
+      const usage = rawUsage(m.name);
       for (const e of m.spec.examples) {
         for (const w of words(e.line).filter((x) => x.startsWith('--'))) expect(usage, `${e.line}: ${w}`).toContain(w);
       }
