@@ -27,6 +27,7 @@ import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { newSecretKey } from '../handlers/secret-box.js';
 import { demoPostgres, type DemoPostgres } from './postgres.js';
+import { splice } from './tcp-gate.js';
 import { cca, DemoFailure, Proc, until } from './procs.js';
 import { messageOf } from '../core/diagnostics/index.js';
 
@@ -78,16 +79,7 @@ class CuttableProxy {
   constructor(private readonly target: number) {
     this.server = net.createServer((client) => {
       if (this.cut) return void client.destroy();
-      const upstream = net.connect(this.target, '127.0.0.1');
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
+      splice(client, net.connect(this.target, '127.0.0.1'), this.sockets);
     });
   }
 

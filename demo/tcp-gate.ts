@@ -1,6 +1,22 @@
 import net from 'node:net';
 
 /**
+ * Joins a client to its upstream both ways; each is tracked in `sockets` while open (so a cut can
+ * destroy them), and either one closing closes the other.
+ */
+export function splice(client: net.Socket, upstream: net.Socket, sockets: Set<net.Socket>): void {
+  for (const s of [client, upstream]) {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('error', () => undefined);
+  }
+  client.pipe(upstream);
+  upstream.pipe(client);
+  client.on('close', () => upstream.destroy());
+  upstream.on('close', () => client.destroy());
+}
+
+/**
  * A TCP relay in front of a server the demo does not own (DATABASE_URL, a container): close()
  * stops listening and drops every connection, so clients meet exactly what a stopped server
  * gives them (connection refused), and open() listens again on the same port.
@@ -17,16 +33,7 @@ export class TcpGate {
 
   async open(): Promise<number> {
     const server = net.createServer((client) => {
-      const upstream = net.connect(this.target, this.host);
-      for (const s of [client, upstream]) {
-        this.sockets.add(s);
-        s.on('close', () => this.sockets.delete(s));
-        s.on('error', () => undefined);
-      }
-      client.pipe(upstream);
-      upstream.pipe(client);
-      client.on('close', () => upstream.destroy());
-      upstream.on('close', () => client.destroy());
+      splice(client, net.connect(this.target, this.host), this.sockets);
     });
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -1,36 +1,16 @@
 import { afterEach, describe, expect, test } from 'vitest';
 import { AgentClient, ServerError } from '../../agent/client.js';
-import { buildKey, encodeFact } from '../../core/keys.js';
-import { validateService } from '../../core/model/index.js';
-import type { Store } from '../../db/store.js';
+import { buildKey } from '../../core/keys.js';
 import { defaultLimits, type ServerLimits } from '../../handlers/deps.js';
 import { listen, type RunningHttp } from '../../handlers/serve.js';
 import { waitFor } from '../support/wait.js';
-import { ADMIN, errorOf, secured } from './support.js';
+import { ADMIN, assign, errorOf, obs, secured } from './support.js';
 
 /**
  * Issue #20: streams per credential are capped (429 CCA-E0642 with Retry-After, the slot given
  * back when the stream ends), and a node writes observations and events only for itself and
  * at its rate (429 CCA-E0643 with Retry-After) while other nodes' writes go through.
  */
-
-const spec = (() => {
-  const r = validateService({ name: 'web', image: 'busybox:1.35' });
-  if (!r.ok) throw new Error('fixture');
-  return r.value;
-})();
-
-async function assign(store: Store, node: string, replica: string, tenure: number) {
-  await store.txn({
-    compare: [],
-    success: [
-      { put: { key: buildKey('assigned', node, replica), value: encodeFact('assigned', { replica, service: 'web', node, tenure, resources: { cpuMillis: 100, memoryBytes: 1 }, specRevision: 1, spec, placedAt: 0 }) } },
-      { put: { key: buildKey('placement', replica), value: encodeFact('placement', { replica, service: 'web', node, tenure, at: 0 }) } },
-    ],
-  });
-}
-
-const obs = (replica: string, node: string, tenure: number, state = 'running') => ({ replica, service: 'web', node, tenure, state, at: 1 });
 
 async function cluster(limits: Partial<ServerLimits>) {
   const ctx = await secured(undefined, { limits: { ...defaultLimits, heartbeatMs: 50, longPollMs: 500, ...limits } });

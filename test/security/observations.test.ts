@@ -1,29 +1,10 @@
 import { describe, expect, test } from 'vitest';
-import { buildKey, encodeFact, prefixOf } from '../../core/keys.js';
-import { validateService } from '../../core/model/index.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import { MemoryStore } from '../../db/memory.js';
 import type { Store, TxnRequest } from '../../db/store.js';
-import { errorOf, secured } from './support.js';
+import { assign, errorOf, obs, secured } from './support.js';
 
 /** Issue 16 §1: a node credential writes observations only for replicas assigned to its node, under its tenure. */
-
-const spec = (() => {
-  const r = validateService({ name: 'web', image: 'busybox:1.35' });
-  if (!r.ok) throw new Error('fixture');
-  return r.value;
-})();
-
-async function assign(store: Store, node: string, replica: string, tenure: number) {
-  await store.txn({
-    compare: [],
-    success: [
-      { put: { key: buildKey('assigned', node, replica), value: encodeFact('assigned', { replica, service: 'web', node, tenure, resources: { cpuMillis: 100, memoryBytes: 1 }, specRevision: 1, spec, placedAt: 0 }) } },
-      { put: { key: buildKey('placement', replica), value: encodeFact('placement', { replica, service: 'web', node, tenure, at: 0 }) } },
-    ],
-  });
-}
-
-const obs = (replica: string, node: string, tenure: number, state = 'running') => ({ replica, service: 'web', node, tenure, state, at: 1 });
 
 async function cluster(store: Store = new MemoryStore()) {
   const ctx = await secured(store);

@@ -1,3 +1,5 @@
+import { buildKey, encodeFact } from '../../core/keys.js';
+import { validateService } from '../../core/model/index.js';
 import type { Store } from '../../db/store.js';
 import { MemoryStore } from '../../db/memory.js';
 import type { ServerDeps } from '../../handlers/deps.js';
@@ -32,3 +34,24 @@ export async function secured(store: Store = new MemoryStore(), overrides: Parti
   };
   return { ...ctx, enroll, register, newToken };
 }
+
+/** A valid spec of service `web`, for assignments written straight into a store. */
+export const spec = (() => {
+  const r = validateService({ name: 'web', image: 'busybox:1.35' });
+  if (!r.ok) throw new Error('fixture');
+  return r.value;
+})();
+
+/** Node `node` runs `replica` of `web` under `tenure`: its assignment and placement, as the scheduler writes them. */
+export async function assign(store: Store, node: string, replica: string, tenure: number) {
+  await store.txn({
+    compare: [],
+    success: [
+      { put: { key: buildKey('assigned', node, replica), value: encodeFact('assigned', { replica, service: 'web', node, tenure, resources: { cpuMillis: 100, memoryBytes: 1 }, specRevision: 1, spec, placedAt: 0 }) } },
+      { put: { key: buildKey('placement', replica), value: encodeFact('placement', { replica, service: 'web', node, tenure, at: 0 }) } },
+    ],
+  });
+}
+
+/** An observation body of `replica` of `web`. */
+export const obs = (replica: string, node: string, tenure: number, state = 'running') => ({ replica, service: 'web', node, tenure, state, at: 1 });
