@@ -7,6 +7,7 @@ import type { ReplicaRecord } from '../../core/model/facts.js';
 import { originText, type ReplicaEnded, type ReplicaOrigin } from '../../core/model/replica-outcome.js';
 import { templateHash } from '../../core/model/template.js';
 import type { StepContext } from '../controller.js';
+import { clipText } from '../decisions/bounds.js';
 import { decide, evidenceOf, type Cause } from '../decisions/record.js';
 import { absent, putFact, type Fact } from '../facts.js';
 import { newReplicaId } from '../ids.js';
@@ -48,7 +49,15 @@ export function draftReplica(ctx: StepContext, spec: Fact<'service'>, cause: Cau
     reason: '',
     origin: why.origin,
     ...(why.replaces ? { replaces: why.replaces } : {}),
-    ...(backoff ? { attempt: backoff.attempt, notBefore: backoff.notBefore, failure: backoff.failure, ...(backoff.diagnostic ? { failureDiagnostic: backoff.diagnostic } : {}) } : {}),
+    // The agent's failure texts are clipped: the record's size must not follow what a node reports (docs/limits.md).
+    ...(backoff
+      ? {
+          attempt: backoff.attempt,
+          notBefore: backoff.notBefore,
+          failure: clipText(backoff.failure),
+          ...(backoff.diagnostic ? { failureDiagnostic: { code: clipText(backoff.diagnostic.code, 16), message: clipText(backoff.diagnostic.message) } } : {}),
+        }
+      : {}),
   };
   const key = buildKey('replica', service, id);
   const reason = originText(record);
