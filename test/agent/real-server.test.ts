@@ -4,6 +4,7 @@ import { Agent } from '../../agent/agent.js';
 import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
 import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
+import { freePort } from '../support/postgres-server.js';
 import { waitFor } from '../support/wait.js';
 
 /**
@@ -66,7 +67,8 @@ describe('agent against the real server', () => {
       tmp.cleanup();
     });
     const api = adminApi(server.url, ADMIN);
-    const port = 40_000 + (process.pid % 10_000);
+    // A port the kernel says is free now: a fixed one derived from the pid met another test's listener.
+    const port = await freePort();
     await api('POST', '/v1/apply', `service web {\n  image    = "busybox:1.35"\n  command  = ["sh", "-c", "mkdir -p www && echo hi > www/index.html && exec httpd -f -p 127.0.0.1:${port} -h www"]\n  replicas = 1\n  cpu      = 0.25\n  memory   = 64Mi\n}\n`);
     await waitFor('running', async () => (await api('GET', '/v1/services/web')).service?.running === 1, { timeoutMs: 30_000, everyMs: 200 });
     expect(await (await fetch(`http://127.0.0.1:${port}/`)).text()).toBe('hi\n');
