@@ -59,10 +59,10 @@ test('changed keys route to one job per controller and subject, or a fan-out', (
   expect(jobs.map((j) => `${j.task} ${j.key}`)).toEqual(['cca-step mirror:a', 'cca-step mirror:b', 'cca-fanout mirror:*', 'cca-step broken']);
 });
 
-test('controller steps run as graphile-worker jobs: woken in the writing transaction, timed by run_at, atomic', async () => {
-  const db = await createTestDatabase('graphile');
+/** A database of its own, a graphile driver over it running `controllers`, and a store that wakes them; all closed after the test. */
+async function graphileCluster(name: string, controllers: Controller[]) {
+  const db = await createTestDatabase(name);
   cleanups.push(db.drop);
-  const controllers = [mirror, ticker, broken];
   const pool = createPool(db.url);
   cleanups.push(() => pool.end());
   const reports: Diagnostic[] = [];
@@ -71,6 +71,11 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
   cleanups.push(() => driver.stop());
   const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
   cleanups.push(() => store.close());
+  return { store, pool, driver, reports, steps };
+}
+
+test('controller steps run as graphile-worker jobs: woken in the writing transaction, timed by run_at, atomic', async () => {
+  const { store, pool, driver, reports, steps } = await graphileCluster('graphile', [mirror, ticker, broken]);
 
   await store.put('/src/a', '1');
   for (let i = 0; i < 20; i++) await store.put('/src/b', String(i));
@@ -117,17 +122,7 @@ const oversized: Controller = {
 };
 
 test("as a graphile job, a refused write does not roll back the step's other writes; it is reported once and backed off", async () => {
-  const db = await createTestDatabase('graphile-refusal');
-  cleanups.push(db.drop);
-  const controllers = [oversized];
-  const pool = createPool(db.url);
-  cleanups.push(() => pool.end());
-  const reports: Diagnostic[] = [];
-  const steps: StepInfo[] = [];
-  const driver = await startGraphileDriver({ pool, controllers, pollIntervalMs: 100, concurrency: 2, onDiagnostic: (d) => reports.push(d), metrics: { step: (i) => steps.push(i) } });
-  cleanups.push(() => driver.stop());
-  const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
-  cleanups.push(() => store.close());
+  const { store, reports, steps } = await graphileCluster('graphile-refusal', [oversized]);
 
   await store.put('/go', '1');
   await waitFor('/big/b written', () => store.get('/big/b'));
