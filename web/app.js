@@ -4,11 +4,15 @@ import { LiveSource } from './live.js';
 import { readViews, renderServices, renderReplicas, renderNodes, renderWhy } from './views.js';
 import { clock } from './dom.js';
 import { LogView } from './logs.js';
+import { createTimelineView } from './timeline.js';
+import { createUsageView } from './usage.js';
+import { createRolloutView } from './rollout.js';
+import { filterFromHash } from './filter.js';
 
 const $ = (s) => document.querySelector(s);
 const params = new URLSearchParams(location.search);
 const simMode = params.get('sim') === '1';
-const ui = { view: 'services', why: undefined, whyAnswer: undefined, whyError: undefined, selected: new Map(), views: undefined };
+const ui = { view: 'services', why: undefined, whyAnswer: undefined, whyError: undefined, selected: new Map(), views: undefined, filter: filterFromHash('') };
 
 let source;
 let logView;
@@ -37,6 +41,7 @@ async function render() {
     renderReplicas($('#view-replicas'), ui.views);
     renderNodes($('#view-nodes'), { ...ui.views, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
     renderWhy($('#view-why'), ui.why, ui.whyAnswer, ui.whyError);
+    history[ui.view]?.update({ views: ui.views, now }, ui.filter);
     document.body.dataset.services = String(ui.views.services.length);
   } catch (e) {
     console.error(e);
@@ -104,9 +109,25 @@ function showViolation() {
   if (v) b.textContent = `Invariant violated: ${v.invariant} at t=${(v.at / 1000).toFixed(3)}s (seed ${source.seed}): ${v.detail}`;
 }
 
+// The history views (issue 22): each follows the source's batches itself (it keeps its
+// session history whichever view is open) and is drawn by update(state, filter) when open.
+let history = {};
+function mountHistoryViews() {
+  const onChange = () => history[ui.view] && changed();
+  const backfill = simMode ? undefined : async (prefix) => (await source.getJson(`/v1/state?${new URLSearchParams({ prefix, limit: '1000' })}`)).kvs;
+  history = {
+    timeline: createTimelineView($('#view-timeline'), { source, backfill, onChange }),
+    usage: createUsageView($('#view-usage'), { source, onChange }),
+    rollouts: createRolloutView($('#view-rollouts'), { source, onChange }),
+  };
+}
+
 function route() {
-  const [view, kind, name] = location.hash.replace(/^#/, '').split('/');
-  ui.view = ['services', 'replicas', 'nodes', 'why', 'logs'].includes(view) ? view : 'services';
+  const [path] = location.hash.replace(/^#/, '').split('?');
+  const [view, kind, name] = path.split('/');
+  ui.filter = filterFromHash(location.hash);
+  ui.view = ['services', 'replicas', 'nodes', 'why', 'logs', ...Object.keys(history)].includes(view) ? view : 'services';
+  if (history[ui.view]) changed();
   for (const sec of document.querySelectorAll('main .view')) sec.hidden = sec.dataset.view !== ui.view;
   for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.view === ui.view);
   // Only the open logs view holds a stream: leaving it ends the follow.
@@ -170,19 +191,21 @@ async function main() {
     const { SimSource } = await import('./sim.js');
     const seed = Number(params.get('seed') ?? Math.floor(Math.random() * 1e6));
     source = new SimSource({ onChange: changed, onState: showState, panel: $('#sim'), seed });
+    mountHistoryViews();
     $('#view-nodes').addEventListener('click', (e) => {
       const b = e.target.closest('button[data-act]');
       if (b) void source.onNodeAction(b.dataset.act, b.dataset.node);
     });
   } else {
     source = new LiveSource({ onChange: changed, onState: showState });
+    mountHistoryViews();
     logView = new LogView($('#view-logs'), (extra) => source.headers(extra));
     wireAuth(source);
     source.start();
     setInterval(changed, 1_000); // ages and the lease column move with the clock
   }
   route();
-  window.ccaConsole = { source, ui, render };
+  window.ccaConsole = { source, ui, render, history };
   changed();
 }
 

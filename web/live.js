@@ -7,7 +7,7 @@ import { Mirror } from './mirror.js';
 import { readEvents } from './sse.js';
 
 /** The facts the views read. Everything else in the watch is skipped. */
-export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/', '/nodes/', '/node-status/', '/allocations/', '/autoscale/'];
+export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/', '/nodes/', '/node-status/', '/allocations/', '/autoscale/', '/rollouts/'];
 const TOKEN_KEY = 'cca-token';
 const IDLE_MS = 40_000; // the server sends a heartbeat every 15 s
 const BACKOFF = [500, 1_000, 2_000, 4_000, 8_000];
@@ -25,6 +25,22 @@ export class LiveSource {
     this.attempt = 0;
     this.staleSince = undefined;
     this.stopped = false;
+    this.batchListeners = new Set();
+  }
+
+  /**
+   * `fn(batch, at)` for every watch batch as it is applied (all of it: decisions and events
+   * too, which the mirror does not keep), and for each listing as one batch marked `listing`.
+   * The timeline, usage and rollout views keep their session history from these.
+   */
+  onBatch(fn) {
+    this.batchListeners.add(fn);
+    return () => this.batchListeners.delete(fn);
+  }
+
+  emit(batch) {
+    const at = Date.now();
+    for (const fn of this.batchListeners) fn(batch, at);
   }
 
   get token() {
@@ -73,6 +89,7 @@ export class LiveSource {
     }
     this.mirror = new Mirror(revision, kvs);
     this.revision = revision;
+    this.emit({ revision, listing: true, events: kvs.map((kv) => ({ type: 'put', kv })) });
     this.listings = (this.listings ?? 0) + 1;
   }
 
@@ -209,6 +226,7 @@ export class LiveSource {
     const relevant = batch.events.some((e) => keep(e.kv.key));
     this.mirror.apply(batch, keep);
     this.revision = batch.revision;
+    this.emit(batch);
     this.state({ state: 'live' });
     if (relevant) this.onChange();
   }

@@ -1,7 +1,7 @@
 // Simulation mode: the real controllers over a MemoryStore and simulated agents with the
 // fake runtime, on virtual time, in this tab (jobs/sim/world.ts — the same SimWorld the
 // deterministic simulation tests run). Nothing here talks to a server.
-import { SimWorld } from '/src/jobs/sim/world.js';
+import { SimWorld, DEFAULT_IMAGES } from '/src/jobs/sim/world.js';
 import { INVARIANTS } from '/src/jobs/sim/invariants.js';
 import { why } from '/src/jobs/decisions/why.js';
 import { parse } from '/src/core/lang/index.js';
@@ -37,6 +37,21 @@ export const FIXTURES = {
   stop_grace = 5s
 }
 `,
+  burn: `# Autoscaled on CPU: set its load below ("load") and watch the usage view.
+service burn {
+  image      = "burn:1"
+  replicas   = 1
+  cpu        = 250m
+  memory     = 128Mi
+  stop_grace = 2s
+  autoscale {
+    min               = 1
+    max               = 4
+    target_cpu        = 50%
+    scale_down_window = 1m
+  }
+}
+`,
   ghost: `# An image no node has: the replica stays pending, and says why.
 service ghost {
   image    = "ghost:1"
@@ -45,10 +60,12 @@ service ghost {
 `,
 };
 
+/** What every simulated node can run: the fixtures' images and a second web version to roll to (never ghost:1). */
+const IMAGES = { ...DEFAULT_IMAGES, 'web:2': 'sha256:web2', 'burn:1': 'sha256:burn1' };
 const NODES = [
-  { name: 'node1', zone: 'a', cpuMillis: 2_000, memoryBytes: 4 * Gi },
-  { name: 'node2', zone: 'b', cpuMillis: 2_000, memoryBytes: 4 * Gi },
-  { name: 'node3', zone: 'c', cpuMillis: 2_000, memoryBytes: 4 * Gi },
+  { name: 'node1', zone: 'a', cpuMillis: 2_000, memoryBytes: 4 * Gi, images: IMAGES },
+  { name: 'node2', zone: 'b', cpuMillis: 2_000, memoryBytes: 4 * Gi, images: IMAGES },
+  { name: 'node3', zone: 'c', cpuMillis: 2_000, memoryBytes: 4 * Gi, images: IMAGES },
 ];
 
 const SPEEDS = [1, 5, 20, 100];
@@ -65,11 +82,46 @@ export class SimSource {
     this.playing = false;
     this.queue = Promise.resolve();
     this.applied = new Set();
+    this.batchListeners = new Set();
     void this.reset(seed);
   }
 
   get store() {
     return this.world.store;
+  }
+
+  /** The simulation's store as it was at `revision` (it is never compacted here): the scrubbed timeline reads it. */
+  storeAt(revision) {
+    const store = this.world.store;
+    const at = (r) => (r ? Math.min(r, revision) : revision);
+    return {
+      revision: async () => revision,
+      range: (req) => store.range({ ...req, revision: at(req.revision) }),
+      get: (key, opts) => store.get(key, { revision: at(opts?.revision) }),
+    };
+  }
+
+  /** `fn(batch, at)` for every committed revision of the world's store, in order (see LiveSource.onBatch); `{ reset: true }` on a new world. */
+  onBatch(fn) {
+    this.batchListeners.add(fn);
+    return () => this.batchListeners.delete(fn);
+  }
+
+  follow(world) {
+    this.feed?.abort();
+    const ac = new AbortController();
+    this.feed = ac;
+    for (const fn of this.batchListeners) fn({ reset: true, revision: 0, events: [] }, world.t);
+    void (async () => {
+      for await (const batch of world.store.watch({ prefix: '', fromRevision: 1, signal: ac.signal })) {
+        for (const fn of this.batchListeners) fn(batch, world.t);
+      }
+    })().catch(() => undefined);
+  }
+
+  /** CPU a service's replicas use together from now on (millicores, shared evenly), reported by the fake runtime as usage. */
+  setLoad(service, millis) {
+    return this.act(`load ${service} ${millis}m`, (w) => w.setLoad(service, () => millis));
   }
 
   now() {
@@ -86,6 +138,7 @@ export class SimSource {
     this.nextNode = NODES.length + 1;
     this.applied?.clear();
     this.actions = [];
+    this.follow(this.world);
     for (const n of NODES) this.world.addNode(n);
     const u = new URL(location.href);
     u.searchParams.set('seed', String(seed));
@@ -205,7 +258,9 @@ export class SimSource {
           ...fixtures,
           h('label', {}, 'scale ', h('select#scale-service'), h('input#scale-n', { type: 'number', value: 4, min: 0, max: 50 })),
           h('button#scale', { onclick: () => { const s = p.querySelector('#scale-service').value; const n = Number(p.querySelector('#scale-n').value); if (s) void this.act(`scale ${s} ${n}`, (w) => w.scale(s, n)); } }, 'scale'),
-          h('button#add-node', { onclick: () => { const name = `node${this.nextNode++}`; void this.act(`add ${name}`, (w) => w.addNode({ name, zone: 'abc'[(this.nextNode - 2) % 3], cpuMillis: 2_000, memoryBytes: 4 * Gi })); } }, 'add node')),
+          h('label', {}, 'load ', h('input#load-m', { type: 'number', value: 400, min: 0, step: 50, title: 'millicores the selected service uses in all' }), 'm'),
+          h('button#load', { onclick: () => { const s = p.querySelector('#scale-service').value; if (s) void this.setLoad(s, Number(p.querySelector('#load-m').value) || 0); } }, 'set load'),
+          h('button#add-node', { onclick: () => { const name = `node${this.nextNode++}`; void this.act(`add ${name}`, (w) => w.addNode({ name, zone: 'abc'[(this.nextNode - 2) % 3], cpuMillis: 2_000, memoryBytes: 4 * Gi, images: IMAGES })); } }, 'add node')),
         h('details#cca-editor.cca', {},
           h('summary', {}, 'write .cca'),
           h('textarea#cca-text', { rows: 9, cols: 60, spellcheck: 'false' }, FIXTURES.web),

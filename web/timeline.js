@@ -1,0 +1,173 @@
+// The timeline view: the cluster's decisions and observed changes, newest first, each linked
+// to its subject's `why` chain, filtered to a service, node, replica or state. In the
+// simulation a slider scrubs through the entries and shows the cluster as it was at the
+// revision of the one picked (the in-page store is never compacted, so it is read at that
+// revision: no copy of the state is kept per step).
+import { readViews } from './views.js';
+import { TimelineLog } from './timeline-log.js';
+import { filterQuery, isEmpty, passes } from './filter.js';
+import { h, keyedTable, patch, clock } from './dom.js';
+import { s } from './svg.js';
+
+/** Rows drawn at once (the log keeps more; a filter narrows them). */
+const SHOWN = 300;
+
+const when = (ms) => (ms > 1e11 ? clock(ms) : `t=${(ms / 1000).toFixed(1)}s`);
+const whyHref = (w) => `#why/${w.kind}/${encodeURIComponent(w.name)}`;
+const filterHref = (f) => `#timeline${filterQuery(f)}`;
+
+/**
+ * `source`: the console's source (its `onBatch`, and `storeAt` in the simulation);
+ * `backfill(prefix)`: the key-values under a prefix, to add a filtered subject's retained
+ * decisions and events from before the session; `onChange()`: ask for a render.
+ */
+export function createTimelineView(el, { source, backfill, onChange }) {
+  const log = new TimelineLog();
+  const asked = new Set();
+  let scrub; // the revision picked on the slider, or undefined: now
+  let shownAt; // the revision the cluster panel shows
+  let lastState;
+  let lastFilter;
+  let since;
+  source.onBatch((batch, at) => {
+    since ??= at;
+    if (batch.reset) {
+      scrub = undefined;
+      shownAt = undefined;
+      since = at;
+      asked.clear();
+    }
+    if (log.ingest(batch) || batch.reset) onChange();
+  });
+
+  el.replaceChildren(
+    h('div.timeline-head', {}, h('h2', {}, 'timeline'), h('span.timeline-scope'), h('span.timeline-count')),
+    h('div.scrub', { hidden: !source.storeAt },
+      h('label', {}, 'scrub ', h('input.scrub-range', { type: 'range', min: 0, max: 0, value: 0, step: 1, 'aria-label': 'the cluster at this entry' })),
+      h('button.scrub-now', { type: 'button', title: 'follow the newest entry again' }, 'now'),
+      h('span.scrub-at')),
+    h('div.cluster-at', { hidden: true }),
+    h('div.axis'),
+    h('div.timeline-rows'));
+  const range = el.querySelector('.scrub-range');
+  range.addEventListener('input', () => {
+    const list = visible(lastFilter);
+    const i = Number(range.value);
+    scrub = i >= list.length - 1 ? undefined : list[i]?.revision;
+    onChange();
+  });
+  el.querySelector('.scrub-now').addEventListener('click', () => {
+    scrub = undefined;
+    onChange();
+  });
+
+  function visible(filter) {
+    return log.entries.filter((e) => passes(filter, { ...e, text: `${e.action} ${e.reason} ${e.controller ?? ''}` }));
+  }
+
+  /** A filtered subject's retained history from before the session (live: asked once per subject). */
+  function fill(filter) {
+    if (!backfill) return;
+    const prefixes = [];
+    if (filter.replica) prefixes.push(`/decisions/replica/${filter.replica}/`);
+    if (filter.service) prefixes.push(`/decisions/service/${filter.service}/`);
+    if (filter.node) prefixes.push(`/decisions/node/${filter.node}/`, `/events/${filter.node}/`);
+    for (const p of prefixes) {
+      if (asked.has(p)) continue;
+      asked.add(p);
+      backfill(p).then((kvs) => log.backfill(kvs) && onChange(), () => asked.delete(p));
+    }
+  }
+
+  function update(state, filter) {
+    lastState = state;
+    lastFilter = filter;
+    fill(filter ?? {});
+    const list = visible(filter);
+    const head = list.at(-1)?.revision ?? 0;
+    patch(el.querySelector('.timeline-scope'), isEmpty(filter) ? 'the whole cluster' : h('span', {}, scopeText(filter), ' ', h('a.clear', { href: '#timeline' }, 'clear')));
+    patch(el.querySelector('.timeline-count'), `${list.length} entries since ${since === undefined ? '—' : when(since)}${log.entries.length >= log.max ? ` (the newest ${log.max} kept)` : ''}`);
+    renderScrub(list);
+    renderAxis(list);
+    const rows = list.slice(-SHOWN).reverse();
+    keyedTable(el.querySelector('.timeline-rows'), {
+      id: 'timeline',
+      key: (e) => e.id,
+      rows,
+      empty: source.storeAt ? 'Nothing has happened yet: apply a fixture.' : 'Nothing decided or observed since this page opened. Filter to a service, node or replica to see its retained decisions.',
+      rowClass: (e) => `tl-${e.type}${scrub !== undefined && e.revision > scrub ? ' future' : ''}${scrub === e.revision ? ' scrubbed' : ''}`,
+      columns: [
+        { title: 'when', cls: 'when', cell: (e) => h('span', { title: `revision ${e.revision}`, 'data-revision': e.revision }, when(e.at)) },
+        { title: 'subject', cell: (e) => h('span', {}, h('a.why', { href: whyHref(e.why), title: `why ${e.why.kind} ${e.why.name}` }, `${e.why.kind} ${e.why.name}`), ' ', h('a.narrow', { href: filterHref({ [e.why.kind]: e.why.name }), title: `only ${e.why.kind} ${e.why.name}` }, '⌕')) },
+        { title: 'what', cell: (e) => h('span', {}, h(`span.tl-mark.${e.type}`), h('span.action', {}, e.action)) },
+        { title: 'by', cell: (e) => e.controller ?? (e.type === 'event' ? `agent ${e.nodes[0]}` : '') },
+        { title: 'why / detail', cell: (e) => e.reason },
+      ],
+    });
+  }
+
+  function renderScrub(list) {
+    if (!source.storeAt) return;
+    const i = scrub === undefined ? list.length - 1 : Math.max(0, list.findIndex((e) => e.revision >= scrub));
+    range.max = String(Math.max(0, list.length - 1));
+    if (document.activeElement !== range) range.value = String(Math.max(0, i));
+    const at = scrub === undefined ? undefined : list[i];
+    patch(el.querySelector('.scrub-at'), at ? `the cluster at ${when(at.at)} (revision ${at.revision}), after: ${at.action}` : 'now (following)');
+    const panel = el.querySelector('.cluster-at');
+    panel.hidden = scrub === undefined;
+    if (scrub !== undefined && shownAt !== scrub) {
+      shownAt = scrub;
+      const rev = scrub;
+      void readViews(source.storeAt(rev)).then((v) => {
+        if (shownAt === rev) renderCluster(panel, v, rev);
+      });
+    }
+    if (scrub === undefined) shownAt = undefined;
+  }
+
+  /** One tick per entry across the time the log covers; the scrubbed one marked. */
+  function renderAxis(list) {
+    const axis = el.querySelector('.axis');
+    if (list.length === 0) return axis.replaceChildren();
+    const t0 = list[0].at;
+    const t1 = Math.max(t0 + 1, list.at(-1).at);
+    const w = 1000;
+    const x = (t) => (((t - t0) / (t1 - t0)) * (w - 4) + 2).toFixed(1);
+    const ticks = list.map((e) => s('line', { x1: x(e.at), x2: x(e.at), y1: e.type === 'decision' ? 2 : 10, y2: e.type === 'decision' ? 12 : 20, class: `tick ${e.type}${scrub === e.revision ? ' at' : ''}` }));
+    axis.replaceChildren(s('svg', { class: 'axis', viewBox: `0 0 ${w} 22`, preserveAspectRatio: 'none', width: '100%', height: 22 }, s('title', {}, `${when(t0)} … ${when(t1)}`), ...ticks),
+      h('div.axis-ends', {}, h('span', {}, when(t0)), h('span', {}, when(t1))));
+  }
+
+  return {
+    update,
+    /** The revision the slider picked (undefined: now), for other views that want to follow it. */
+    get scrubbed() {
+      return scrub;
+    },
+    log,
+    get state() {
+      return lastState;
+    },
+  };
+}
+
+function scopeText(f) {
+  return ['service', 'node', 'replica', 'state', 'text'].filter((k) => f[k]).map((k) => `${k} ${f[k]}`).join(' · ');
+}
+
+/** The nodes and their replicas at one revision (what the map shows now, as it was then). */
+function renderCluster(panel, { nodes, replicas }, revision) {
+  const byNode = new Map(nodes.map((n) => [n.name, []]));
+  const pending = [];
+  for (const r of replicas) {
+    if (r.node && byNode.has(r.node)) byNode.get(r.node).push(r);
+    else if (r.desired === 'run') pending.push(r);
+  }
+  const chip = (r) => h(`span.chip.${r.state}`, { 'data-replica': r.id, title: `${r.id}: ${r.state}` }, r.id);
+  patch(panel,
+    h('div.cluster-rev', {}, `revision ${revision}`),
+    h('div.nodes-at', {}, nodes.map((n) => h(`div.node-at.${n.state}`, { 'data-node': n.name },
+      h('div.node-name', {}, `${n.name} `, h(`span.badge.${n.state}`, {}, n.state)),
+      h('div.chips', {}, (byNode.get(n.name) ?? []).map(chip))))),
+    pending.length ? h('div.pending-at', {}, 'not placed: ', pending.map(chip)) : '');
+}
