@@ -10,7 +10,7 @@ export const MAX_ENTRIES = 2_000;
 
 const uniq = (xs) => [...new Set(xs.filter(Boolean))];
 
-/** Which services, nodes and replicas a decision concerns: its subject and the keys it read. */
+/** Which services, nodes and replicas a decision concerns: its subject, its cause's subject and the keys it read. */
 function concerns(d) {
   const services = [];
   const nodes = [];
@@ -21,7 +21,10 @@ function concerns(d) {
     replicas.push(d.subject);
     services.push(serviceOfReplica(d.subject));
   }
-  for (const e of d.evidence) {
+  // A replacement's creation is caused by the old replica's loss: it concerns that replica too.
+  const cause = d.cause && parseKey('decision' in d.cause ? d.cause.decision : d.cause.fact);
+  if (cause?.kind === 'decision') ({ service: services, node: nodes, replica: replicas })[cause.params.kind]?.push(cause.params.subject);
+  for (const e of [...d.evidence, ...(cause && cause.kind !== 'decision' ? [{ key: 'decision' in d.cause ? '' : d.cause.fact }] : [])]) {
     const p = parseKey(e.key)?.params;
     if (!p) continue;
     if (p.node) nodes.push(p.node);
@@ -104,7 +107,7 @@ export class TimelineLog {
     if (p.kind === 'event') {
       const e = decodeFact('event', kv.key, kv.value);
       return {
-        id: kv.key, revision: kv.modRevision, at: e.at, type: 'event', action: e.kind, reason: e.message, state: '',
+        kind: e.replica ? 'replica' : 'node', subject: e.replica ?? e.node, id: kv.key, revision: kv.modRevision, at: e.at, type: 'event', action: e.kind, reason: e.message, state: '',
         services: uniq([e.replica && serviceOfReplica(e.replica)]), nodes: [e.node], replicas: uniq([e.replica]),
         why: e.replica ? { kind: 'replica', name: e.replica } : { kind: 'node', name: e.node },
       };
@@ -117,7 +120,7 @@ export class TimelineLog {
       const detail = o.diagnostic ? `${o.diagnostic.code} ${o.diagnostic.message}` : o.exitCode !== undefined ? `exit code ${o.exitCode}` : was ? `was ${was}` : '';
       return {
         id: `${kv.key}@${kv.modRevision}`, revision: kv.modRevision, at: o.at, type: 'observed', action: `${o.state} on ${o.node}`, reason: detail, state: o.state,
-        subject: o.replica, services: [o.service], nodes: [o.node], replicas: [o.replica], controller: `agent ${o.node}`,
+        kind: 'replica', subject: o.replica, services: [o.service], nodes: [o.node], replicas: [o.replica], controller: `agent ${o.node}`,
         why: { kind: 'replica', name: o.replica },
       };
     }
