@@ -51,14 +51,14 @@ function history(roll, r, now) {
   const t0 = samples[0].t;
   const t1 = Math.max(t0 + 1, r.finishedAt ?? now);
   const pts = (f) => samples.map((p) => ({ t: p.t, v: f(p) }));
-  return chart({
+  return h('span.with-label', {}, chart({
     series: [
       { cls: 'old', step: true, points: pts((p) => p.oldLive), label: 'old replicas live' },
       { cls: 'new', step: true, points: pts((p) => p.newLive), label: 'new replicas live' },
       { cls: 'ready', step: true, points: pts((p) => p.newReady), label: 'new replicas ready' },
     ],
     lines: [{ v: r.desired, cls: 'bound', label: `desired ${r.desired}` }],
-    t0, t1, vmax: Math.max(...samples.map((p) => Math.max(p.oldLive, p.newLive))), width: 260, height: 48,
+    t0, t1, vmax: Math.max(...samples.map((p) => Math.max(p.oldLive, p.newLive))), width: 260, height: 56,
     title: `rollout of revision ${r.toRevision}`,
-  });
+  }), h('span.label.legend', {}, h('span.key.old', {}, 'old live'), h('span.key.new', {}, 'new live'), h('span.key.ready', {}, 'new ready')));
 }

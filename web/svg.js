@@ -19,8 +19,9 @@ export function s(tag, attrs = {}, ...children) {
 export function chart({ series, lines = [], t0, t1, vmax, width = 220, height = 44, title = '' }) {
   const top = Math.max(vmax, ...lines.map((l) => l.v), 1e-9) * 1.1;
   const span = Math.max(1, t1 - t0);
-  const x = (t) => ((Math.min(t1, Math.max(t0, t)) - t0) / span) * (width - 2) + 1;
-  const y = (v) => height - 1 - (Math.max(0, v) / top) * (height - 2);
+  // 3px inside the frame, so a zero or a full line is not hidden by the border.
+  const x = (t) => ((Math.min(t1, Math.max(t0, t)) - t0) / span) * (width - 6) + 3;
+  const y = (v) => height - 3 - (Math.max(0, v) / top) * (height - 6);
   const paths = series.map((ser) => {
     const pts = ser.points.filter((p) => p.t <= t1);
     if (pts.length === 0) return undefined;

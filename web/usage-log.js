@@ -23,6 +23,8 @@ export class UsageLog {
     this.series = new Map();
     /** service → Ring of { t, desired } (the autoscaler's intent, as it changed). */
     this.intents = new Map();
+    /** The time of the first sample this tab took. */
+    this.firstAt = undefined;
   }
 
   ingest(batch, at) {
@@ -74,6 +76,7 @@ export class UsageLog {
     }
     const ring = this.series.get(group) ?? this.series.set(group, new Ring(MAX_SAMPLES)).get(group);
     const point = { t, cpu, mem, n: keys.size };
+    this.firstAt ??= t;
     const last = ring.last;
     if (last && t - ring.items.at(-2)?.t < GAP_MS && t >= last.t) ring.items[ring.items.length - 1] = point;
     else if (!last || t >= last.t) ring.push(point);

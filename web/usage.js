@@ -5,7 +5,7 @@
 import { UsageLog } from './usage-log.js';
 import { passes } from './filter.js';
 import { chart, peak } from './svg.js';
-import { h, keyedTable, bytes } from './dom.js';
+import { h, keyedTable, bytes, ago } from './dom.js';
 
 export const WINDOW_MS = 10 * 60_000;
 
@@ -15,15 +15,17 @@ export function createUsageView(el, { source, onChange }) {
   const log = new UsageLog();
   source.onBatch((batch, at) => log.ingest(batch, at) && onChange());
   el.replaceChildren(
-    h('h2', {}, 'usage ', h('span.muted', {}, '(the last 10 minutes of what the agents report, kept in this tab)')),
+    h('h2', {}, 'usage ', h('span.muted.usage-window', {})),
     h('h3', {}, 'services'), h('div.usage-services'),
     h('h3', {}, 'nodes'), h('div.usage-nodes'));
 
   function update(state, filter) {
     const { services = [], nodes = [] } = state.views ?? {};
+    // The last ten minutes, or as much of them as this tab has seen: one time axis for every chart.
     const t1 = state.now;
-    const t0 = t1 - WINDOW_MS;
+    const t0 = Math.min(t1 - 1_000, Math.max(t1 - WINDOW_MS, log.firstAt ?? t1));
     const points = (group, f) => (log.series.get(group)?.items ?? []).filter((p) => p.t >= t0 - 60_000).map((p) => ({ t: p.t, v: f(p) }));
+    el.querySelector('.usage-window').textContent = `(the last ${ago(t1 - t0)} of what the agents report, kept in this tab; at most 10 minutes)`;
     const svcRows = services.filter((s) => passes(filter, { services: [s.name], nodes: [], replicas: [] }));
     keyedTable(el.querySelector('.usage-services'), {
       id: 'usage-services',

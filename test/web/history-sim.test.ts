@@ -43,6 +43,7 @@ async function applyCca(page: Page, text: string): Promise<void> {
   await page.fill('#cca-text', text);
   await page.click('#cca-apply');
   expect(await page.locator('#cca-diagnostics li').count()).toBe(0);
+  await page.click('#cca-editor summary'); // closed again, out of the screenshots' way
 }
 
 describe('console history views (timeline, usage, rollouts), simulation mode, in headless Chromium', () => {

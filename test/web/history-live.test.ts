@@ -1,0 +1,107 @@
+import { join } from 'node:path';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Agent } from '../../agent/agent.js';
+import { FakeRuntime } from '../../agent/runtime-fake.js';
+import { StateDir } from '../../agent/state.js';
+import { tempDir } from '../agent/support.js';
+import { waitFor } from '../support/wait.js';
+import { launchBrowser, OUTPUT, startTestPod, webService, type TestPod } from './support.js';
+
+async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
+  return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
+}
+
+/** The timeline's rows, oldest first: "subject: what". */
+async function timeline(page: Page): Promise<string[]> {
+  const rows = await page.$$eval('table[data-id="timeline"] tbody tr', (trs) => (trs as HTMLTableRowElement[]).map((tr) => `${tr.cells[1]!.innerText.replace(/\s*⌕$/, '')}: ${tr.cells[2]!.innerText}`));
+  return rows.reverse();
+}
+
+async function points(page: Page, table: string, key: string, column: number): Promise<number> {
+  return Number(await page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).locator('svg.chart').getAttribute('data-points'));
+}
+
+/**
+ * The history views against a real pod and a real agent (the fake runtime, in process),
+ * followed through the watch: decisions as they are made, usage as the agent reports it, a
+ * rolling update to complete.
+ */
+describe('console history views (timeline, usage, rollouts), live mode, in headless Chromium', () => {
+  let pod: TestPod;
+  let agent: Agent;
+  let browser: Awaited<ReturnType<typeof launchBrowser>>;
+  const tmp = tempDir('web-history');
+  let load = 30;
+
+  beforeAll(async () => {
+    pod = await startTestPod({ openReads: true });
+    const runtime = new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:bb135', 'busybox:1.36': 'sha256:bb136' } });
+    // Usage that changes with every report, as a workload's would.
+    runtime.cpuUsage = () => (load = (load % 90) + 7);
+    agent = new Agent({
+      server: pod.url, node: 'node1', token: pod.join, state: new StateDir(tmp.dir), runtime,
+      record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: 4000, memoryBytes: 4 * 2 ** 30 } },
+      pollWaitMs: 2_000, reportEveryMs: 500, usageEveryMs: 500, log: () => undefined,
+    });
+    await agent.start();
+    await waitFor('registered', () => agent.status().registered, 10_000);
+    browser = await launchBrowser();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await agent?.close();
+    await pod?.close();
+    tmp.cleanup();
+  });
+
+  it('lists decisions as they are made, links to why, backfills a filtered replica after a reload; usage grows; a rollout completes', async () => {
+    const page = await browser.context.newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    await page.goto(`${pod.url}/#timeline`);
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
+
+    // ── timeline: a service applied while the page is open, its replicas created, placed and running, in order ──
+    await pod.api('POST', '/v1/apply', { services: [webService('web', 2, 'busybox:1.35')] });
+    await expect.poll(async () => (await timeline(page)).filter((r) => / running on node1$/.test(r)).length, { timeout: 20_000 }).toBe(2);
+    const rows = await timeline(page);
+    const replica = rows.find((r) => r.endsWith(': created'))!.split(/[ :]/)[1]!;
+    const order = [/^service web: scaled up by 2$/, new RegExp(`^replica ${replica}: created$`), new RegExp(`^replica ${replica}: placed on node1$`), new RegExp(`^replica ${replica}: running on node1$`)];
+    const at = order.map((o) => rows.findIndex((r) => o.test(r)));
+    expect(at.every((i) => i >= 0), `${rows.join('\n')}`).toBe(true);
+    expect([...at].sort((a, b) => a - b)).toEqual(at);
+    await page.screenshot({ path: join(OUTPUT, 'live-timeline.png'), fullPage: true });
+
+    // A filter in the URL survives a reload; the session's log is gone, the replica's retained decisions are listed again.
+    await page.goto(`${pod.url}/#timeline?replica=${replica}`);
+    await page.reload();
+    await expect.poll(async () => (await timeline(page)).join('\n'), { timeout: 20_000 }).toMatch(new RegExp(`replica ${replica}: created\\nreplica ${replica}: placed on node1`));
+    expect((await timeline(page)).every((r) => r.includes(replica))).toBe(true);
+    expect(await page.locator('.timeline-scope').innerText()).toContain(`replica ${replica}`);
+    await page.locator(`table[data-id="timeline"] a.why[href="#why/replica/${replica}"]`).first().click();
+    await expect.poll(() => page.locator('#view-why .chain-status').innerText(), { timeout: 10_000 }).toMatch(/^complete/);
+
+    // ── usage: the agent reports every half second; the service's and the node's sparklines grow ──
+    await page.click('#tabs a[data-view=usage]');
+    await expect.poll(() => points(page, 'usage-services', 'service:web', 1), { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    const before = await points(page, 'usage-services', 'service:web', 1);
+    await expect.poll(() => points(page, 'usage-services', 'service:web', 1), { timeout: 20_000 }).toBeGreaterThan(before);
+    expect(await points(page, 'usage-nodes', 'node:node1', 1)).toBeGreaterThan(0);
+    expect(await cell(page, 'usage-services', 'service:web', 4)).toMatch(/^\d+m · 2Mi · 2 reporting$/);
+    await page.screenshot({ path: join(OUTPUT, 'live-usage.png'), fullPage: true });
+
+    // ── rollouts: a new image rolls web, followed to complete ──
+    await page.click('#tabs a[data-view=rollouts]');
+    await pod.api('POST', '/v1/apply', { services: [webService('web', 2, 'busybox:1.36')] });
+    const state = () => page.locator('table[data-id="rollouts"] tr[data-key=web] [data-state]').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
+    await expect.poll(state, { timeout: 30_000 }).toBe('complete');
+    expect(await cell(page, 'rollouts', 'web', 3)).toContain('2/2 new ready · 2 new live · 0 old left');
+    expect(await points(page, 'rollouts', 'web', 4)).toBeGreaterThan(1);
+    await page.screenshot({ path: join(OUTPUT, 'live-rollout.png'), fullPage: true });
+
+    expect(errors).toEqual([]);
+  }, 120_000);
+});
