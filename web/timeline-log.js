@@ -59,6 +59,7 @@ export class TimelineLog {
       return true;
     }
     let added = false;
+    if (batch.listing) this.states.clear(); // the whole picture again (after a compaction, say)
     for (const ev of batch.events) {
       const p = parseKey(ev.kv.key);
       if (!p) continue;

@@ -17,8 +17,8 @@ export class UsageLog {
   clear() {
     /** `/observed/` key → the replica's latest sample while it runs and reports usage. */
     this.latest = new Map();
-    /** `service:<name>` / `node:<name>` → the `/observed/` keys counted in it. */
-    this.members = new Map();
+    /** `service:<name>` / `node:<name>` → { cpu, mem, n }: the sums over its replicas' latest samples, kept as they change. */
+    this.sums = new Map();
     /** `service:<name>` / `node:<name>` → Ring of { t, cpu, mem, n }. */
     this.series = new Map();
     /** service → Ring of { t, desired } (the autoscaler's intent, as it changed). */
@@ -31,6 +31,11 @@ export class UsageLog {
     if (batch.reset) {
       this.clear();
       return true;
+    }
+    // A listing is the whole picture again (the first one, or after a compaction): forget who reported.
+    if (batch.listing) {
+      this.latest.clear();
+      this.sums.clear();
     }
     const touched = new Map();
     const touch = (group, t) => touched.set(group, Math.max(touched.get(group) ?? -Infinity, t));
@@ -57,25 +62,27 @@ export class UsageLog {
     return touched.size > 0;
   }
 
+  /** One replica's sample replaced (`was` → `now`, either absent): its groups' sums follow, in O(1). */
   move(key, was, now) {
-    if (was) for (const g of [`service:${was.service}`, `node:${was.node}`]) this.members.get(g)?.delete(key);
+    const add = (r, sign) => {
+      for (const g of [`service:${r.service}`, `node:${r.node}`]) {
+        const sum = this.sums.get(g) ?? this.sums.set(g, { cpu: 0, mem: 0, n: 0 }).get(g);
+        sum.cpu += sign * r.cpu;
+        sum.mem += sign * r.mem;
+        sum.n += sign;
+      }
+    };
+    if (was) add(was, -1);
     if (now) {
+      add(now, 1);
       this.latest.set(key, now);
-      for (const g of [`service:${now.service}`, `node:${now.node}`]) (this.members.get(g) ?? this.members.set(g, new Set()).get(g)).add(key);
     } else this.latest.delete(key);
   }
 
   sample(group, t) {
-    let cpu = 0;
-    let mem = 0;
-    const keys = this.members.get(group) ?? new Set();
-    for (const k of keys) {
-      const r = this.latest.get(k);
-      cpu += r.cpu;
-      mem += r.mem;
-    }
+    const { cpu, mem, n } = this.sums.get(group) ?? { cpu: 0, mem: 0, n: 0 };
     const ring = this.series.get(group) ?? this.series.set(group, new Ring(MAX_SAMPLES)).get(group);
-    const point = { t, cpu, mem, n: keys.size };
+    const point = { t, cpu, mem, n };
     this.firstAt ??= t;
     const last = ring.last;
     if (last && t - ring.items.at(-2)?.t < GAP_MS && t >= last.t) ring.items[ring.items.length - 1] = point;
