@@ -6,7 +6,7 @@
 import { readViews } from './views.js';
 import { TimelineLog } from './timeline-log.js';
 import { filterQuery, isEmpty, passes } from './filter.js';
-import { h, keyedTable, patch, clock } from './dom.js';
+import { h, patch, clock } from './dom.js';
 import { s } from './svg.js';
 
 /** Rows drawn at once (the log keeps more; a filter narrows them). */
@@ -79,10 +79,14 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     }
   }
 
+  let drawn; // what the last update drew: nothing changed, nothing to do
   function update(state, filter) {
     lastState = state;
     lastFilter = filter;
     fill(filter ?? {});
+    const sig = `${log.version}|${JSON.stringify(filter)}|${scrub}|${since}`;
+    if (sig === drawn) return;
+    drawn = sig;
     const list = visible(filter);
     const head = list.at(-1)?.revision ?? 0;
     patch(el.querySelector('.timeline-scope'), isEmpty(filter) ? 'the whole cluster' : h('span', {}, scopeText(filter), ' ', h('a.clear', { href: '#timeline' }, 'clear')));
@@ -90,19 +94,9 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     renderScrub(list);
     renderAxis(list);
     const rows = list.slice(-SHOWN).reverse();
-    keyedTable(el.querySelector('.timeline-rows'), {
-      id: 'timeline',
-      key: (e) => e.id,
-      rows,
+    renderRows(el.querySelector('.timeline-rows'), rows, {
       empty: source.storeAt ? 'Nothing has happened yet: apply a fixture.' : 'Nothing decided or observed since this page opened. Filter to a service, node or replica to see its retained decisions.',
-      rowClass: (e) => `tl-${e.type}${scrub !== undefined && e.revision > scrub ? ' future' : ''}${scrub === e.revision ? ' scrubbed' : ''}`,
-      columns: [
-        { title: 'when', cls: 'when', cell: (e) => h('span', { title: `revision ${e.revision}`, 'data-revision': e.revision }, when(e.at)) },
-        { title: 'subject', cell: (e) => h('span', {}, h('a.why', { href: whyHref(e.why), title: `why ${e.why.kind} ${e.why.name}` }, `${e.why.kind} ${e.why.name}`), ' ', h('a.narrow', { href: filterHref({ [e.why.kind]: e.why.name }), title: `only ${e.why.kind} ${e.why.name}` }, '⌕')) },
-        { title: 'what', cell: (e) => h('span', {}, h(`span.tl-mark.${e.type}`), h('span.action', {}, e.action)) },
-        { title: 'by', cell: (e) => e.controller ?? (e.type === 'event' ? `agent ${e.nodes[0]}` : '') },
-        { title: 'why / detail', cell: (e) => e.reason },
-      ],
+      classOf: (e) => `tl-${e.type}${scrub !== undefined && e.revision > scrub ? ' future' : ''}${scrub === e.revision ? ' scrubbed' : ''}`,
     });
   }
 
@@ -133,8 +127,13 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     const t1 = Math.max(t0 + 1, list.at(-1).at);
     const w = 1000;
     const x = (t) => (((t - t0) / (t1 - t0)) * (w - 4) + 2).toFixed(1);
-    const ticks = list.map((e) => s('line', { x1: x(e.at), x2: x(e.at), y1: e.type === 'decision' ? 2 : 10, y2: e.type === 'decision' ? 12 : 20, class: `tick ${e.type}${scrub === e.revision ? ' at' : ''}` }));
-    axis.replaceChildren(s('svg', { class: 'axis', viewBox: `0 0 ${w} 22`, preserveAspectRatio: 'none', width: '100%', height: 22 }, s('title', {}, `${when(t0)} … ${when(t1)}`), ...ticks),
+    // Two paths (decisions above, observations below) rather than an element per entry.
+    const d = { decision: '', other: '' };
+    for (const e of list) d[e.type === 'decision' ? 'decision' : 'other'] += e.type === 'decision' ? `M${x(e.at)} 2V12` : `M${x(e.at)} 10V20`;
+    const at = scrub === undefined ? undefined : list.find((e) => e.revision === scrub);
+    axis.replaceChildren(s('svg', { class: 'axis', viewBox: `0 0 ${w} 22`, preserveAspectRatio: 'none', width: '100%', height: 22 }, s('title', {}, `${when(t0)} … ${when(t1)}`),
+      s('path', { d: d.decision, class: 'tick decision' }), s('path', { d: d.other, class: 'tick observed' }),
+      at ? s('path', { d: `M${x(at.at)} 0V22`, class: 'tick at' }) : undefined),
       h('div.axis-ends', {}, h('span', {}, when(t0)), h('span', {}, when(t1))));
   }
 
@@ -149,6 +148,42 @@ export function createTimelineView(el, { source, backfill, onChange }) {
       return lastState;
     },
   };
+}
+
+/**
+ * The rows, newest first. Entries never change, so each row is built once and kept (the
+ * newest ones are inserted at the top); only the classes (dimmed, scrubbed) are updated.
+ */
+const built = new WeakMap();
+function renderRows(container, rows, { empty, classOf }) {
+  let table = container.querySelector('table');
+  if (!table) {
+    table = h('table', { 'data-id': 'timeline' }, h('thead', {}, h('tr', {}, ['when', 'subject', 'what', 'by', 'why / detail'].map((t, i) => h(i === 0 ? 'th.when' : 'th', {}, t)))), h('tbody'));
+    container.append(table, h('p.empty'));
+  }
+  const body = table.tBodies[0];
+  const want = new Set();
+  rows.forEach((e, at) => {
+    let tr = built.get(e);
+    if (!tr) built.set(e, (tr = rowOf(e)));
+    want.add(tr);
+    const cls = classOf(e);
+    if (tr.className !== cls) tr.className = cls;
+    if (body.rows[at] !== tr) body.insertBefore(tr, body.rows[at] ?? null);
+  });
+  for (const tr of [...body.rows]) if (!want.has(tr)) tr.remove();
+  const note = container.querySelector('p.empty');
+  note.hidden = rows.length > 0;
+  note.textContent = empty;
+}
+
+function rowOf(e) {
+  return h('tr', { dataset: { key: e.id } },
+    h('td.when', {}, h('span', { title: `revision ${e.revision}`, 'data-revision': e.revision }, when(e.at))),
+    h('td', {}, h('a.why', { href: whyHref(e.why), title: `why ${e.why.kind} ${e.why.name}` }, `${e.why.kind} ${e.why.name}`), ' ', h('a.narrow', { href: filterHref({ [e.why.kind]: e.why.name }), title: `only ${e.why.kind} ${e.why.name}` }, '⌕')),
+    h('td', {}, h(`span.tl-mark.${e.type}`), h('span.action', {}, e.action)),
+    h('td', {}, e.controller ?? (e.type === 'event' ? `agent ${e.nodes[0]}` : '')),
+    h('td', {}, e.reason));
 }
 
 function scopeText(f) {
