@@ -65,9 +65,21 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     return log.entries.filter((e) => passes(filter, { ...e, text: `${e.action} ${e.reason} ${e.controller ?? ''}` }));
   }
 
-  /** A filtered subject's retained history from before the session (live: asked once per subject). */
+  /**
+   * A filtered subject's retained history from before the session (live: asked once per
+   * subject). A failed listing is said in the header and asked again only when the filter
+   * changes (never once per frame).
+   */
+  const failed = new Map();
+  let filled;
   function fill(filter) {
     if (!backfill) return;
+    const key = JSON.stringify(filter);
+    if (key !== filled) {
+      filled = key;
+      for (const p of failed.keys()) asked.delete(p);
+      failed.clear();
+    }
     const prefixes = [];
     if (filter.replica) prefixes.push(`/decisions/replica/${filter.replica}/`);
     if (filter.service) prefixes.push(`/decisions/service/${filter.service}/`);
@@ -75,7 +87,11 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     for (const p of prefixes) {
       if (asked.has(p)) continue;
       asked.add(p);
-      backfill(p).then((kvs) => log.backfill(kvs) && onChange(), () => asked.delete(p));
+      backfill(p).then((kvs) => log.backfill(kvs) && onChange(), (e) => {
+        failed.set(p, `could not list ${p}: ${e?.message ?? e}`);
+        drawn = undefined;
+        onChange();
+      });
     }
   }
 
@@ -89,7 +105,8 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     drawn = sig;
     const list = visible(filter);
     const head = list.at(-1)?.revision ?? 0;
-    patch(el.querySelector('.timeline-scope'), isEmpty(filter) ? 'the whole cluster' : h('span', {}, scopeText(filter), ' ', h('a.clear', { href: '#timeline' }, 'clear')));
+    patch(el.querySelector('.timeline-scope'), isEmpty(filter) ? 'the whole cluster' : h('span', {}, scopeText(filter), ' ', h('a.clear', { href: '#timeline' }, 'clear')),
+      ...[...failed.values()].map((m) => h('span.error.backfill-error', {}, ` · ${m}`)));
     patch(el.querySelector('.timeline-count'), `${list.length} entries since ${since === undefined ? '—' : when(since)}${log.entries.length >= log.max ? ` (the newest ${log.max} kept)` : ''}`);
     renderScrub(list);
     renderAxis(list);
