@@ -41,7 +41,7 @@ async function render() {
     renderReplicas($('#view-replicas'), ui.views);
     renderNodes($('#view-nodes'), { ...ui.views, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
     renderWhy($('#view-why'), ui.why, ui.whyAnswer, ui.whyError);
-    history[ui.view]?.update({ views: ui.views, now }, ui.filter);
+    historyViews[ui.view]?.update({ views: ui.views, now }, ui.filter);
     document.body.dataset.services = String(ui.views.services.length);
   } catch (e) {
     console.error(e);
@@ -111,11 +111,11 @@ function showViolation() {
 
 // The history views (issue 22): each follows the source's batches itself (it keeps its
 // session history whichever view is open) and is drawn by update(state, filter) when open.
-let history = {};
+let historyViews = {};
 function mountHistoryViews() {
-  const onChange = () => history[ui.view] && changed();
+  const onChange = () => historyViews[ui.view] && changed();
   const backfill = simMode ? undefined : async (prefix) => (await source.getJson(`/v1/state?${new URLSearchParams({ prefix, limit: '1000' })}`)).kvs;
-  history = {
+  historyViews = {
     timeline: createTimelineView($('#view-timeline'), { source, backfill, onChange }),
     usage: createUsageView($('#view-usage'), { source, onChange }),
     rollouts: createRolloutView($('#view-rollouts'), { source, onChange }),
@@ -126,8 +126,8 @@ function route() {
   const [path] = location.hash.replace(/^#/, '').split('?');
   const [view, kind, name] = path.split('/');
   ui.filter = filterFromHash(location.hash);
-  ui.view = ['services', 'replicas', 'nodes', 'why', 'logs', ...Object.keys(history)].includes(view) ? view : 'services';
-  if (history[ui.view]) changed();
+  ui.view = ['services', 'replicas', 'nodes', 'why', 'logs', ...Object.keys(historyViews)].includes(view) ? view : 'services';
+  if (historyViews[ui.view]) changed();
   for (const sec of document.querySelectorAll('main .view')) sec.hidden = sec.dataset.view !== ui.view;
   for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.view === ui.view);
   // Only the open logs view holds a stream: leaving it ends the follow.
@@ -205,7 +205,7 @@ async function main() {
     setInterval(changed, 1_000); // ages and the lease column move with the clock
   }
   route();
-  window.ccaConsole = { source, ui, render, history };
+  window.ccaConsole = { source, ui, render, historyViews };
   changed();
 }
 

@@ -26,7 +26,7 @@
   for (let i = 0; i < MAX_ENTRIES + 100; i++) log.ingest({ revision: i + 2, events: [dec(i + 2)] });
   const timelineMsPerDecision = (performance.now() - t) / (MAX_ENTRIES + 100);
   // The open timeline view, full, redrawn after each new decision (as on every watch batch).
-  const view = window.ccaConsole.history.timeline;
+  const view = window.ccaConsole.historyViews.timeline;
   for (let i = 0; i < MAX_ENTRIES; i++) view.log.ingest({ revision: i + 2, events: [dec(i + 2)] });
   await window.ccaConsole.render();
   const times = [];
