@@ -60,7 +60,10 @@ describe('console history views (timeline, usage, rollouts), live mode, in headl
     const page = await browser.context.newPage();
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    // Refused connections are expected once (the server stopped, below); script errors are not.
+    page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && errors.push(m.text()));
+    const listed: string[] = [];
+    page.on('request', (r) => r.url().includes('/v1/state?prefix=%2Fdecisions%2Fnode%2F') && listed.push(r.url()));
     await page.goto(`${pod.url}/#timeline`);
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
 
@@ -101,6 +104,18 @@ describe('console history views (timeline, usage, rollouts), live mode, in headl
     expect(await cell(page, 'rollouts', 'web', 3)).toContain('2/2 new ready · 2 new live · 0 old left');
     expect(await points(page, 'rollouts', 'web', 4)).toBeGreaterThan(1);
     await page.screenshot({ path: join(OUTPUT, 'live-rollout.png'), fullPage: true });
+
+    // A subject's history that cannot be listed (the server is away) is said, and asked again
+    // only when the filter changes, not on every redraw.
+    await pod.stopHttp();
+    await page.evaluate(() => (location.hash = '#timeline?node=node1'));
+    await expect.poll(() => page.locator('.backfill-error').first().innerText().catch(() => ''), { timeout: 15_000 }).toContain('could not list /decisions/node/node1/');
+    await pod.startHttp();
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 15_000 }).toBe('live');
+    expect(listed).toHaveLength(1);
+    await page.evaluate(() => (location.hash = '#timeline?node=node1&text=node1'));
+    await expect.poll(() => page.locator('.backfill-error').count(), { timeout: 15_000 }).toBe(0);
+    expect(listed).toHaveLength(2);
 
     expect(errors).toEqual([]);
   }, 120_000);
