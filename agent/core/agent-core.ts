@@ -8,7 +8,7 @@ import { FENCE } from './fence.js';
 import { HealthChecks } from './health-checks.js';
 import { LeaseKeeper } from './lease.js';
 import { plan, type SlotView } from './plan.js';
-import { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AssignmentsAnswer, type ControlPlane, type LocalVolumes, type OutageOracle, type Prober, type Workspace } from './ports.js';
+import { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AssignmentsAnswer, type ControlPlane, type LocalVolumes, type MembershipCopyView, type OutageOracle, type Prober, type Workspace } from './ports.js';
 import { Reporter } from './reporting.js';
 import { argvOf, type Runtime, type RuntimeEvent, type WorkloadStatus } from './runtime.js';
 import { applyStatus, exitState, newSlot, TERMINAL, type Slot } from './slot.js';
@@ -148,8 +148,9 @@ export class AgentCore {
     }
   }
 
-  status(): { registered: boolean; tenure: number | undefined; fenced: boolean; slots: { replica: string; state: string }[] } {
-    return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
+  /** `membership`: the copy the outage oracle counts a quorum against (undefined: none yet, or no quorum rule). */
+  status(): { registered: boolean; tenure: number | undefined; fenced: boolean; membership: MembershipCopyView | undefined; slots: { replica: string; state: string }[] } {
+    return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, membership: this.outage.copy?.(), slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
   }
 
   /**

@@ -76,17 +76,25 @@ export class SimAgent implements SimPeer {
     this.mono = mono;
     const core = this.alive ? await this.ensureCore() : undefined;
     if (core && mono >= this.nextLeaseStep) this.nextLeaseStep = mono + (await core.leaseStep());
-    // The world's peer round came just before: the supervisors' deadline follows it first.
+    // The supervisors are other processes: they may look between any two of the agent's
+    // writes. So they look after the keepalive (a restarted agent renews first), before the
+    // core's next pass repairs anything the keepalive wrote, and again after it.
+    this.supervise(wall);
+    // The world's peer round came just before: the supervisors' deadline follows it.
     core?.outageChanged();
-    // The supervisors check after the keepalive: a restarted agent renews first.
-    this.runtime.fenceAt = this.disk.supervisorDeadline();
-    for (const r of this.runtime.supervise(wall)) this.emit({ kind: 'fenced', replica: r });
+    this.supervise(wall);
     if (!core) return;
     await core.poll(0, 0);
     await core.tick();
     await core.idle();
     this.runtime.advance();
     await core.idle();
+  }
+
+  /** The supervisors read the deadline the agent last wrote and kill every workload past it. */
+  private supervise(wall: number): void {
+    this.runtime.fenceAt = this.disk.supervisorDeadline();
+    for (const r of this.runtime.supervise(wall)) this.emit({ kind: 'fenced', replica: r });
   }
 
   /** Process killed: workloads live on under the supervisors. */
@@ -230,9 +238,9 @@ class SimDisk implements AgentDisk {
   fenceAt(): number | undefined {
     return this.fence;
   }
-  saveFenceAt(at: number): void {
+  saveFenceAt(at: number, supervisorsAt = at): void {
     this.fence = at;
-    this.runUntil = at;
+    this.runUntil = supervisorsAt;
   }
   supervisorDeadline(): number | undefined {
     return this.runUntil;
