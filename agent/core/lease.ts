@@ -40,6 +40,8 @@ export class LeaseKeeper {
   /** What the node record says is wrong with the node (a full disk), and whether the server has the latest. */
   private conditions: NodeCondition[] = [];
   private conditionsSent = true;
+  /** A store-down answer was logged since the last renewal (logged once per streak). */
+  private storeDownSaid = false;
 
   constructor(private readonly d: LeaseKeeperDeps) {
     this.fence = new FenceClock(d.ttl);
@@ -172,6 +174,7 @@ export class LeaseKeeper {
     try {
       const r = await call;
       this.enrollment.held();
+      this.storeDownSaid = false;
       this.fence.renewed(sentAt, r.ttl);
       this.saveFence();
       if (wasDue) this.d.changed();
@@ -182,6 +185,8 @@ export class LeaseKeeper {
         // No renewal: a confirmed outage's later deadline stays with the supervisors.
         this.fence.storeDown(sentAt);
         this.saveFence({ keepOutage: true });
+        if (!this.storeDownSaid) this.d.log(`keepalive: ${e.diagnostic.code} ${e.diagnostic.message} (the server's store is down: the fence point moves by the span it says so)`);
+        this.storeDownSaid = true;
         return FENCE.keepaliveRetryMs;
       }
       if (e instanceof ServerError && (e.status === 404 || e.diagnostic.code === 'CCA-E0107')) {
