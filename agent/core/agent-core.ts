@@ -323,7 +323,8 @@ export class AgentCore {
     } else if (e instanceof ServerError) {
       if (e.status === 401) {
         this.leases.credentialRefused(e, what);
-      } else if (e.status === 409 && this.leases.registered) {
+      } else if (e.status === 409 && e.diagnostic.code !== 'CCA-E0611' && this.leases.registered) {
+        // A 409 refuses our tenure; CCA-E0611 is a write that met a concurrent change: the next report tries again.
         this.leases.lost('the server refused our tenure');
       } else {
         // A server that keeps failing the same way (its store down) is logged once, not per retry.

@@ -365,6 +365,14 @@ describe('the agent core, through a fake control plane', () => {
     expect(h.runtime.running()).toEqual([]);
   });
 
+  it('a report refused with 409 CCA-E0611 (a write that met a concurrent change) is tried again: the tenure and the workloads stay', async () => {
+    const h = await running();
+    h.control.refuseReport = new ServerError(409, makeDiagnostic('CCA-E0611', { what: 'the assignments of node n1' }));
+    await h.at(1_000);
+    expect(h.core.status()).toMatchObject({ registered: true, tenure: 7, fenced: false });
+    expect(h.runtime.running()).toEqual(['web-1']);
+  });
+
   it('reports only changes: an unchanged replica is not re-sent, a crash is', async () => {
     const h = await running();
     await h.at(1_000);
