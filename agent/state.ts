@@ -145,12 +145,13 @@ export class StateDir implements AgentDisk {
   }
 
   /**
-   * A renewal moved the lease's fence point: both the supervisors' deadline and the lease's own.
-   * Both are overwritten in place (agent/fence-file.ts): on a full disk they still move.
+   * The lease's fence point moved: the supervisors' deadline (`supervisorsAt`, the fence point
+   * unless a confirmed outage runs later) and the lease's own. Both are overwritten in place
+   * (agent/fence-file.ts): on a full disk they still move.
    */
-  saveFenceAt(at: number): boolean {
+  saveFenceAt(at: number, supervisorsAt = at): boolean {
     // The supervisors' deadline first: it is the one that stops workloads.
-    const supervisors = this.writeInPlace('fence-at', fenceText(at), 0o644);
+    const supervisors = this.writeInPlace('fence-at', fenceText(supervisorsAt), 0o644);
     return this.writeInPlace('lease-fence-at', fenceText(at), 0o644) && supervisors;
   }
 

@@ -8,7 +8,7 @@ import { FENCE } from './fence.js';
 import { HealthChecks } from './health-checks.js';
 import { LeaseKeeper } from './lease.js';
 import { plan, type SlotView } from './plan.js';
-import { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AssignmentsAnswer, type ControlPlane, type LocalVolumes, type OutageOracle, type Prober, type Workspace } from './ports.js';
+import { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AssignmentsAnswer, type ControlPlane, type LocalVolumes, type MembershipCopyView, type OutageOracle, type Prober, type Workspace } from './ports.js';
 import { Reporter } from './reporting.js';
 import { argvOf, type Runtime, type RuntimeEvent, type WorkloadStatus } from './runtime.js';
 import { applyStatus, exitState, newSlot, TERMINAL, type Slot } from './slot.js';
@@ -148,8 +148,9 @@ export class AgentCore {
     }
   }
 
-  status(): { registered: boolean; tenure: number | undefined; fenced: boolean; slots: { replica: string; state: string }[] } {
-    return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
+  /** `membership`: the copy the outage oracle counts a quorum against (undefined: none yet, or no quorum rule). */
+  status(): { registered: boolean; tenure: number | undefined; fenced: boolean; membership: MembershipCopyView | undefined; slots: { replica: string; state: string }[] } {
+    return { registered: this.leases.registered, tenure: this.leases.lease?.tenure, fenced: this.fenced, membership: this.outage.copy?.(), slots: [...this.slots.values()].map((s) => ({ replica: s.replica, state: s.state })) };
   }
 
   /**
@@ -322,7 +323,8 @@ export class AgentCore {
     } else if (e instanceof ServerError) {
       if (e.status === 401) {
         this.leases.credentialRefused(e, what);
-      } else if (e.status === 409 && this.leases.registered) {
+      } else if (e.status === 409 && e.diagnostic.code !== 'CCA-E0611' && this.leases.registered) {
+        // A 409 refuses our tenure; CCA-E0611 is a write that met a concurrent change: the next report tries again.
         this.leases.lost('the server refused our tenure');
       } else {
         // A server that keeps failing the same way (its store down) is logged once, not per retry.

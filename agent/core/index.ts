@@ -10,5 +10,5 @@ export { deadlines, FENCE, FenceClock } from './fence.js';
 export { DesiredCache } from './desired.js';
 export { Enrollment, ENROLL_BACKOFF, reenrollDelayMs, type EnrollmentDeps } from './enrollment.js';
 export { AGENT_VERSION, LeaseKeeper } from './lease.js';
-export { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AgentLog, type AssignmentsAnswer, type CachedDesired, type ControlPlane, type LeaseState, type LocalVolumes, type ObservedVolume, type OutageOracle, type Prober, type Registration, type VolumeInfo, type Workspace } from './ports.js';
+export { NEVER_CONFIRMS, type AgentClock, type AgentDisk, type AgentLog, type AssignmentsAnswer, type CachedDesired, type ControlPlane, type LeaseState, type LocalVolumes, type MembershipCopyView, type ObservedVolume, type OutageOracle, type Prober, type Registration, type VolumeInfo, type Workspace } from './ports.js';
 export { cannotReach, OutageLatch, quorumVerdict, type QuorumInput, type QuorumVerdict, type VerifiedAnswer } from './quorum.js';

@@ -40,6 +40,8 @@ export class LeaseKeeper {
   /** What the node record says is wrong with the node (a full disk), and whether the server has the latest. */
   private conditions: NodeCondition[] = [];
   private conditionsSent = true;
+  /** A store-down answer was logged since the last renewal (logged once per streak). */
+  private storeDownSaid = false;
 
   constructor(private readonly d: LeaseKeeperDeps) {
     this.fence = new FenceClock(d.ttl);
@@ -172,6 +174,7 @@ export class LeaseKeeper {
     try {
       const r = await call;
       this.enrollment.held();
+      this.storeDownSaid = false;
       this.fence.renewed(sentAt, r.ttl);
       this.saveFence();
       if (wasDue) this.d.changed();
@@ -179,8 +182,11 @@ export class LeaseKeeper {
     } catch (e) {
       if (e instanceof ServerError && e.storeUnavailable) {
         // The store's lease clock stands still while it is down: the deadline moves by the span seen down (fence.ts).
+        // No renewal: a confirmed outage's later deadline stays with the supervisors.
         this.fence.storeDown(sentAt);
-        this.saveFence();
+        this.saveFence({ keepOutage: true });
+        if (!this.storeDownSaid) this.d.log(`keepalive: ${e.diagnostic.code} ${e.diagnostic.message} (the server's store is down: the fence point moves by the span it says so)`);
+        this.storeDownSaid = true;
         return FENCE.keepaliveRetryMs;
       }
       if (e instanceof ServerError && (e.status === 404 || e.diagnostic.code === 'CCA-E0107')) {
@@ -202,11 +208,19 @@ export class LeaseKeeper {
     return this.d.clock.wall() - this.d.clock.mono();
   }
 
-  /** Both the lease's fence point and the supervisors' deadline (a renewal ends any extension). */
-  private saveFence(): void {
+  /**
+   * Both the lease's fence point and the supervisors' deadline, in one call. A renewal (or the
+   * lease lost) ends any extension: the supervisors' deadline is the fence point. A store-down
+   * answer renews nothing (`keepOutage`): a confirmed outage running past the moved fence point
+   * keeps its deadline. Writing the fence point there (as before) stopped every workload of an
+   * agent whose control plane returned with its store down: the supervisors read a deadline
+   * long past before the next tick moved it back (docs/fencing.md).
+   */
+  private saveFence(opts: { keepOutage?: boolean } = {}): void {
     const at = this.fence.fenceAt();
     if (at === undefined) return;
-    this.runUntil = undefined;
-    this.d.disk.saveFenceAt(Number.isFinite(at) ? at + this.wallOffset() : 0);
+    if (!opts.keepOutage || !Number.isFinite(at) || (this.runUntil !== undefined && this.runUntil <= at)) this.runUntil = undefined;
+    const wall = Number.isFinite(at) ? at + this.wallOffset() : 0;
+    this.d.disk.saveFenceAt(wall, this.runUntil === undefined ? wall : this.runUntil + this.wallOffset());
   }
 }

@@ -84,6 +84,14 @@ export interface OutageOracle {
   resume?(from: number, until: number): void;
   /** The membership that came with an assignments answer, fetched by a request sent at `sentAt`. */
   learned?(membership: unknown, sentAt: number): void;
+  /** The membership copy it counts against (AgentCore.status): its version, its members, how many of them publish a peer key. */
+  copy?(): MembershipCopyView | undefined;
+}
+
+export interface MembershipCopyView {
+  version: number;
+  members: number;
+  withPeers: number;
 }
 
 export const NEVER_CONFIRMS: OutageOracle = { confirmsOutage: () => false };
@@ -125,8 +133,12 @@ export interface AgentDisk {
   saveLease(lease: LeaseState | undefined): void;
   /** The lease's own fence point (wall ms), as last saved: a restart resumes its fence clock from it. */
   fenceAt(): number | undefined;
-  /** A renewal moved the lease's fence point: saves it, and the supervisors' deadline with it. */
-  saveFenceAt(at: number): void;
+  /**
+   * The lease's fence point moved (a renewal, a store-down answer, the lease lost): saves it,
+   * and the supervisors' deadline — `supervisorsAt`, the fence point unless a confirmed outage
+   * runs later — in the same call, so the supervisors never see the one without the other.
+   */
+  saveFenceAt(at: number, supervisorsAt?: number): void;
   /** The wall-clock time at which the supervisors stop every workload: the fence point, or later while peers confirm an outage. */
   supervisorDeadline(): number | undefined;
   /** Moves the supervisors' deadline alone (a confirmed outage's end, or back to the fence point). */

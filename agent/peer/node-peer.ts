@@ -1,7 +1,7 @@
 import { CcaError } from '../../core/diagnostics/index.js';
 import { loopbackNetworks, type Cidr } from '../../core/model/peer-address.js';
 import { membershipCopySchema, type MembershipVersion, type PeerInfo } from '../../core/model/quorum.js';
-import type { FenceClock, OutageOracle } from '../core/index.js';
+import type { FenceClock, MembershipCopyView, OutageOracle } from '../core/index.js';
 import type { StateDir } from '../state.js';
 import { PeerKeys } from './keys.js';
 import { PeerQuorum } from './outage.js';
@@ -37,7 +37,7 @@ export interface NodePeerOptions {
 export class NodePeer implements OutageOracle {
   readonly quorum: PeerQuorum;
   private server: PeerServer | undefined;
-  private copy: { copy: MembershipVersion; fetchedAt: number } | undefined;
+  private current: { copy: MembershipVersion; fetchedAt: number } | undefined;
 
   constructor(private readonly o: NodePeerOptions) {
     const keys = PeerKeys.inDir(o.state.dir);
@@ -53,7 +53,7 @@ export class NodePeer implements OutageOracle {
       },
       keepaliveSettled: o.keepaliveSettled,
       ttlMs: o.ttlMs,
-      membership: () => this.copy,
+      membership: () => this.current,
       log: o.log,
       networks: o.networks ?? loopbackNetworks(),
       ...(o.fetch ? { fetch: o.fetch } : {}),
@@ -75,9 +75,15 @@ export class NodePeer implements OutageOracle {
     this.quorum.latch.resume(from, until);
   }
 
+  /** The copy the rounds count against, in brief (AgentCore.status). */
+  copy(): MembershipCopyView | undefined {
+    const c = this.current?.copy;
+    return c ? { version: c.version, members: c.members.length, withPeers: c.members.filter((m) => m.peer).length } : undefined;
+  }
+
   /** Start the endpoint; what to publish in the node record. */
   async start(): Promise<PeerInfo> {
-    this.server = new PeerServer({ node: this.o.node, keys: this.keys, listen: this.o.listen, membership: () => this.copy?.copy, reaches: () => this.quorum.reaches() });
+    this.server = new PeerServer({ node: this.o.node, keys: this.keys, listen: this.o.listen, membership: () => this.current?.copy, reaches: () => this.quorum.reaches() });
     let bound: string;
     try {
       bound = await this.server.start();
@@ -91,7 +97,7 @@ export class NodePeer implements OutageOracle {
   learned(membership: unknown, sentAt: number): void {
     const m = membershipCopySchema.nullable().optional().safeParse(membership);
     if (!m.success || !m.data) return;
-    if (!this.copy || sentAt >= this.copy.fetchedAt) this.copy = { copy: m.data, fetchedAt: sentAt };
+    if (!this.current || sentAt >= this.current.fetchedAt) this.current = { copy: m.data, fetchedAt: sentAt };
   }
 
   /** Rounds every QUORUM.pollMs; after each, `changed` (the core moves the supervisors' deadline and reconciles). */

@@ -75,10 +75,22 @@ export function quorumFits(ttlMs: number, fenceMarginMs: number): boolean {
  * Did the lease of a node whose keepalive the server is about to apply stay silent for R or
  * more (elapsed: what the store's leaseTimeToLive shows, in whole seconds, widened by g)? Then
  * the server stamps `renewingSince` before renewing: the node's renewals count for expiries
- * only G after it (settledFrom). Called by the agent keepalive route and the simulation's.
+ * only G after it (settledFrom). Called by the agent keepalive route and the simulation's
+ * (and, for a registration under the same lease, through stampOnResume).
  */
 export function backFromSilence(elapsedMs: number, ttlMs: number): boolean {
   return elapsedMs + QUORUM.granularityMs >= renewingWithinMs(ttlMs);
+}
+
+/**
+ * The `renewingSince` a registration under the node's current lease writes (an agent restarted
+ * within its lease, one publishing a node condition): a new stamp (`now`) only if the lease was
+ * silent for R or more, as at a keepalive (`elapsedMs` undefined: the lease is gone), or the
+ * record had none; the record's own otherwise. A new lease always gets `now`. Called by the
+ * agent register route and the simulation's. docs/fencing.md.
+ */
+export function stampOnResume(previous: number | undefined, elapsedMs: number | undefined, ttlMs: number, now: number): number {
+  return previous === undefined || elapsedMs === undefined || backFromSilence(elapsedMs, ttlMs) ? now : previous;
 }
 
 /** When the renewals of a node stamped `renewingSince` (server clock) start counting for expiries (controller clock). */

@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
-import type { Compare, Store, WatchRequest } from '../../db/store.js';
-import { backFromSilence, QUORUM } from '../../core/model/quorum.js';
+import type { Compare, KeyValue, Store, WatchRequest } from '../../db/store.js';
+import { backFromSilence, QUORUM, stampOnResume } from '../../core/model/quorum.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
@@ -167,6 +167,15 @@ async function stampReturn(store: Store, key: string, record: NodeRecord, lease:
   if (!r.succeeded) throw new CcaError('CCA-E0107', { lease });
 }
 
+/** The stamp a registration under the record's own lease keeps or renews (stampOnResume). */
+async function resumedStamp(store: Store, existing: KeyValue, lease: number, ttlSeconds: number): Promise<number> {
+  const t = await store.leaseTimeToLive(lease);
+  const previous = decodeFact('node', existing.key, existing.value);
+  // The shorter of the two TTLs judges the silence: the smaller R, the more stamps.
+  const ttlMs = Math.min(previous.leaseTtlSeconds ?? t.grantedTtl, ttlSeconds) * 1000;
+  return stampOnResume(previous.renewingSince, t.ttl < 0 ? undefined : (t.grantedTtl - t.ttl) * 1000, ttlMs, Date.now());
+}
+
 /**
  * A long poll: whether anything under `watch` changed after revision `after`, waiting up to
  * `waitMs` (the server's long-poll limit by default), until the client goes away or the pod
@@ -251,14 +260,19 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
     const value = encodeFact('node', parsed.data);
     const existing = await store.get(key);
     if (opts.resumeLease !== undefined && existing?.lease === opts.resumeLease) {
-      // An agent restarted within its lease: same registration, same tenure.
-      await store.keepAlive(opts.resumeLease);
+      // An agent restarted within its lease (or publishing a node condition): same registration,
+      // same tenure. renewingSince moves only after a silence of R, as at a keepalive, and is
+      // written before the renewal (docs/fencing.md).
+      const since = await resumedStamp(store, existing, opts.resumeLease, opts.leaseTtlSeconds);
       const ttl = opts.leaseTtlSeconds;
       const r = await store.txn({
         compare: [{ key, target: 'lease', op: '=', value: opts.resumeLease }],
-        success: [{ put: { key, value, lease: opts.resumeLease } }],
+        success: [{ put: { key, value: encodeFact('node', { ...parsed.data, renewingSince: since }), lease: opts.resumeLease } }],
       });
-      if (r.succeeded) return c.json({ lease: opts.resumeLease, ttl, tenure: existing.createRevision, revision: r.revision });
+      if (r.succeeded) {
+        await store.keepAlive(opts.resumeLease);
+        return c.json({ lease: opts.resumeLease, ttl, tenure: existing.createRevision, revision: r.revision });
+      }
     }
     // A new registration is a new tenure: end the previous one first (its lease takes its keys).
     if (existing && existing.lease !== 0) await store.revokeLease(existing.lease).catch(() => undefined);

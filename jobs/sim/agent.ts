@@ -5,7 +5,7 @@ import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import type { Assignment, NodeEvent, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
 import type { Op, Store } from '../../db/store.js';
-import { backFromSilence, membershipCopySchema, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
+import { backFromSilence, membershipCopySchema, QUORUM, stampOnResume, type MembershipVersion } from '../../core/model/quorum.js';
 import type { SimPeer } from './peer-net.js';
 
 export interface AgentTiming {
@@ -76,17 +76,25 @@ export class SimAgent implements SimPeer {
     this.mono = mono;
     const core = this.alive ? await this.ensureCore() : undefined;
     if (core && mono >= this.nextLeaseStep) this.nextLeaseStep = mono + (await core.leaseStep());
-    // The world's peer round came just before: the supervisors' deadline follows it first.
+    // The supervisors are other processes: they may look between any two of the agent's
+    // writes. So they look after the keepalive (a restarted agent renews first), before the
+    // core's next pass repairs anything the keepalive wrote, and again after it.
+    this.supervise(wall);
+    // The world's peer round came just before: the supervisors' deadline follows it.
     core?.outageChanged();
-    // The supervisors check after the keepalive: a restarted agent renews first.
-    this.runtime.fenceAt = this.disk.supervisorDeadline();
-    for (const r of this.runtime.supervise(wall)) this.emit({ kind: 'fenced', replica: r });
+    this.supervise(wall);
     if (!core) return;
     await core.poll(0, 0);
     await core.tick();
     await core.idle();
     this.runtime.advance();
     await core.idle();
+  }
+
+  /** The supervisors read the deadline the agent last wrote and kill every workload past it. */
+  private supervise(wall: number): void {
+    this.runtime.fenceAt = this.disk.supervisorDeadline();
+    for (const r of this.runtime.supervise(wall)) this.emit({ kind: 'fenced', replica: r });
   }
 
   /** Process killed: workloads live on under the supervisors. */
@@ -230,9 +238,9 @@ class SimDisk implements AgentDisk {
   fenceAt(): number | undefined {
     return this.fence;
   }
-  saveFenceAt(at: number): void {
+  saveFenceAt(at: number, supervisorsAt = at): void {
     this.fence = at;
-    this.runUntil = at;
+    this.runUntil = supervisorsAt;
   }
   supervisorDeadline(): number | undefined {
     return this.runUntil;
@@ -305,9 +313,20 @@ class StoreControlPlane implements ControlPlane {
       const value = encodeFact('node', { ...record, name: this.node, ...(this.quorum ? { leaseTtlSeconds: ttl, renewingSince: this.serverNow() } : {}) });
       const existing = await this.store.get(key);
       if (resumeLease !== undefined && existing?.lease === resumeLease) {
-        const kept = await this.store.keepAlive(resumeLease);
-        const r = await this.store.txn({ compare: [{ key, target: 'lease', op: '=', value: resumeLease }], success: [{ put: { key, value, lease: resumeLease } }] });
-        if (r.succeeded) return { lease: resumeLease, ttl: this.quorum ? ttl : kept.ttl, tenure: existing.createRevision, revision: r.revision };
+        // As the route: renewingSince moves only after a silence of R, written before the renewal.
+        let resumed = value;
+        if (this.quorum) {
+          const t = await this.store.leaseTimeToLive(resumeLease);
+          const previous = decodeFact('node', existing.key, existing.value);
+          const ttlMs = Math.min(previous.leaseTtlSeconds ?? t.grantedTtl, ttl) * 1000;
+          const since = stampOnResume(previous.renewingSince, t.ttl < 0 ? undefined : (t.grantedTtl - t.ttl) * 1000, ttlMs, this.serverNow());
+          resumed = encodeFact('node', { ...record, name: this.node, leaseTtlSeconds: ttl, renewingSince: since });
+        }
+        const r = await this.store.txn({ compare: [{ key, target: 'lease', op: '=', value: resumeLease }], success: [{ put: { key, value: resumed, lease: resumeLease } }] });
+        if (r.succeeded) {
+          const kept = await this.store.keepAlive(resumeLease);
+          return { lease: resumeLease, ttl: this.quorum ? ttl : kept.ttl, tenure: existing.createRevision, revision: r.revision };
+        }
       }
       if (existing && existing.lease !== 0) await this.store.revokeLease(existing.lease).catch(() => undefined);
       const lease = await this.store.grantLease(this.quorum ? Math.max(QUORUM.backstopSeconds, ttl) : ttl);

@@ -7,7 +7,7 @@ import type { SimOptions } from './world.js';
 import { simVolumes } from './story-volumes.js';
 import { simRollout } from './story-rollout.js';
 import { simDrain } from './story-drain.js';
-import { simQuorumFlapping, simQuorumIsolated, simQuorumMajority, simQuorumMinority, simQuorumOutage } from './story-quorum.js';
+import { simQuorumFlapping, simQuorumIsolated, simQuorumMajority, simQuorumMinority, simQuorumOutage, simQuorumReturnStoreDown } from './story-quorum.js';
 
 /**
  * The fixed stories, by name. One entry per line: service-lifecycle scenarios (endpoints,
@@ -22,6 +22,7 @@ const stories: Record<string, (opts: SimOptions) => Promise<ScenarioResult>> = {
   'sim-rollout': simRollout,
   'sim-drain': simDrain,
   'sim-quorum-outage': simQuorumOutage,
+  'sim-quorum-return-store-down': simQuorumReturnStoreDown,
   'sim-quorum-isolated': simQuorumIsolated,
   'sim-quorum-minority': simQuorumMinority,
   'sim-quorum-majority': simQuorumMajority,

@@ -54,6 +54,31 @@ export async function simQuorumOutage(opts: SimOptions): Promise<ScenarioResult>
   return result('sim-quorum-outage', w, [`outage ${minutes} min`]);
 }
 
+/**
+ * The pods return after minutes with their store down (a Postgres failover, a pool out of
+ * connections): past every fence point, the agents' keepalives are answered "store down" for
+ * a few seconds. That renews no lease, and must not undo the confirmed outage either: the
+ * supervisors keep its deadline. Nothing stops, nothing moves.
+ */
+export async function simQuorumReturnStoreDown(opts: SimOptions): Promise<ScenarioResult> {
+  const { w, nodes } = await cluster(opts, 3, 3);
+  const before = runningSince(w);
+  const rng = new Rng(opts.seed);
+  const minutes = rng.int(1, 3);
+  const downMs = rng.int(500, 15_000);
+  cutOff(w, nodes, true);
+  await w.runFor(minutes * 60_000);
+  w.setStoreDown(true);
+  cutOff(w, nodes, false);
+  await w.runFor(downMs);
+  w.setStoreDown(false);
+  await w.runFor(60_000);
+  expectThat(w, JSON.stringify([...runningSince(w)]) === JSON.stringify([...before]), `pods back after ${minutes} min with the store down for ${downMs} ms: nothing stopped or restarted`);
+  for (const n of nodes) expectThat(w, (await state(w, n)) === 'ready', `${n} ready again under its tenure`);
+  await w.checkQuiescent();
+  return result('sim-quorum-return-store-down', w, [`outage ${minutes} min, store down ${downMs} ms on return`]);
+}
+
 /** One node cut off from everything: its peers reach the control plane, so it fences; its replica moves. */
 export async function simQuorumIsolated(opts: SimOptions): Promise<ScenarioResult> {
   const { w, nodes } = await cluster(opts, 3, 3);

@@ -102,9 +102,9 @@ class MemoryDisk implements AgentDisk {
   fenceAt(): number | undefined {
     return this.fence;
   }
-  saveFenceAt(at: number): void {
+  saveFenceAt(at: number, supervisorsAt = at): void {
     this.fence = at;
-    this.runUntil = at;
+    this.runUntil = supervisorsAt;
   }
   /** The supervisors' deadline (later than the fence point while an outage is confirmed). */
   runUntil: number | undefined;
@@ -297,6 +297,45 @@ describe('the agent core, through a fake control plane', () => {
     expect(h.disk.runUntil).toBe(WALL + fenceAt);
   });
 
+  it('the control plane returns with its store down during a confirmed outage: the supervisors keep the outage\'s deadline', async () => {
+    let fence: (() => number | undefined) | undefined;
+    const latch = new OutageLatch(() => fence?.());
+    const h = await running({ confirmsOutage: (now) => latch.confirmsOutage(now), runsUntil: (now) => latch.runsUntil(now) });
+    fence = () => h.core.leases.fence.fenceAt();
+    h.control.failing = 'unreachable';
+    const fenceAt = TTL * 1000 - FENCE.marginMs;
+    for (let t = fenceAt - 1_000; t <= fenceAt + 4_000; t += 1_000) {
+      latch.confirmed(t, t + 20_000);
+      h.setTime(t);
+      await h.core.leaseStep();
+      h.core.outageChanged();
+      await h.at(t);
+    }
+    const until = WALL + fenceAt + 24_000;
+    expect(h.disk.runUntil).toBe(until);
+    // A pod answers again, but its store is down (a failover, a pool out of connections): the
+    // lease's fence point moves by the span seen down; the supervisors' deadline stays the outage's end.
+    h.control.failing = 'store-down';
+    for (const t of [fenceAt + 4_500, fenceAt + 5_000]) {
+      h.setTime(t);
+      await h.core.leaseStep();
+      expect(h.disk.runUntil).toBe(until);
+      expect(h.disk.fence).toBe(WALL + fenceAt + (t - fenceAt - 4_500));
+      // The supervisors look now, before the core's next pass: nothing is past their deadline.
+      h.runtime.fenceAt = h.disk.supervisorDeadline();
+      expect(h.runtime.supervise(WALL + t)).toEqual([]);
+    }
+    // The store back: a renewal moves both to the new lease's fence point.
+    h.control.failing = 'no';
+    h.setTime(fenceAt + 5_500);
+    await h.core.leaseStep();
+    expect(h.disk.fence).toBe(WALL + fenceAt + 5_500 + fenceAt);
+    expect(h.disk.runUntil).toBe(WALL + fenceAt + 5_500 + fenceAt);
+    await h.at(fenceAt + 5_500);
+    expect(h.runtime.running()).toEqual(['web-1']);
+    expect(h.stops).toEqual([]);
+  });
+
   it('the lease gone: stops what ran under the old tenure, registers anew, never restarts the stale assignment', async () => {
     const h = await running();
     h.control.leaseGone = true;
@@ -324,6 +363,14 @@ describe('the agent core, through a fake control plane', () => {
     await h.at(1_000);
     expect(h.core.status().registered).toBe(false);
     expect(h.runtime.running()).toEqual([]);
+  });
+
+  it('a report refused with 409 CCA-E0611 (a write that met a concurrent change) is tried again: the tenure and the workloads stay', async () => {
+    const h = await running();
+    h.control.refuseReport = new ServerError(409, makeDiagnostic('CCA-E0611', { what: 'the assignments of node n1' }));
+    await h.at(1_000);
+    expect(h.core.status()).toMatchObject({ registered: true, tenure: 7, fenced: false });
+    expect(h.runtime.running()).toEqual(['web-1']);
   });
 
   it('reports only changes: an unchanged replica is not re-sent, a crash is', async () => {

@@ -250,3 +250,26 @@ describe('peer endpoint address in use', () => {
     }
   });
 });
+
+describe('the membership copy in brief (AgentCore.status)', () => {
+  it('shows the newest copy learned: its version, members and members with a peer key; an older request never replaces it', async () => {
+    const { StateDir } = await import('../../agent/state.js');
+    const { FenceClock } = await import('../../agent/core/fence.js');
+    const { NodePeer } = await import('../../agent/peer/node-peer.js');
+    const tmp = tempDir('node-peer-copy');
+    try {
+      const peer = new NodePeer({ node: 'a', state: new StateDir(tmp.dir), listen: '127.0.0.1:0', advertise: '', now: () => 0, fence: () => new FenceClock(30), keepaliveSettled: () => undefined, ttlMs: () => 30_000, log: () => undefined });
+      expect(peer.copy()).toBeUndefined();
+      const key = 'k'.repeat(43) + '=';
+      const member = (node: string, withPeer: boolean) => ({ node, ttlSeconds: 30, ...(withPeer ? { peer: { address: '127.0.0.1:1', publicKey: key } } : {}) });
+      peer.learned({ version: 2, since: 0, members: [member('a', true), member('b', true)] }, 2_000);
+      expect(peer.copy()).toEqual({ version: 2, members: 2, withPeers: 2 });
+      peer.learned({ version: 1, since: 0, members: [member('a', true)] }, 1_000);
+      expect(peer.copy()).toEqual({ version: 2, members: 2, withPeers: 2 });
+      peer.learned({ version: 3, since: 0, members: [member('a', true), member('b', true), member('c', false)] }, 3_000);
+      expect(peer.copy()).toEqual({ version: 3, members: 3, withPeers: 2 });
+    } finally {
+      tmp.cleanup();
+    }
+  });
+});

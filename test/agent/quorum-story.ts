@@ -68,12 +68,15 @@ export async function quorumStory(store: (dir: string) => Promise<string>, opts:
   const alive = pidAlive;
   const nodes = async (): Promise<Record<string, Json>> => Object.fromEntries(((await api('GET', '/v1/nodes')).nodes as Json[]).map((n) => [n.name as string, n]));
   await waitFor('one replica running on each node', () => Object.values(pids()).filter(alive).length === 3 && Object.keys(pids()).length === 3, { timeoutMs: 60_000, everyMs: 200 });
-  // Every agent has a membership copy of all three with their peer keys.
+  // The server's membership lists all three with their peer keys, and so does every agent's
+  // copy (the one its quorum counts against): an agent still holding {n1} or {n1, n2} when the
+  // pod goes would count a majority of the wrong set, and refuse its peers' questions.
   await waitFor('membership of three with peers', async () => {
     const kv = ((await api('GET', '/v1/state?prefix=/membership/')).kvs as Json[])[0];
     const m = kv ? (JSON.parse(kv.value as string) as Json) : undefined;
     return m && m.versions.at(-1).members.filter((x: Json) => x.peer).length === 3;
   }, { timeoutMs: 30_000, everyMs: 200 });
+  await waitFor("every agent's membership copy lists the three with their keys", () => [...agents.values()].every(({ agent }) => agent.status().membership?.withPeers === 3), { timeoutMs: 30_000, everyMs: 200 });
   await sleep(2_000);
   const before = pids();
   const tenures = Object.fromEntries(Object.entries(await nodes()).map(([n, v]) => [n, v.tenure]));

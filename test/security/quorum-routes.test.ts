@@ -62,6 +62,36 @@ describe('agent routes and the quorum rule', () => {
     expect(second.since).toBeGreaterThanOrEqual(back);
   });
 
+  it('a registration under the same lease (an agent restarted, a node condition) keeps renewingSince unless the lease was silent for R', async () => {
+    let t = 1_000_000;
+    const store = new MemoryStore({ now: () => t });
+    const { call, enroll, register } = await secured(store);
+    const credential = await enroll('n1');
+    const { lease, tenure } = await register('n1', credential);
+    const stamp = async () => {
+      const kv = (await store.get(buildKey('node', 'n1')))!;
+      return decodeFact('node', kv.key, kv.value).renewingSince;
+    };
+    const first = await stamp();
+    const again = async (conditions: unknown[] = []) => {
+      const r = await call('POST', '/v1/agent/nodes/n1/register', { json: { ...record('n1'), conditions, leaseTtlSeconds: 60, resumeLease: lease }, token: credential });
+      expect(r.status).toBe(200);
+      expect(((await r.json()) as { tenure: number }).tenure).toBe(tenure);
+    };
+    // Within R of the last renewal: the same stamp (its renewals keep counting toward an expiry).
+    t += 5_000;
+    await again([{ kind: 'disk-full', code: 'CCA-E0570', message: 'full', since: 1 }]);
+    expect(await stamp()).toBe(first);
+    t += renewingWithinMs(60_000) - 2 * QUORUM.granularityMs;
+    await again();
+    expect(await stamp()).toBe(first);
+    // After a silence of R: stamped anew, as a keepalive would be.
+    t += renewingWithinMs(60_000) - QUORUM.granularityMs;
+    const back = Date.now();
+    await again();
+    expect(await stamp()).toBeGreaterThanOrEqual(back);
+  });
+
   it('refuses a peer address outside the peer networks (CCA-E0581) and accepts one inside them; the answer is coded, nothing is written', async () => {
     const store = new MemoryStore();
     const { call, enroll } = await secured(store, { peerNetworks: [parseCidr('127.0.0.0/8')!, parseCidr('10.1.0.0/16')!] });
