@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { storedServiceSpecSchema } from './service.js';
 import { DEFAULTS } from './defaults.js';
+import { NODE_REPLICAS } from './node.js';
 import { replacesSchema, replicaEndedSchema, replicaOriginSchema, stopBySchema, withLegacyOutcome } from './replica-outcome.js';
 
 /**
@@ -91,7 +92,8 @@ export const allocationSchema = z.object({
   node: z.string(),
   tenure: z.int().min(0),
   used: resources,
-  replicas: z.array(z.string()),
+  /** Never more than the node's cap (NODE_REPLICAS.max at most): the scheduler places no further. */
+  replicas: z.array(z.string()).max(NODE_REPLICAS.max),
 });
 
 /** `/node-status/<node>`: the node controller's view of readiness, per tenure. */

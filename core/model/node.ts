@@ -24,6 +24,13 @@ export type NodeCondition = z.output<typeof nodeConditionSchema>;
 export const CONDITION_TEXT: Record<NodeCondition['kind'], string> = { 'disk-full': 'disk full' };
 
 /**
+ * Replicas one node may hold (`cca agent --max-replicas`): a placement resource like CPU and
+ * memory. The cap is what bounds every record that lists a node's replicas (its allocation,
+ * its network rule set, its assignments' page): they grow with it, never past `max`.
+ */
+export const NODE_REPLICAS = { default: 250, max: 1_000 } as const;
+
+/**
  * What an agent declares when it registers (`/nodes/<node>`, on the agent's lease). Small
  * on purpose: capacity, where it is, what it offers (labels, images) and what it repels (taints).
  */
@@ -38,6 +45,8 @@ export const nodeRecordSchema = z.object({
   capacity: z.object({
     cpuMillis: z.int().min(1).max(LIMITS.cpuMillis),
     memoryBytes: z.int().min(1).max(LIMITS.memoryBytes),
+    /** Replicas the scheduler places here at most (NODE_REPLICAS). */
+    replicas: z.int().min(1).max(NODE_REPLICAS.max).default(NODE_REPLICAS.default),
   }),
   /** The node's image catalogue: image reference → digest (see the agent issue). */
   images: z.record(z.string(), z.string()).default({}),

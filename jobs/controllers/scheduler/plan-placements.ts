@@ -5,7 +5,7 @@ import type { ServiceSpec } from '../../../core/model/service.js';
 import { CONDITION_TEXT, type NodeRecord } from '../../../core/model/node.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
-import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
+import { place as placeAmong, REPLICA_CAP, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
@@ -48,8 +48,9 @@ export function candidatesOf(view: ClusterView): Candidate[] {
     audited: view.audits.get(n.value.name)?.value.open ?? false,
     cordoned: isCordoned(view, n.value.name),
     ...conditionOf(n.value),
-    capacity: n.value.capacity,
+    capacity: { cpuMillis: n.value.capacity.cpuMillis, memoryBytes: n.value.capacity.memoryBytes },
     used: view.allocations.get(n.value.name)?.value.used ?? noResources,
+    replicas: { held: view.allocations.get(n.value.name)?.value.replicas.length ?? 0, cap: n.value.capacity.replicas },
   }));
 }
 
@@ -145,6 +146,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     perNode.set(target.name, group);
     group.replicas.push(d.replica);
     target.used = addResources(target.used, d.resources);
+    if (target.replicas) target.replicas = { held: target.replicas.held + 1, cap: target.replicas.cap };
     const inc = (m: Map<string, Map<string, number>>, k: string) => {
       const inner = m.get(d.service) ?? new Map<string, number>();
       inner.set(k, (inner.get(k) ?? 0) + 1);
@@ -246,6 +248,11 @@ export function pendingReasons(p: Pending, shortfall: string, excluded: Record<s
   const total = Object.values(excluded).reduce((a, b) => a + b, 0);
   const cordoned = excluded.cordoned ?? 0;
   if (cordoned > 0) reasons.push(makeDiagnostic('CCA-E0440', { replica: p.record.value.id, service: p.record.value.service, count: cordoned }).message);
+  const capped = excluded[REPLICA_CAP] ?? 0;
+  if (capped > 0) {
+    const d = makeDiagnostic('CCA-E0451', { replica: p.record.value.id, service: p.record.value.service, count: capped });
+    reasons.push(`${d.code} ${d.message}`);
+  }
   // Every node lacks the image: counted under the exclusion's own key (place.ts's textsOf), not found by its wording.
   const image = textsOf(demandOf(p.record.value, p.spec.value)).image;
   if (total > 0 && excluded[image] === total) {
