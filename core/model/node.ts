@@ -4,7 +4,7 @@ import { makeDiagnostic } from '../diagnostics/error.js';
 import type { Diagnostic } from '../diagnostics/types.js';
 import { taintPattern } from './constraints.js';
 import { LIMITS } from './defaults.js';
-import { labelKeyPattern, nodeNamePattern } from './names.js';
+import { DNS_LABEL_MAX, labelKeyPattern, nodeNamePattern } from './names.js';
 import { peerInfoSchema } from './quorum.js';
 
 /**
@@ -29,6 +29,16 @@ export const CONDITION_TEXT: Record<NodeCondition['kind'], string> = { 'disk-ful
  * its network rule set, its assignments' page): they grow with it, never past `max`.
  */
 export const NODE_REPLICAS = { default: 250, max: 1_000 } as const;
+
+/**
+ * The most bytes a node's allocation record (`/allocations/<node>`) can take: a node name of
+ * at most 253 characters, NODE_REPLICAS.max replica ids (a service name, a DNS label, plus
+ * `-` and 8 characters), quoted and comma-separated, and its numbers.
+ */
+export function allocationMaxBytes(): number {
+  const id = DNS_LABEL_MAX + 9 + 3;
+  return 253 + NODE_REPLICAS.max * id + 256;
+}
 
 /**
  * What an agent declares when it registers (`/nodes/<node>`, on the agent's lease). Small

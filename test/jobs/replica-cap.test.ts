@@ -1,5 +1,9 @@
 import { describe, expect, test } from 'vitest';
-import { NODE_REPLICAS, validateNode } from '../../core/model/node.js';
+import { encodeFact } from '../../core/keys.js';
+import { LIMITS } from '../../core/model/defaults.js';
+import { DNS_LABEL_MAX } from '../../core/model/names.js';
+import { allocationMaxBytes, NODE_REPLICAS, validateNode } from '../../core/model/node.js';
+import { limits } from '../../db/keyspace.js';
 import { controllers } from '../../jobs/controllers/index.js';
 import { why } from '../../jobs/decisions/why.js';
 import { nodeViews } from '../../jobs/views/status.js';
@@ -48,4 +52,13 @@ describe('the per-node replica cap', () => {
     expect(big.ok).toBe(false);
     expect(!big.ok && big.diagnostics[0]!.code).toBe('CCA-E0317');
   });
+});
+
+test('an allocation record is bounded by construction: the most replicas of the longest ids fit allocationMaxBytes(); one more is refused', () => {
+  const longest = (i: number) => `${'s'.repeat(DNS_LABEL_MAX - 4)}${String(i).padStart(4, '0')}-abcdefgh`;
+  const value = { node: 'n'.repeat(253), tenure: Number.MAX_SAFE_INTEGER, used: { cpuMillis: LIMITS.cpuMillis * NODE_REPLICAS.max, memoryBytes: Number.MAX_SAFE_INTEGER }, replicas: Array.from({ length: NODE_REPLICAS.max }, (_, i) => longest(i)) };
+  const text = encodeFact('allocation', value);
+  expect(Buffer.byteLength(text)).toBeLessThanOrEqual(allocationMaxBytes());
+  expect(allocationMaxBytes()).toBeLessThan(limits.maxValueBytes);
+  expect(() => encodeFact('allocation', { ...value, replicas: [...value.replicas, longest(NODE_REPLICAS.max)] })).toThrow();
 });
