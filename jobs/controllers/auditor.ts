@@ -45,10 +45,7 @@ export const auditor: Controller = {
       const open = audit?.value.open ?? false;
       if (matches === !open) continue; // no finding and none open, or an open one still true
       if (!matches && audit && same(audit.value.expected, expected) && same(audit.value.recorded, recorded)) continue;
-      // A finding still open keeps its revision while its figures change (a repair in chunks
-      // moves them step by step): the operator's repair request names that revision.
-      const revision = !matches && audit?.value.open ? audit.value.revision : rev;
-      const finding: AuditFinding = { node, revision, open: !matches, expected, recorded, at: now };
+      const finding: AuditFinding = { node, revision: rev, open: !matches, expected, recorded, at: now };
       const allocKey = buildKey('allocation', node);
       const diag = makeDiagnostic('CCA-E0402', { node, recorded: resourcesText(recorded), revision: rev, expected: resourcesText(expected) });
       const d = decide({
