@@ -11,7 +11,8 @@ import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
 import type { Pending } from './types.js';
 import type { Write } from '../../write.js';
-import { MAX_OPS } from './batch.js';
+import { MAX_OPS, MAX_TXN_BYTES } from './batch.js';
+import { utf8Bytes } from '../../write.js';
 
 export const SCHEDULER = 'scheduler';
 /**
@@ -22,6 +23,12 @@ export const SCHEDULER = 'scheduler';
 export const MAX_PER_NODE = 36;
 const PLACEMENT_COMPARES = 4;
 const NODE_COMPARES = 6;
+/**
+ * What a placement writes besides its assignment's spec (the assignment's other fields, the
+ * placement record, the decision, their keys): a node's placements stop where their bytes
+ * would pass MAX_TXN_BYTES, so a txn of large specs fits etcd's request limit.
+ */
+const PLACEMENT_OVERHEAD_BYTES = 16_384;
 
 export interface PlacementPlan {
   /** Per node: compares and writes of every placement on it, allocation written once. */
@@ -124,7 +131,13 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const nodes = candidatesOf(view);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const spread = spreadCounts(view, live);
-  const perNode = new Map<string, Write & { replicas: string[] }>();
+  const perNode = new Map<string, Write & { replicas: string[]; bytes: number }>();
+  const specBytes = new Map<Fact<'service'>, number>();
+  const bytesOf = (spec: Fact<'service'>) => {
+    let n = specBytes.get(spec);
+    if (n === undefined) specBytes.set(spec, (n = utf8Bytes(spec.kv.value) + PLACEMENT_OVERHEAD_BYTES));
+    return n;
+  };
   const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
   const place = createPlacer(nodes);
   const validated = new Set<Fact<'service'>>();
@@ -137,13 +150,15 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
       continue;
     }
     const target = byName.get(result.node)!;
-    const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [] };
+    const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [], bytes: 0 };
     const compares = group.compares.length + PLACEMENT_COMPARES + (p.gate?.compares.length ?? 0) + NODE_COMPARES;
-    if (group.replicas.length >= MAX_PER_NODE || compares > MAX_OPS) {
+    const bytes = group.bytes + bytesOf(p.spec);
+    if (group.replicas.length >= MAX_PER_NODE || compares > MAX_OPS || (group.replicas.length > 0 && bytes > MAX_TXN_BYTES)) {
       plan.more = true;
       break;
     }
     perNode.set(target.name, group);
+    group.bytes = bytes;
     group.replicas.push(d.replica);
     target.used = addResources(target.used, d.resources);
     if (target.replicas) target.replicas = { held: target.replicas.held + 1, cap: target.replicas.cap };
