@@ -235,10 +235,15 @@ export const nodeOpSchema = z.object({
 /** `/fences/<node>`: an operator's assertion that a node's workloads are stopped (`cca fence --confirm`). */
 export const fenceSchema = z.object({ node: z.string(), tenure: z.int().min(0), assertedBy: z.string(), at: ms });
 
-/** `/endpoints/<service>`: replicas that are running and ready on ready nodes, with their addresses. */
+/**
+ * `/endpoints/<service>`: replicas that are running and ready on ready nodes, with their
+ * addresses; listed by replica id up to a byte bound (ENDPOINT_LIMITS in
+ * jobs/controllers/endpoints.ts), `ready` counting them all (absent: as many as are listed).
+ */
 export const endpointsSchema = z.object({
   service: z.string(),
   endpoints: z.array(z.object({ replica: z.string(), node: z.string(), address: z.string(), ports: z.record(z.string(), z.int()) })),
+  ready: z.int().min(0).optional(),
   at: ms,
 });
 
