@@ -1,7 +1,10 @@
 import { expect, test } from 'vitest';
-import { buildKey, encodeFact } from '../../core/keys.js';
+import { buildKey, decodeFact, encodeFact, type KeyKind } from '../../core/keys.js';
+import { serviceSpecSchema } from '../../core/model/service.js';
+import type { ClusterView } from '../../jobs/controllers/view.js';
+import type { Fact } from '../../jobs/facts.js';
 import { auditor, controllers, scheduler } from '../../jobs/controllers/index.js';
-import { REPAIR_CHUNK } from '../../jobs/controllers/scheduler/plan-releases.js';
+import { planReleases, REPAIR_CHUNK } from '../../jobs/controllers/scheduler/plan-releases.js';
 import { why } from '../../jobs/decisions/why.js';
 import { Bench } from './harness.js';
 
@@ -62,4 +65,23 @@ test('a repair of a node holding 300 replicas completes in chunks; releasing all
   expect(empty.replicas).toEqual([]);
   expect(empty.used).toEqual({ cpuMillis: 0, memoryBytes: 0 });
   expect((await b.fact('audit', 'n1'))?.open ?? false).toBe(false);
+});
+
+test('a release during a repair under way subtracts only what the allocation lists', () => {
+  const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', resources: { cpuMillis: 10, memoryBytes: 1024 } });
+  const fact = <K extends KeyKind>(kind: K, key: string, value: unknown): Fact<K> => {
+    const text = encodeFact(kind, value as never);
+    return { key, kv: { key, value: text, createRevision: 1, modRevision: 1, version: 1, lease: 0 }, value: decodeFact(kind, key, text) };
+  };
+  const assigned = (id: string) => fact('assigned', buildKey('assigned', 'n1', id), { replica: id, service: 'web', node: 'n1', tenure: 1, resources: spec.resources, specRevision: 1, spec, placedAt: 0 });
+  const [a, b] = [assigned('web-aaaaaaaa'), assigned('web-bbbbbbbb')];
+  // A repair's first chunk listed only web-aaaaaaaa; web-bbbbbbbb is retired and released now.
+  const alloc = fact('allocation', buildKey('allocation', 'n1'), { node: 'n1', tenure: 1, used: spec.resources, replicas: ['web-aaaaaaaa'] });
+  const retired = fact('replica', buildKey('replica', 'web', 'web-bbbbbbbb'), { id: 'web-bbbbbbbb', service: 'web', specRevision: 1, desired: 'stop', createdAt: 0, retired: true });
+  const live = fact('replica', buildKey('replica', 'web', 'web-aaaaaaaa'), { id: 'web-aaaaaaaa', service: 'web', specRevision: 1, desired: 'run', createdAt: 0 });
+  const view = { nodes: new Map(), statuses: new Map(), allocations: new Map([['n1', alloc]]), audits: new Map(), nodeOps: new Map(), assignments: new Map([[a.value.replica, a], [b.value.replica, b]]), byNode: new Map([['n1', [a, b]]]) } as ClusterView;
+  const groups = planReleases(view, new Map([[live.value.id, live], [retired.value.id, retired]]), new Map(), 1_000);
+  const put = groups.get('n1')!.ops.find((op) => 'put' in op && op.put.key === buildKey('allocation', 'n1'));
+  const next = JSON.parse((put as { put: { value: string } }).put.value) as { used: unknown; replicas: string[] };
+  expect(next).toMatchObject({ used: spec.resources, replicas: ['web-aaaaaaaa'] });
 });
