@@ -3,6 +3,7 @@ import { CcaError, messageOf } from '../core/diagnostics/index.js';
 import { capacityOf, RESERVE, type Capacity, type MachineFacts } from './capacity.js';
 import { FENCE } from './core/fence.js';
 import { QUORUM } from '../core/model/quorum.js';
+import { NODE_REPLICAS } from '../core/model/node.js';
 import { LOOPBACK_NETWORKS, peerNetworksSchema, type Cidr } from '../core/model/peer-address.js';
 import { readMachine } from './machine.js';
 import { readCaFile } from './https.js';
@@ -23,6 +24,8 @@ export interface AgentFlags {
   taints: string[];
   cpuMillis: number;
   memoryBytes: number;
+  /** Replicas the scheduler places here at most (NODE_REPLICAS). */
+  maxReplicas: number;
   leaseTtlSeconds: number;
   containerdAddress: string;
   containerdStart: boolean;
@@ -75,6 +78,7 @@ export const USAGE = `usage: cca agent --server URL --node NAME [--token-file FI
   --taint T                node taint ("key" or "key=value"), repeatable
   --cpu N                  declared CPU: cores ("4") or millicores ("3500m") (default: detected, see below)
   --memory Q               declared memory: bytes or 512Mi / 8Gi (default: detected)
+  --max-replicas N         replicas placed here at most, 1 to ${NODE_REPLICAS.max} (default ${NODE_REPLICAS.default})
   --lease-ttl S            lease TTL in seconds (default ${QUORUM.defaultTtlSeconds}, at least ${FENCE.minTtlSeconds}; below 28
                            peers cannot confirm a control-plane outage in time: docs/fencing.md)
   --peer-listen HOST:PORT  where peers ask whether this node reaches the control plane
@@ -161,7 +165,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
   const configFile = flags.get('config')?.[0];
   const config = configFile ? (JSON.parse(readFileSync(configFile, 'utf8')) as Record<string, unknown>) : {};
   const get = (name: string, fallback = ''): string => flags.get(name)?.[0] ?? (config[name] === undefined ? fallback : String(config[name]));
-  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'peer-networks', 'metrics-listen', 'log-level', 'log-format', 'help']);
+  const known = new Set(['server', 'ca', 'node', 'token', 'token-file', 'runtime', 'state-dir', 'address', 'zone', 'label', 'taint', 'cpu', 'memory', 'max-replicas', 'lease-ttl', 'config', 'containerd-address', 'containerd-start', 'namespace', 'images', 'tini', 'insecure-registry', 'network', 'network-cidr', 'network-prefix', 'log-max-bytes', 'log-files', 'log-max-total', 'disk-min-free', 'peer-listen', 'peer-advertise', 'peer-networks', 'metrics-listen', 'log-level', 'log-format', 'help']);
   for (const name of flags.keys()) if (!known.has(name)) bad(`unknown flag --${name}`);
   const help = get('help') === 'true';
   const node = get('node');
@@ -182,6 +186,8 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     if (!k || v === undefined) bad(`--label ${JSON.stringify(l)} must be key=value`);
     labels[k] = v;
   }
+  const maxReplicas = Number(get('max-replicas', String(NODE_REPLICAS.default)));
+  if (!Number.isInteger(maxReplicas) || maxReplicas < 1 || maxReplicas > NODE_REPLICAS.max) bad(`--max-replicas must be a whole number from 1 to ${NODE_REPLICAS.max}`);
   const cpuText = get('cpu');
   const memoryText = get('memory');
   let capacity: Capacity | undefined;
@@ -199,6 +205,7 @@ export function parseAgentFlags(argv: string[], env: NodeJS.ProcessEnv = process
     taints: [...((config.taints as string[] | undefined) ?? []), ...(flags.get('taint') ?? [])],
     cpuMillis: cpuText !== '' ? parseCpu(cpuText) : detected().cpuMillis,
     memoryBytes: memoryText !== '' ? parseBytes(memoryText) : detected().memoryBytes,
+    maxReplicas,
     leaseTtlSeconds: ttl,
     containerdAddress: get('containerd-address', '/run/containerd/containerd.sock'),
     containerdStart: get('containerd-start') === 'true',

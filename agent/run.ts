@@ -89,7 +89,7 @@ export async function runAgent(argv: string[]): Promise<number> {
       token: flags.token,
       state,
       runtime,
-      record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes } },
+      record: { address: flags.address, zone: flags.zone, labels: flags.labels, taints: flags.taints, capacity: { cpuMillis: flags.cpuMillis, memoryBytes: flags.memoryBytes, replicas: flags.maxReplicas } },
       leaseTtlSeconds: flags.leaseTtlSeconds,
       diskMinFreeBytes: flags.diskMinFree,
       logMaxTotalBytes: flags.logMaxTotal,

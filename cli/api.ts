@@ -96,7 +96,8 @@ export const apiNode = z.looseObject({
   zone: z.string(),
   runtime: z.string(),
   tenure: count,
-  capacity: resources,
+  /** `replicas`: the node's cap (absent from an older server). */
+  capacity: resources.extend({ replicas: count.optional() }),
   used: resources,
   replicas: count,
   labels: z.record(z.string(), z.string()),

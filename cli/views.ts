@@ -54,6 +54,8 @@ export interface NodeItem {
   capacity: { cpuMillis: number; memoryBytes: number };
   used: { cpuMillis: number; memoryBytes: number };
   replicas: number;
+  /** Replicas the node may hold (0: unknown, an older server or a node no longer registered). */
+  replicaCap: number;
   labels: Record<string, string>;
   taints: string[];
   /** What the agent reports wrong with the node (`disk-full`, CCA-E0570): no new placements while any holds. */
@@ -163,6 +165,7 @@ const node = (n: ApiNode): NodeItem => ({
   capacity: { cpuMillis: n.capacity.cpuMillis, memoryBytes: n.capacity.memoryBytes },
   used: { cpuMillis: n.used.cpuMillis, memoryBytes: n.used.memoryBytes },
   replicas: n.replicas,
+  replicaCap: n.capacity.replicas ?? 0,
   labels: n.labels,
   taints: n.taints,
   conditions: n.conditions.map((c) => ({ kind: c.kind, code: c.code, message: c.message })),
@@ -302,7 +305,7 @@ export function tableOf(l: Listing, wide: boolean): { headers: string[]; rows: s
       n.zone || '-',
       `${formatCpu(n.used.cpuMillis)}/${formatCpu(n.capacity.cpuMillis)}`,
       `${formatBytes(n.used.memoryBytes)}/${formatBytes(n.capacity.memoryBytes)}`,
-      String(n.replicas),
+      n.replicaCap > 0 ? `${n.replicas}/${n.replicaCap}` : String(n.replicas),
       ...(wide
         ? [
             n.runtime || '-',

@@ -3,7 +3,7 @@ import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
 import type { Controller, Wakeup } from './controller.js';
 import { messageOf } from '../core/diagnostics/index.js';
-import { guardRefusals, type Refusal } from './refusals.js';
+import { guardRefusals, recordRefusal, type Refusal } from './refusals.js';
 
 /**
  * `refused`: writes the store refused outright (CCA-E0450 each); the step's other writes went
@@ -23,6 +23,8 @@ export async function runStep(c: Controller, store: Store, now: number, random: 
     const wake = await c.reconcile({ store: counted.store, now, random, ...(subject !== undefined ? { subject } : {}) });
     if (refusals.length === 0) return { ok: true, wake, writes: counted.writes() };
     const refused = refusals.map((r) => makeDiagnostic('CCA-E0450', { controller: c.name, subject: r.key, reason: r.reason }));
+    // Shown by `cca why` on the refused key's subject, once (refusals.ts).
+    for (let i = 0; i < refusals.length; i++) await recordRefusal(store, c.name, refusals[i]!, refused[i]!, now);
     return { ok: true, wake, writes: counted.writes(), refused };
   } catch (e) {
     return stepFailure(c, e);

@@ -73,7 +73,7 @@ export function renderNodes(el, { nodes, now, actions }) {
       { title: 'state', cell: (n) => badge(n.registered ? n.state : n.state === 'lost' ? 'lost' : 'gone', n.registered ? n.state : 'lost') },
       { title: 'cpu', cell: (n) => usage(n.used.cpuMillis, n.capacity.cpuMillis, `${n.used.cpuMillis}m / ${n.capacity.cpuMillis}m`) },
       { title: 'memory', cell: (n) => usage(n.used.memoryBytes, n.capacity.memoryBytes, `${bytes(n.used.memoryBytes)} / ${bytes(n.capacity.memoryBytes)}`) },
-      { title: 'replicas', cls: 'num', cell: (n) => String(n.replicas) },
+      { title: 'replicas', cls: 'num', cell: (n) => (n.capacity.replicas ? `${n.replicas}/${n.capacity.replicas}` : String(n.replicas)) },
       { title: 'lease', cell: (n) => `${n.registered ? 'held' : 'expired'} · tenure ${n.tenure} · ${n.state} for ${n.since !== undefined ? ago(now - n.since) : '—'}` },
       ...(actions ? [{ title: '', cell: (n) => actions(n) }] : []),
     ],

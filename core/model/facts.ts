@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { storedServiceSpecSchema } from './service.js';
 import { DEFAULTS } from './defaults.js';
+import { NODE_REPLICAS } from './node.js';
 import { replacesSchema, replicaEndedSchema, replicaOriginSchema, stopBySchema, withLegacyOutcome } from './replica-outcome.js';
 
 /**
@@ -91,7 +92,8 @@ export const allocationSchema = z.object({
   node: z.string(),
   tenure: z.int().min(0),
   used: resources,
-  replicas: z.array(z.string()),
+  /** Never more than the node's cap (NODE_REPLICAS.max at most): the scheduler places no further. */
+  replicas: z.array(z.string()).max(NODE_REPLICAS.max),
 });
 
 /** `/node-status/<node>`: the node controller's view of readiness, per tenure. */
@@ -233,10 +235,15 @@ export const nodeOpSchema = z.object({
 /** `/fences/<node>`: an operator's assertion that a node's workloads are stopped (`cca fence --confirm`). */
 export const fenceSchema = z.object({ node: z.string(), tenure: z.int().min(0), assertedBy: z.string(), at: ms });
 
-/** `/endpoints/<service>`: replicas that are running and ready on ready nodes, with their addresses. */
+/**
+ * `/endpoints/<service>`: replicas that are running and ready on ready nodes, with their
+ * addresses; listed by replica id up to a byte bound (ENDPOINT_LIMITS in
+ * jobs/controllers/endpoints.ts), `ready` counting them all (absent: as many as are listed).
+ */
 export const endpointsSchema = z.object({
   service: z.string(),
   endpoints: z.array(z.object({ replica: z.string(), node: z.string(), address: z.string(), ports: z.record(z.string(), z.int()) })),
+  ready: z.int().min(0).optional(),
   at: ms,
 });
 

@@ -4,7 +4,7 @@ import { makeDiagnostic } from '../diagnostics/error.js';
 import type { Diagnostic } from '../diagnostics/types.js';
 import { taintPattern } from './constraints.js';
 import { LIMITS } from './defaults.js';
-import { labelKeyPattern, nodeNamePattern } from './names.js';
+import { DNS_LABEL_MAX, labelKeyPattern, nodeNamePattern } from './names.js';
 import { peerInfoSchema } from './quorum.js';
 
 /**
@@ -24,6 +24,23 @@ export type NodeCondition = z.output<typeof nodeConditionSchema>;
 export const CONDITION_TEXT: Record<NodeCondition['kind'], string> = { 'disk-full': 'disk full' };
 
 /**
+ * Replicas one node may hold (`cca agent --max-replicas`): a placement resource like CPU and
+ * memory. The cap is what bounds every record that lists a node's replicas (its allocation,
+ * its network rule set, its assignments' page): they grow with it, never past `max`.
+ */
+export const NODE_REPLICAS = { default: 250, max: 1_000 } as const;
+
+/**
+ * The most bytes a node's allocation record (`/allocations/<node>`) can take: a node name of
+ * at most 253 characters, NODE_REPLICAS.max replica ids (a service name, a DNS label, plus
+ * `-` and 8 characters), quoted and comma-separated, and its numbers.
+ */
+export function allocationMaxBytes(): number {
+  const id = DNS_LABEL_MAX + 9 + 3;
+  return 253 + NODE_REPLICAS.max * id + 256;
+}
+
+/**
  * What an agent declares when it registers (`/nodes/<node>`, on the agent's lease). Small
  * on purpose: capacity, where it is, what it offers (labels, images) and what it repels (taints).
  */
@@ -38,6 +55,8 @@ export const nodeRecordSchema = z.object({
   capacity: z.object({
     cpuMillis: z.int().min(1).max(LIMITS.cpuMillis),
     memoryBytes: z.int().min(1).max(LIMITS.memoryBytes),
+    /** Replicas the scheduler places here at most (NODE_REPLICAS). */
+    replicas: z.int().min(1).max(NODE_REPLICAS.max).default(NODE_REPLICAS.default),
   }),
   /** The node's image catalogue: image reference → digest (see the agent issue). */
   images: z.record(z.string(), z.string()).default({}),

@@ -79,6 +79,12 @@ export function parseEtcdUrl(url: string): EtcdTarget {
   };
 }
 
+/**
+ * gRPC's default of 4 MiB per answer is less than a read controllers make (a node's
+ * assignments each hold a spec of up to ~360 kB): what one answer from etcd may take.
+ */
+export const ETCD_CLIENT = { maxReceiveBytes: 512 * 1024 * 1024 } as const;
+
 /** What `new Etcd3` needs to reach a target: hosts, user, and TLS credentials read from their files. */
 export function etcdConnection(t: EtcdTarget): Pick<IOptions, 'hosts' | 'auth' | 'credentials'> {
   return {
@@ -135,6 +141,7 @@ export class EtcdStore extends StoreShortcuts implements Store {
       dialTimeout: opts.dialTimeoutMs ?? 5_000,
       faultHandling: { global: once, host: () => once },
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + timeout }),
+      grpcOptions: { 'grpc.max_receive_message_length': ETCD_CLIENT.maxReceiveBytes },
     });
     const store = new EtcdStore(client, t.prefix, t.hosts);
     try {

@@ -369,6 +369,9 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
   app.post('/v1/agent/nodes/:node/observed-volumes', requireNode('report volumes'), async (c) => {
     const node = c.req.param('node');
     const body = parseBody(observedVolumesBody, await jsonBody(c));
+    // Each volume reported is a key written (and a wakeup): at the node's rate like its
+    // observations, refused before anything is read or written.
+    pod.nodeWrites.admit(node, body.volumes.length);
     const keep = new Set<string>();
     const ops: Parameters<Store['txn']>[0]['success'] = [];
     body.volumes.forEach((raw, i) => {

@@ -78,6 +78,8 @@ export function serviceRoutes(deps: ServerDeps) {
       revision,
       service: name,
       endpoints: value?.endpoints ?? [],
+      /** Every ready replica: more than are listed when the set passes its byte bound (docs/endpoints.md). */
+      ready: value ? (value.ready ?? value.endpoints.length) : 0,
       modRevision: kv?.modRevision ?? 0,
       at: value?.at ?? null,
     });

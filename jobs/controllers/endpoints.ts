@@ -9,6 +9,7 @@ import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
 import { retrySoon } from '../retry.js';
+import { utf8Bytes } from '../write.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
 /** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
@@ -17,6 +18,13 @@ const MAX_CHANGES = 16;
 const MAX_TXNS = 64;
 /** Where replicas are reached when neither the observation nor the node names an address (host networking). */
 export const DEFAULT_ADDRESS = '127.0.0.1';
+/**
+ * The published set's bound, by construction: entries are listed by replica id while their
+ * JSON fits `listedBytes` (one entry larger than that alone is never listed), so the record
+ * stays under the store's value limit and, with its decision, under etcd's request limit
+ * (puts travel twice: db/etcd/txn.ts) for any service. `ready` counts every ready replica.
+ */
+export const ENDPOINT_LIMITS = { listedBytes: 524_288 } as const;
 
 export type Endpoint = Endpoints['endpoints'][number];
 
@@ -24,8 +32,21 @@ export type Endpoint = Endpoints['endpoints'][number];
  * Ready replicas of a service as `/endpoints/<service>` last published them: what the
  * `after = [...]` ordering and rollouts compare (read the one key, compare its mod revision).
  */
-export function readyCount(value: Pick<Endpoints, 'endpoints'> | undefined): number {
-  return value?.endpoints.length ?? 0;
+export function readyCount(value: Pick<Endpoints, 'endpoints' | 'ready'> | undefined): number {
+  return value?.ready ?? value?.endpoints.length ?? 0;
+}
+
+/** The entries published of a sorted ready set: by replica id, while they fit ENDPOINT_LIMITS. */
+export function listed(ready: readonly Endpoint[]): Endpoint[] {
+  const out: Endpoint[] = [];
+  let bytes = 0;
+  for (const e of ready) {
+    const b = utf8Bytes(JSON.stringify(e)) + 1;
+    if (bytes + b > ENDPOINT_LIMITS.listedBytes) break;
+    out.push(e);
+    bytes += b;
+  }
+  return out;
 }
 
 /** Is this replica's admissible observation one a client may be sent to? Pure: running, liveness not failing, ready (or no readiness check). */
@@ -79,10 +100,11 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const { store, now } = ctx;
   const current = await getFact(store, 'endpoints', service);
   const { spec, standings } = await planEndpoints(store, service);
-  const next = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])) : [];
+  const ready = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])).sort(byReplica) : [];
+  const next = listed(ready);
   const before = current?.value.endpoints ?? [];
-  if (current && spec && sameSet(before, next)) return {};
-  if (!current && spec && next.length === 0) return {}; // nothing published yet and nothing to publish
+  if (current && spec && sameSet(before, next) && readyCount(current.value) === ready.length) return {};
+  if (!current && spec && ready.length === 0) return {}; // nothing published yet and nothing to publish
   if (!current && !spec) return {};
 
   const was = new Map(before.map((e) => [e.replica, e]));
@@ -91,7 +113,10 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   for (const s of standings) {
     const inBefore = was.get(s.replica);
     const inNext = now_.get(s.replica);
-    if (!!inBefore !== !!inNext || (inBefore && inNext && !sameEndpoint(inBefore, inNext))) changes.push(s);
+    if (!!inBefore !== !!inNext || (inBefore && inNext && !sameEndpoint(inBefore, inNext))) {
+      // Ready but past the listed bound: it leaves the list, not the ready count.
+      changes.push(s.endpoint && !inNext ? { ...s, why: `${s.replica} is ready but not listed: the set lists ${next.length} of ${ready.length} within ${ENDPOINT_LIMITS.listedBytes} bytes` } : s);
+    }
   }
   // Published replicas whose record is gone altogether (deleted after retirement).
   const known = new Set(standings.map((s) => s.replica));
@@ -105,11 +130,13 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
   // comparing the set the previous one wrote.
   changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
-  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_)).ok ? {} : retrySoon(now);
+  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_, 0)).ok ? {} : retrySoon(now);
   let published = current;
-  for (let i = 0; i < changes.length; i += MAX_CHANGES) {
+  // Only the last txn of the chain knows the whole ready count; before it, what is listed.
+  for (let i = 0; i < Math.max(1, changes.length); i += MAX_CHANGES) {
     if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
-    const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_);
+    const last = i + MAX_CHANGES >= changes.length;
+    const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_, last ? ready.length : undefined);
     if (!r.ok) return retrySoon(now);
     published = r.written;
   }
@@ -124,19 +151,23 @@ async function publish(
   batch: readonly Standing[],
   spec: Fact<'service'> | undefined,
   next: ReadonlyMap<string, Endpoint>,
+  ready: number | undefined,
 ): Promise<{ ok: false } | { ok: true; written: Fact<'endpoints'> }> {
   const { store, now } = ctx;
   const key = buildKey('endpoints', service);
   const before = current?.value.endpoints ?? [];
   const endpoints = spec ? applyChanges(before, batch, next) : [];
-  const reasons = !spec ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`] : batch.map((c) => c.why);
+  const count = ready ?? endpoints.length;
+  const reasons = !spec
+    ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`]
+    : [...(count > endpoints.length ? [`${count} ready, ${endpoints.length} listed: the set lists at most ${ENDPOINT_LIMITS.listedBytes} bytes of entries`] : []), ...batch.map((c) => c.why)];
   const first = batch[0];
   const cause: Cause = !spec ? causedByFact({ key: buildKey('service', service), modRevision: 0 }) : first ? first.cause : causedByFact(spec);
   const d = decide({
     kind: 'service',
     subject: service,
     controller: ENDPOINT_CONTROLLER,
-    action: !spec ? 'endpoints withdrawn' : `endpoints changed: ${endpoints.length} ready`,
+    action: !spec ? 'endpoints withdrawn' : `endpoints changed: ${count} ready`,
     // The set's digest keeps two changes in one millisecond apart.
     tag: `ep-${digest(endpoints.map((e) => `${e.replica}@${e.address}`))}`,
     at: now,
@@ -144,7 +175,7 @@ async function publish(
     cause,
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
-  const value = { service, endpoints, at: now };
+  const value = { service, endpoints, ...(count > endpoints.length ? { ready: count } : {}), at: now };
   const ops: Op[] = [spec ? putFact('endpoints', [service], value) : deleteKey(key), ...d.ops];
   // Read-set rule: the change is justified by the keys of the replicas that joined or left
   // (and the spec and the published set). A member that stays is not compared: its report
@@ -165,7 +196,11 @@ function applyChanges(before: readonly Endpoint[], batch: readonly Standing[], n
     if (e) out.set(c.replica, e);
     else out.delete(c.replica);
   }
-  return [...out.values()].sort((a, b) => (a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0));
+  return [...out.values()].sort(byReplica);
+}
+
+function byReplica(a: Endpoint, b: Endpoint): number {
+  return a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0;
 }
 
 /** The replica's standing and the words `cca why service` shows for it. */

@@ -38,6 +38,20 @@ export interface Candidate {
   condition?: string;
   capacity: Resources;
   used: Resources;
+  /**
+   * Replicas the node holds and may hold (`--max-replicas`): a third resource, counted in its
+   * allocation record. Like `used`, `replicas.held` only grows during a step, by replacing the
+   * object. Absent: no cap (pure tests of the other rules).
+   */
+  replicas?: { held: number; cap: number };
+}
+
+/** The exclusion of a node that holds as many replicas as it may (`shortfallText` words it). */
+export const REPLICA_CAP = 'replicas';
+
+/** Does the node hold fewer replicas than its cap? */
+export function hasReplicaRoom(n: Pick<Candidate, 'replicas'>): boolean {
+  return n.replicas === undefined || n.replicas.held < n.replicas.cap;
 }
 
 /** How many replicas of the demand's service are already in each zone and on each node. */
@@ -71,6 +85,7 @@ export function exclusion(d: Demand, n: Candidate): string | undefined {
   if (why !== undefined) return why;
   if (n.capacity.cpuMillis - n.used.cpuMillis < d.resources.cpuMillis) return 'cpu';
   if (n.capacity.memoryBytes - n.used.memoryBytes < d.resources.memoryBytes) return 'memory';
+  if (!hasReplicaRoom(n)) return REPLICA_CAP;
   return undefined;
 }
 
@@ -169,6 +184,7 @@ export function shortfallText(d: Demand, total: number, excluded: Record<string,
       if (why === 'cpu') return `${nodes(k)} ${k === 1 ? 'has' : 'have'} < ${cpuText(d.resources.cpuMillis)} free`;
       if (why === 'memory') return `${nodes(k)} ${k === 1 ? 'has' : 'have'} < ${memoryText(d.resources.memoryBytes)} memory free`;
       if (why === 'not ready') return `${nodes(k)} not ready`;
+      if (why === REPLICA_CAP) return `${nodes(k)} ${k === 1 ? 'holds' : 'hold'} as many replicas as ${k === 1 ? 'it allows' : 'they allow'}`;
       return `${nodes(k)} excluded by ${why}`;
     });
   return `${need}: ${parts.join('; ')}`;

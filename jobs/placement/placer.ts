@@ -1,6 +1,6 @@
 import { matchesConstraint } from '../../core/model/constraints.js';
 import { Heap } from './heap.js';
-import { better, fullness, place, placedReasons, score, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from './place.js';
+import { better, fullness, hasReplicaRoom, place, placedReasons, score, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from './place.js';
 
 /** A node in a group's heap, with the `used` it was scored on (stale once the node's `used` is replaced). */
 interface Entry {
@@ -66,7 +66,7 @@ export function createPlacer(nodes: readonly Candidate[]): (d: Demand, spread: S
   };
 
   const fits = (d: Demand, n: Candidate) =>
-    n.capacity.cpuMillis - n.used.cpuMillis >= d.resources.cpuMillis && n.capacity.memoryBytes - n.used.memoryBytes >= d.resources.memoryBytes;
+    n.capacity.cpuMillis - n.used.cpuMillis >= d.resources.cpuMillis && n.capacity.memoryBytes - n.used.memoryBytes >= d.resources.memoryBytes && hasReplicaRoom(n);
 
   /** The group's best node holding none of the service's replicas, after settling stale entries. */
   const topOf = (d: Demand, shape: Shape, g: Group, spread: Spread): Candidate | undefined => {

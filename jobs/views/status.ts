@@ -200,8 +200,10 @@ export interface NodeView {
   zone: string;
   labels: Record<string, string>;
   taints: string[];
-  capacity: { cpuMillis: number; memoryBytes: number };
+  /** `replicas`: the node's cap (0 for a node no longer registered). */
+  capacity: { cpuMillis: number; memoryBytes: number; replicas: number };
   used: { cpuMillis: number; memoryBytes: number };
+  /** Replicas its allocation holds. */
   replicas: number;
   tenure: number;
   /** Registered now (its lease is alive): the node record exists. */
@@ -231,7 +233,7 @@ export async function nodeViews(store: Store): Promise<{ revision: number; nodes
         zone: r?.value.zone ?? '',
         labels: r?.value.labels ?? {},
         taints: r?.value.taints ?? [],
-        capacity: r?.value.capacity ?? { cpuMillis: 0, memoryBytes: 0 },
+        capacity: r?.value.capacity ?? { cpuMillis: 0, memoryBytes: 0, replicas: 0 },
         used: a?.used ?? { cpuMillis: 0, memoryBytes: 0 },
         replicas: a?.replicas.length ?? 0,
         tenure: r?.kv.createRevision ?? s?.tenure ?? 0,

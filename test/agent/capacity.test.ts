@@ -5,6 +5,7 @@ import { describe, expect, test } from 'vitest';
 import { capacityOf, usableCpuMillis, usableMemoryBytes } from '../../agent/capacity.js';
 import { readMachine } from '../../agent/machine.js';
 import { parseAgentFlags } from '../../agent/options.js';
+import { NODE_REPLICAS } from '../../core/model/node.js';
 
 const Gi = 1024 ** 3;
 const Mi = 1024 ** 2;
@@ -80,5 +81,12 @@ describe('flags', () => {
       throw new Error('read');
     });
     expect(f).toMatchObject({ cpuMillis: 3000, memoryBytes: Gi });
+  });
+
+  test('--max-replicas: the node replica cap, 1 to NODE_REPLICAS.max, default NODE_REPLICAS.default (CCA-E0508 otherwise)', () => {
+    const flags = (...extra: string[]) => parseAgentFlags([...base, '--cpu', '1', '--memory', '1Gi', ...extra], {}, machine);
+    expect(flags().maxReplicas).toBe(NODE_REPLICAS.default);
+    expect(flags('--max-replicas', '40').maxReplicas).toBe(40);
+    for (const bad of ['0', String(NODE_REPLICAS.max + 1), '2.5', 'many']) expect(() => flags('--max-replicas', bad)).toThrow(/CCA-E0508|max-replicas/);
   });
 });

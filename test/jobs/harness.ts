@@ -24,10 +24,11 @@ export class Bench {
   }
 
   /** An agent's registration: the node record on a fresh lease; returns the tenure. */
-  async register(name: string, zone = 'a', cpuMillis = 4_000): Promise<number> {
+  async register(name: string, zone = 'a', cpuMillis = 4_000, maxReplicas?: number): Promise<number> {
     const { id } = await this.store.grantLease(10);
     this.leases.set(name, id);
-    const r = await this.store.put(buildKey('node', name), encodeFact('node', { name, zone, capacity: { cpuMillis, memoryBytes: 8 * Gi }, images: { 'web:1': 'sha256:1' } }), { lease: id });
+    const capacity = { cpuMillis, memoryBytes: 8 * Gi, ...(maxReplicas !== undefined ? { replicas: maxReplicas } : {}) };
+    const r = await this.store.put(buildKey('node', name), encodeFact('node', { name, zone, capacity, images: { 'web:1': 'sha256:1' } }), { lease: id });
     return r.revision;
   }
 

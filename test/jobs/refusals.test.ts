@@ -7,6 +7,7 @@ import { MemoryStore } from '../../db/memory.js';
 import type { TxnRequest, TxnResponse } from '../../db/store.js';
 import { controllers } from '../../jobs/controllers/index.js';
 import { startDriver, type Driver } from '../../jobs/driver.js';
+import { why } from '../../jobs/decisions/why.js';
 import { waitFor } from '../support/wait.js';
 
 /** A store that refuses, as too large, every write of one service's volume records. */
@@ -55,6 +56,13 @@ test("one service's refused write is reported once and backed off; another servi
   expect(String(refused[0]!.params.reason)).toMatch(/^CCA-E0104 /);
   expect(reports.filter((d) => d.code !== 'CCA-E0450')).toEqual([]);
   expect(await store.get(buildKey('volume', 'n1', 'apoison', 'data'))).toBeNull();
+  // `cca why service apoison` shows the refusal: one decision, coded, however often it was refused.
+  const w = await why(store, 'service', 'apoison');
+  const shown = w.history.filter((h) => h.decision.action === 'write refused');
+  expect(shown).toHaveLength(1);
+  expect(shown[0]!.decision.controller).toBe('storage');
+  expect(shown[0]!.decision.reasons[0]).toMatch(/^CCA-E0450 .*CCA-E0104/);
+  expect((await why(store, 'service', 'web')).history.some((h) => h.decision.action === 'write refused')).toBe(false);
   // The poisoned service's other controllers kept moving too: both services are placed.
   const assigned = (await store.range({ prefix: prefixOf('assigned', 'n1') })).kvs.map((kv) => kv.key);
   expect(assigned.filter((k) => k.includes('/web-'))).toHaveLength(2);

@@ -114,6 +114,20 @@ describe('node writes', () => {
     expect(await store.get(buildKey('observed', 'n2', 'web-bbbbbbb1'))).not.toBeNull();
   });
 
+  test('a node\'s volume reports count against the same rate (429 CCA-E0643); nothing of a refused one is written', async () => {
+    const { call, store, c1, t1 } = await cluster({ nodeWrites: { ratePerSecond: 0.5, burst: 3 } });
+    const volume = (name: string) => ({ service: 'db', volume: name, state: 'ready', path: `/v/${name}`, sizeBytes: 1, at: 1 });
+    const report = (volumes: unknown[]) => call('POST', '/v1/agent/nodes/n1/observed-volumes', { json: { tenure: t1, volumes }, token: c1 });
+    expect((await report(['a', 'b', 'c', 'd'].map(volume))).status).toBe(200);
+    const flooded = await report(['a', 'b', 'c', 'd', 'e'].map(volume));
+    expect(flooded.status).toBe(429);
+    expect((await errorOf(flooded)).code).toBe('CCA-E0643');
+    expect(await store.get(buildKey('observedVolume', 'n1', 'db', 'e'))).toBeNull();
+    // The rate is one per node: its observations now wait too.
+    const obsReport = await call('POST', '/v1/agent/nodes/n1/observations', { json: { tenure: t1, observations: [obs('web-aaaaaaa0', 'n1', t1)] }, token: c1 });
+    expect(obsReport.status).toBe(429);
+  });
+
   test('the agent client reads the refusal\'s Retry-After (what its reporter waits by)', async () => {
     const { app, c1, t1 } = await cluster({ nodeWrites: { ratePerSecond: 0.5, burst: 1 } });
     const http = await listen(app, { port: 0 });

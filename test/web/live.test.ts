@@ -128,6 +128,8 @@ describe('console, live mode, in headless Chromium', () => {
     await page.screenshot({ path: join(OUTPUT, 'live-replicas.png'), fullPage: true });
     await page.click('#tabs a[data-view=nodes]');
     await expect.poll(() => cell(page, 'nodes', 'node1', 2)).toBe('ready');
+    // Replicas as held/cap: the node's replica cap is a placement resource (docs/agent.md).
+    expect(await cell(page, 'nodes', 'node1', 5)).toMatch(/^\d+\/250$/);
     await page.screenshot({ path: join(OUTPUT, 'live-nodes.png'), fullPage: true });
     await page.click('#tabs a[data-view=replicas]');
     await page.locator('table[data-id="replicas"] tbody tr a.why').first().click();

@@ -2,8 +2,8 @@ import type { DiagnosticDef } from '../types.js';
 
 /**
  * Limits (issue 20, docs/limits.md): one module across areas, so it merges without touching
- * the other areas' lists. E033x: a spec or an apply over a size limit; E045x: a controller
- * write that the store still refuses.
+ * the other areas' lists. E033x: a spec or an apply over a size limit; E0450: a controller
+ * write that the store still refuses; E0451: a node's replica cap.
  */
 export const limitCodes = [
   {
@@ -40,5 +40,12 @@ export const limitCodes = [
     title: 'controller write refused',
     cause: 'the {controller} could not write for {subject}: {reason}; its other subjects went on, and this one is retried with backoff',
     fix: 'report this with `cca bundle`: every value a controller writes should fit the store (docs/limits.md)',
+  },
+  {
+    code: 'CCA-E0451',
+    blame: 'user',
+    title: 'nodes hold as many replicas as they allow',
+    cause: 'replica {replica} of service {service} cannot go to {count} node(s) that hold as many replicas as they allow (`cca get nodes` shows replicas held/cap)',
+    fix: 'add nodes, lower the replicas of other services, or register the node with a larger `cca agent --max-replicas` (at most 1000; docs/limits.md)',
   },
 ] as const satisfies readonly DiagnosticDef[];

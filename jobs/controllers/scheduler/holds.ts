@@ -62,7 +62,8 @@ export function holdOf(p: Pending, deps: DependencyFacts, now: number): { hold: 
       return { hold: { pending: p, reasons, basis: digest(reasons), evidence: [absentEvidence(buildKey('service', dep))] } };
     }
     const desired = desiredReplicas(spec.value, intent?.value.desired);
-    const ready = new Set((eps?.value.endpoints ?? []).map((e) => e.replica)).size;
+    // `ready` counts replicas past the listed bound too (endpoints.ts, ENDPOINT_LIMITS).
+    const ready = eps?.value.ready ?? new Set((eps?.value.endpoints ?? []).map((e) => e.replica)).size;
     const evidence = [eps ? evidenceOf(eps) : absentEvidence(endpointsKey), evidenceOf(spec), ...(intent ? [evidenceOf(intent)] : [])];
     if (ready < desired) {
       const reasons = [`waiting for ${dep}: ${ready}/${desired} ready`, coded('CCA-E0417', { replica: r.id, service: r.service, dependency: dep, ready, desired })];

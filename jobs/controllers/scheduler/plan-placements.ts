@@ -5,13 +5,14 @@ import type { ServiceSpec } from '../../../core/model/service.js';
 import { CONDITION_TEXT, type NodeRecord } from '../../../core/model/node.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
 import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
-import { place as placeAmong, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
+import { place as placeAmong, REPLICA_CAP, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
 import { digest, isCordoned, isReady, type ClusterView } from '../view.js';
 import type { Pending } from './types.js';
 import type { Write } from '../../write.js';
-import { MAX_OPS } from './batch.js';
+import { MAX_OPS, MAX_TXN_BYTES } from './batch.js';
+import { utf8Bytes } from '../../write.js';
 
 export const SCHEDULER = 'scheduler';
 /**
@@ -22,6 +23,12 @@ export const SCHEDULER = 'scheduler';
 export const MAX_PER_NODE = 36;
 const PLACEMENT_COMPARES = 4;
 const NODE_COMPARES = 6;
+/**
+ * What a placement writes besides its assignment's spec (the assignment's other fields, the
+ * placement record, the decision, their keys): a node's placements stop where their bytes
+ * would pass MAX_TXN_BYTES, so a txn of large specs fits etcd's request limit.
+ */
+const PLACEMENT_OVERHEAD_BYTES = 16_384;
 
 export interface PlacementPlan {
   /** Per node: compares and writes of every placement on it, allocation written once. */
@@ -48,8 +55,9 @@ export function candidatesOf(view: ClusterView): Candidate[] {
     audited: view.audits.get(n.value.name)?.value.open ?? false,
     cordoned: isCordoned(view, n.value.name),
     ...conditionOf(n.value),
-    capacity: n.value.capacity,
+    capacity: { cpuMillis: n.value.capacity.cpuMillis, memoryBytes: n.value.capacity.memoryBytes },
     used: view.allocations.get(n.value.name)?.value.used ?? noResources,
+    replicas: { held: view.allocations.get(n.value.name)?.value.replicas.length ?? 0, cap: n.value.capacity.replicas },
   }));
 }
 
@@ -123,7 +131,13 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const nodes = candidatesOf(view);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const spread = spreadCounts(view, live);
-  const perNode = new Map<string, Write & { replicas: string[] }>();
+  const perNode = new Map<string, Write & { replicas: string[]; bytes: number }>();
+  const specBytes = new Map<Fact<'service'>, number>();
+  const bytesOf = (spec: Fact<'service'>) => {
+    let n = specBytes.get(spec);
+    if (n === undefined) specBytes.set(spec, (n = utf8Bytes(spec.kv.value) + PLACEMENT_OVERHEAD_BYTES));
+    return n;
+  };
   const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
   const place = createPlacer(nodes);
   const validated = new Set<Fact<'service'>>();
@@ -136,15 +150,18 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
       continue;
     }
     const target = byName.get(result.node)!;
-    const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [] };
+    const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [], bytes: 0 };
     const compares = group.compares.length + PLACEMENT_COMPARES + (p.gate?.compares.length ?? 0) + NODE_COMPARES;
-    if (group.replicas.length >= MAX_PER_NODE || compares > MAX_OPS) {
+    const bytes = group.bytes + bytesOf(p.spec);
+    if (group.replicas.length >= MAX_PER_NODE || compares > MAX_OPS || (group.replicas.length > 0 && bytes > MAX_TXN_BYTES)) {
       plan.more = true;
       break;
     }
     perNode.set(target.name, group);
+    group.bytes = bytes;
     group.replicas.push(d.replica);
     target.used = addResources(target.used, d.resources);
+    if (target.replicas) target.replicas = { held: target.replicas.held + 1, cap: target.replicas.cap };
     const inc = (m: Map<string, Map<string, number>>, k: string) => {
       const inner = m.get(d.service) ?? new Map<string, number>();
       inner.set(k, (inner.get(k) ?? 0) + 1);
@@ -246,6 +263,11 @@ export function pendingReasons(p: Pending, shortfall: string, excluded: Record<s
   const total = Object.values(excluded).reduce((a, b) => a + b, 0);
   const cordoned = excluded.cordoned ?? 0;
   if (cordoned > 0) reasons.push(makeDiagnostic('CCA-E0440', { replica: p.record.value.id, service: p.record.value.service, count: cordoned }).message);
+  const capped = excluded[REPLICA_CAP] ?? 0;
+  if (capped > 0) {
+    const d = makeDiagnostic('CCA-E0451', { replica: p.record.value.id, service: p.record.value.service, count: capped });
+    reasons.push(`${d.code} ${d.message}`);
+  }
   // Every node lacks the image: counted under the exclusion's own key (place.ts's textsOf), not found by its wording.
   const image = textsOf(demandOf(p.record.value, p.spec.value)).image;
   if (total > 0 && excluded[image] === total) {
