@@ -11,6 +11,7 @@
  * The last line is JSON.
  *
  *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]
+ *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -80,7 +81,14 @@ try {
   pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: pgPort, persistent: false });
   const port = await freePort();
   const server = `http://127.0.0.1:${port}`;
-  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: joinToken });
+  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], {
+    CCA_ADMIN_TOKEN: admin,
+    CCA_JOIN_TOKEN: joinToken,
+    // BENCH_POD_PROFILE=DIR: the pod writes a V8 CPU profile there when it exits (where its workers' time goes).
+    ...(process.env.BENCH_POD_PROFILE
+      ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'cpu-profile.mjs')}`, CCA_CPU_PROFILE_DIR: process.env.BENCH_POD_PROFILE }
+      : {}),
+  });
   const api = async (method: string, path: string, body?: string): Promise<Json> => {
     const r = await fetch(`${server}${path}`, { method, headers: { authorization: `Bearer ${admin}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
     return (await r.json()) as Json;
