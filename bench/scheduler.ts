@@ -9,6 +9,7 @@
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
+const load = () => os.loadavg().map((x) => Number(x.toFixed(2)));
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { buildKey, encodeFact, prefixOf } from '../core/keys.js';
@@ -171,7 +172,7 @@ async function postgres(): Promise<{ url: string; stop: () => Promise<void> }> {
 }
 
 async function main(): Promise<void> {
-  const results: Record<string, unknown> = { replicas: REPLICAS, nodes: NODES };
+  const results: Record<string, unknown> = { replicas: REPLICAS, nodes: NODES, loadAtStart: load() };
   process.stderr.write(`seeding MemoryStore with ${NODES} nodes and ${REPLICAS} replicas…\n`);
   const memory = await openStore('memory:');
   await seed(memory);
@@ -196,6 +197,7 @@ async function main(): Promise<void> {
   } finally {
     await pg.stop();
   }
+  results.loadAtEnd = load();
   console.log(JSON.stringify(results));
 }
 
