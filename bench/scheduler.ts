@@ -7,8 +7,11 @@
  *   --replicas N --nodes N    shrink or grow the problem (defaults 10000 / 1000)
  *   DATABASE_URL=…            use that Postgres instead of an embedded one
  */
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
+import pg_ from 'pg';
 import os from 'node:os';
+const load = () => os.loadavg().map((x) => Number(x.toFixed(2)));
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { buildKey, encodeFact, prefixOf } from '../core/keys.js';
@@ -106,8 +109,35 @@ async function seed(store: Store): Promise<void> {
   await writeAll(store, replicaOps);
 }
 
+/**
+ * CPU seconds Postgres's backends serving this database have used so far (from /proc: the
+ * server runs on this machine). On a loaded machine wall time mostly measures waiting for a
+ * core; CPU per placement, ours and Postgres's, does not.
+ */
+async function postgresCpuSeconds(url: string | undefined): Promise<number> {
+  if (!url) return 0;
+  const c = new pg_.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const pids = (await c.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = current_database()')).rows.map((r) => r.pid);
+    let ticks = 0;
+    for (const pid of pids) {
+      try {
+        const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+        ticks += Number(f[11]) + Number(f[12]);
+      } catch {
+        // a backend that exited meanwhile
+      }
+    }
+    return ticks / 100;
+  } finally {
+    await c.end();
+  }
+}
+
 /** Steps of the real scheduler until nothing is pending: committed placements per second. */
-async function committed(store: Store): Promise<{ placements: number; seconds: number; steps: number; perSecond: number; nodeCpuSeconds: number }> {
+async function committed(store: Store, url?: string): Promise<{ placements: number; seconds: number; steps: number; perSecond: number; nodeCpuSeconds: number; postgresCpuSeconds: number; perCpuSecond: number }> {
+  const pgCpu = await postgresCpuSeconds(url);
   const started = performance.now();
   const cpu = process.cpuUsage();
   let steps = 0;
@@ -123,8 +153,11 @@ async function committed(store: Store): Promise<{ placements: number; seconds: n
   const used = process.cpuUsage(cpu);
   // This process's own CPU (the scheduler, the store client): on a shared machine, wall time includes waiting for a core.
   const nodeCpuSeconds = Math.round((used.user + used.system) / 1e4) / 100;
+  const postgresCpu = Math.round(((await postgresCpuSeconds(url)) - pgCpu) * 100) / 100;
   const placements = (await store.range({ prefix: prefixOf('assigned'), countOnly: true })).count;
-  return { placements, seconds, steps, perSecond: Math.round(placements / seconds), nodeCpuSeconds };
+  // Placements per CPU second spent on them, this process and Postgres together.
+  const perCpuSecond = Math.round(placements / (nodeCpuSeconds + postgresCpu));
+  return { placements, seconds, steps, perSecond: Math.round(placements / seconds), nodeCpuSeconds, postgresCpuSeconds: postgresCpu, perCpuSecond };
 }
 
 /** The pure function alone: every replica decided against the view, in memory, placements recorded as it goes. */
@@ -171,7 +204,7 @@ async function postgres(): Promise<{ url: string; stop: () => Promise<void> }> {
 }
 
 async function main(): Promise<void> {
-  const results: Record<string, unknown> = { replicas: REPLICAS, nodes: NODES };
+  const results: Record<string, unknown> = { replicas: REPLICAS, nodes: NODES, loadAtStart: load() };
   process.stderr.write(`seeding MemoryStore with ${NODES} nodes and ${REPLICAS} replicas…\n`);
   const memory = await openStore('memory:');
   await seed(memory);
@@ -189,13 +222,14 @@ async function main(): Promise<void> {
     process.stderr.write('seeding PostgresStore…\n');
     const store = await openStore(pg.url);
     await seed(store);
-    const r = await committed(store);
+    const r = await committed(store, pg.url);
     results.postgres = r;
-    console.log(`PostgresStore: ${r.placements} placements committed in ${r.seconds.toFixed(2)} s (${r.steps} steps, ${r.nodeCpuSeconds} s CPU in this process): ${r.perSecond}/s`);
+    console.log(`PostgresStore: ${r.placements} placements committed in ${r.seconds.toFixed(2)} s (${r.steps} steps, ${r.nodeCpuSeconds} s CPU in this process, ${r.postgresCpuSeconds} s in Postgres): ${r.perSecond}/s; ${r.perCpuSecond} per CPU second`);
     await store.close();
   } finally {
     await pg.stop();
   }
+  results.loadAtEnd = load();
   console.log(JSON.stringify(results));
 }
 

@@ -11,9 +11,10 @@
  * The last line is JSON.
  *
  *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]
+ *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent } from '../agent/agent.js';
 import { FakeRuntime } from '../agent/runtime-fake.js';
@@ -75,12 +76,43 @@ async function tableSizes(url: string): Promise<{ table: string; rows: number; b
 }
 let sizing: { table: string; rows: number; bytes: number }[] = [];
 
+/** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
+function cpuSeconds(pid: number | undefined): number {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+/** Connections to the benchmark's database now, by application (the pod's pools, this process's probes). */
+async function connections(url: string): Promise<number> {
+  const c = new pg_.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query<{ n: number }>('SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+    return r.rows[0]!.n;
+  } finally {
+    await c.end();
+  }
+}
+let peakConnections = 0;
+const load = () => loadavg().map((x) => Number(x.toFixed(2)));
+
 try {
   const pgPort = await freePort();
   pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: pgPort, persistent: false });
   const port = await freePort();
   const server = `http://127.0.0.1:${port}`;
-  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: joinToken });
+  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], {
+    CCA_ADMIN_TOKEN: admin,
+    CCA_JOIN_TOKEN: joinToken,
+    // BENCH_POD_PROFILE=DIR: the pod writes a V8 CPU profile there when it exits (where its workers' time goes).
+    ...(process.env.BENCH_POD_PROFILE
+      ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'cpu-profile.mjs')}`, CCA_CPU_PROFILE_DIR: process.env.BENCH_POD_PROFILE }
+      : {}),
+  });
   const api = async (method: string, path: string, body?: string): Promise<Json> => {
     const r = await fetch(`${server}${path}`, { method, headers: { authorization: `Bearer ${admin}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
     return (await r.json()) as Json;
@@ -109,6 +141,8 @@ try {
 
   // (a) convergence
   const spec = `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
+  const loadAtApply = load();
+  const podCpu0 = cpuSeconds(pod.child.pid);
   const t0 = performance.now();
   const applied = await api('POST', '/v1/apply', spec);
   if (applied.error) throw new Error(`apply failed: ${JSON.stringify(applied.error)}`);
@@ -117,6 +151,7 @@ try {
   await waitFor(`${REPLICAS} running`, async () => {
     const s = (await api('GET', '/v1/services/bench')).service as Json;
     maxRunning = Math.max(maxRunning, s.running);
+    peakConnections = Math.max(peakConnections, await connections(pg!.url).catch(() => 0));
     if (performance.now() - lastLog >= 5_000) {
       lastLog = performance.now();
       log(`   +${((lastLog - t0) / 1000).toFixed(0)} s: ${s.running}/${REPLICAS} running`);
@@ -124,8 +159,9 @@ try {
     return s.running >= REPLICAS ? true : undefined;
   }, 300_000);
   const convergence = (performance.now() - t0) / 1000;
+  const podCpuConvergence = cpuSeconds(pod.child.pid) - podCpu0;
   log(`   lease renewals after reaper silence (CCA-E0123) during convergence: ${renewals()}`);
-  log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s`);
+  log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s; pod CPU meanwhile ${podCpuConvergence.toFixed(1)} s; peak Postgres connections ${peakConnections}; load average ${loadAtApply.join(' ')} at apply`);
   // Let the agents' reports settle before the next measurement.
   await sleep(3_000);
   sizing = await tableSizes(pg.url);
@@ -192,7 +228,10 @@ try {
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)),
+    podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
+    workerSeconds: Object.fromEntries([...steps].map(([c, e]) => [c, { seconds: Number(e.s.toFixed(2)), steps: e.n }])),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,
+    loadAverage: { atApply: loadAtApply, atEnd: load() },
     nodeLoss: { leaseTtlSeconds: 10, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);
 } catch (e) {

@@ -70,6 +70,11 @@ export function absent(key: string): Compare {
   return { key, target: 'createRevision', op: '=', value: 0 };
 }
 
+/** The key exists (e.g. a decision a later write of the same step cites). */
+export function present(key: string): Compare {
+  return { key, target: 'createRevision', op: '>', value: 0 };
+}
+
 /** Still the same incarnation of a key (a node's tenure is its create revision). */
 export function sameTenure(key: string, tenure: number): Compare {
   return { key, target: 'createRevision', op: '=', value: tenure };

@@ -39,3 +39,9 @@ export async function commitEach(store: Store, writes: readonly Write[]): Promis
   for (const w of writes) if (!(await commit(store, w))) failed++;
   return failed;
 }
+
+/** Commit writes in order, stopping at the first whose compare fails (each builds on the ones before); false then. */
+export async function commitUntilFailure(store: Store, writes: readonly Write[]): Promise<boolean> {
+  for (const w of writes) if (!(await commit(store, w))) return false;
+  return true;
+}

@@ -5,18 +5,24 @@ import type { ReplicaRecord } from '../../core/model/facts.js';
 import { endedText, exitText, originText, stopSeenText, type ReplicaEnded, type ReplicaExit, type ReplicaOrigin } from '../../core/model/replica-outcome.js';
 import type { Compare, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
+import { absent, deleteKey, getFact, listFacts, present, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { newReplicaId, serviceOfKey } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
 import { backoffDelay, nextAttempt } from './backoff.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
-import { commitEach, type Write } from '../write.js';
+import { commitEach, commitUntilFailure, type Write } from '../write.js';
 import { RETRY, retrySoon } from '../retry.js';
 import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Why } from './replica-draft.js';
 
-/** Replicas created per step; more are created by the next step, at once. */
-export const MAX_CREATE = 50;
+/**
+ * Replicas created (or stopped by a scale-down) per step; more are created by the next
+ * step, at once. Every step of a service reads the whole service, so the number of steps a
+ * scale-up takes must not grow with its size: 1,000 replicas are one step.
+ */
+export const MAX_CREATE = 1_000;
+/** Replicas created or stopped per txn: each compares two keys and writes two (the store allows 128 of each). */
+export const CREATE_PER_TXN = 50;
 
 /**
  * The replica controller, one step per service: desired replicas → replica records with
@@ -88,14 +94,15 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const drainedStateful = spec && spec.value.volumes.length > 0 ? remaining.filter((s) => s.record.value.drained && s.record.value.desired === 'stop' && !s.record.value.retired) : [];
   const short = desired - live - completed;
   const diff = short > 0 ? Math.max(0, short - drainedStateful.length) : short;
-  const scale = roll?.rolling ? roll.step : planScale(ctx, service, spec, remaining, diff, { desired, intent, compares: [...intentRead, ...drainedStateful.map((s) => unchanged(s.record))] });
+  const rollStep = roll?.rolling && roll.step ? { ...roll.step, txns: [roll.step.txn] } : undefined;
+  const scale = roll?.rolling ? rollStep : planScale(ctx, service, spec, remaining, diff, { desired, intent, compares: [...intentRead, ...drainedStateful.map((s) => unchanged(s.record))] });
   if (scale) {
-    txns.push(scale.txn);
     // Replicas stopped now retire when their grace runs out: wake then without waiting to be woken.
     if (scale.stopping) timer = Math.min(timer ?? Infinity, now + (spec?.value.stopGraceMs ?? DEFAULTS.stopGraceMs));
   }
 
-  const failed = await commitEach(store, txns);
+  // A scale's txns come last, in order: the later ones cite the first one's decision, so they follow only if it held.
+  const failed = (await commitEach(store, txns)) + (scale && !(await commitUntilFailure(store, scale.txns)) ? 1 : 0);
   if (failed > 0) return retrySoon(now);
   if (scale?.more) return { at: now };
   return timer !== undefined ? { at: timer } : {};
@@ -222,7 +229,7 @@ function planScale(
   states: ReplicaState[],
   diff: number,
   target: { desired: number; intent: Fact<'autoscale'> | undefined; compares: Compare[] },
-): { txn: Write; more: boolean; stopping?: boolean } | undefined {
+): { txns: Write[]; more: boolean; stopping?: boolean } | undefined {
   const { now } = ctx;
   const liveStates = states.filter(isLive).filter((s) => !s.lost);
   if (diff === 0 || (diff < 0 && liveStates.length === 0)) return undefined;
@@ -241,22 +248,34 @@ function planScale(
     cause: byIntent ? causedBy(byIntent) : spec ? causedByFact(spec) : causedByFact({ key: serviceKey, modRevision: 0 }),
     reasons: [spec ? `wants ${target.desired}${intent ? ' (autoscaler intent)' : ''}, has ${liveStates.length} live` : 'the service was deleted'],
   });
-  const compares: Compare[] = [unchanged(spec, serviceKey), ...target.compares, ...sd.compares];
-  const ops: Op[] = [...sd.ops];
+  // The first txn writes the scale decision; each later one compares it present (it cites it)
+  // and is committed only after the first succeeded (commitUntilFailure).
+  const first: Write = { compares: [unchanged(spec, serviceKey), ...target.compares, ...sd.compares], ops: [...sd.ops] };
+  const later = (): Write => ({ compares: [unchanged(spec, serviceKey), ...target.compares, present(sd.key)], ops: [] });
+  const txns: Write[] = [first];
+  const room = (): Write => {
+    const w = txns[txns.length - 1]!;
+    if (w.ops.length - (w === first ? sd.ops.length : 0) < 2 * CREATE_PER_TXN) return w;
+    const next = later();
+    txns.push(next);
+    return next;
+  };
   if (diff > 0 && spec) {
     const n = Math.min(diff, MAX_CREATE);
     for (let i = 0; i < n; i++) {
       const draft = draftReplica(ctx, spec, causedBy(sd.key));
-      compares.push(...draft.compares);
-      ops.push(...draft.ops);
+      const w = room();
+      w.compares.push(...draft.compares);
+      w.ops.push(...draft.ops);
     }
-    return { txn: { compares, ops }, more: diff > n };
+    return { txns, more: diff > n };
   }
   const victims = [...liveStates].sort(scaleDownOrder).slice(0, Math.min(-diff, MAX_CREATE));
   for (const s of victims) {
     const d = stopDecision(s, now, spec ? 'stopping: scaled down' : 'stopping: service deleted', causedBy(sd.key), [spec ? 'scale-down picks unplaced, then not running, then newest replicas' : 'the service was deleted']);
-    compares.push(unchanged(s.record), ...d.compares);
-    ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: '', stopBy: { by: spec ? 'scale-down' : 'deletion' } }), ...d.ops);
+    const w = room();
+    w.compares.push(unchanged(s.record), ...d.compares);
+    w.ops.push(putFact('replica', [s.record.value.service, s.record.value.id], { ...s.record.value, desired: 'stop', stopRequestedAt: now, reason: '', stopBy: { by: spec ? 'scale-down' : 'deletion' } }), ...d.ops);
   }
-  return { txn: { compares, ops }, more: -diff > victims.length, stopping: victims.length > 0 };
+  return { txns, more: -diff > victims.length, stopping: victims.length > 0 };
 }

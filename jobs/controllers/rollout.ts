@@ -47,8 +47,14 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
     return commit(store, { compares: [unchanged(rollout), unchanged(undefined, buildKey('service', service))], ops: [deleteKey(key)] }, now);
   }
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
-  const states: ReplicaState[] = await readReplicaStates(store, records);
   const target = templateHash(spec.value);
+  // Decided from the records and the rollout alone, before reading every replica's facts
+  // (a step per report of a large service): a complete roll to this template stays so, and
+  // with no roll recorded and every live record made from this template there is none.
+  const r0 = rollout?.value;
+  if (r0 && r0.toTemplate === target && r0.state === 'complete') return {};
+  if (!r0 && records.every((f) => f.value.desired !== 'run' || f.value.retired || f.value.template === target)) return {};
+  const states: ReplicaState[] = await readReplicaStates(store, records);
   const completed = states.filter(isCompleted).length;
   const desired = Math.max(0, desiredReplicas(spec.value, intent?.value.desired) - completed);
   const { fresh, old } = splitByTemplate(states, target);

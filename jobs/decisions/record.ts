@@ -37,6 +37,15 @@ export function evidenceOf(f: { key: string; kv: KeyValue }): Evidence {
   return citedEvidence(f.key, f.kv.modRevision, redactStoredValue(f.key, f.kv.value));
 }
 
+/**
+ * Evidence citing what a key held (key, mod revision, hash, size) whatever its size: for a
+ * value many decisions of one step read alike (a node's record, under every placement on
+ * the node), so it is hashed once and no decision repeats it.
+ */
+export function citeOf(f: { key: string; kv: KeyValue }): Evidence {
+  return citedEvidence(f.key, f.kv.modRevision, redactStoredValue(f.key, f.kv.value));
+}
+
 /** Evidence citing a value (already redacted) by its hash instead of embedding it. */
 export function citedEvidence(key: string, modRevision: number, redacted: string): Evidence {
   return { key, modRevision, value: '', hash: `sha256:${sha256Hex(redacted)}`, bytes: utf8Length(redacted) };

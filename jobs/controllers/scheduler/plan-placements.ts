@@ -4,7 +4,7 @@ import type { Allocation, Assignment, ReplicaPlacement, ReplicaRecord } from '..
 import type { ServiceSpec } from '../../../core/model/service.js';
 import { CONDITION_TEXT, type NodeRecord } from '../../../core/model/node.js';
 import { absent, putFact, sameTenure, unchanged, type Fact } from '../../facts.js';
-import { absentEvidence, causedBy, decide, decisionKey, evidenceOf } from '../../decisions/record.js';
+import { absentEvidence, causedBy, citeOf, decide, decisionKey, evidenceOf, type Evidence } from '../../decisions/record.js';
 import { place as placeAmong, REPLICA_CAP, staticExclusion, textsOf, type Candidate, type Demand, type Placement, type Spread } from '../../placement/place.js';
 import { createPlacer } from '../../placement/placer.js';
 import { addResources, noResources } from '../../placement/quantities.js';
@@ -140,7 +140,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   };
   const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
   const place = createPlacer(nodes);
-  const validated = new Set<Fact<'service'>>();
+  const encoded: EncodeCache = { specs: new Map(), nodes: new Map() };
   for (const p of pending) {
     const d = demandOf(p.record.value, p.spec.value);
     const serviceSpread = { zone: spread.zone.get(d.service) ?? new Map<string, number>(), node: spread.node.get(d.service) ?? new Map<string, number>() };
@@ -169,7 +169,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     };
     inc(spread.zone, target.zone);
     inc(spread.node, target.name);
-    placementWrites(view, p, target.name, result.reasons, now, { ...group, validated });
+    placementWrites(view, p, target.name, result.reasons, now, group, encoded);
     plan.placed++;
   }
   for (const [name, g] of perNode) {
@@ -202,22 +202,47 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
 }
 
 /**
- * An assignment embeds its spec; validating the whole of it per replica would dominate
- * the step, so the first assignment of each spec in a step is validated and the rest of
- * that spec's (same shape, other ids) are serialised directly.
+ * What every placement of one step shares, built once: each spec's JSON (validated once,
+ * then spliced into every assignment of that spec), and each node's evidence.
  */
-function encodeAssignment(a: Assignment, spec: Fact<'service'>, validated: Set<Fact<'service'>>): string {
-  if (validated.has(spec)) return JSON.stringify(a);
-  const value = encodeFact('assigned', a);
-  validated.add(spec);
-  return value;
+interface EncodeCache {
+  specs: Map<Fact<'service'>, string>;
+  nodes: Map<string, Evidence[]>;
 }
 
-function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: Write & { validated: Set<Fact<'service'>> }) {
-  const r = p.record.value;
-  const n = view.nodes.get(node)!;
-  const tenure = n.kv.createRevision;
+/**
+ * An assignment embeds its spec; validating and serialising the whole of it per replica
+ * would dominate the step, so the first assignment of each spec in a step is validated
+ * (encodeFact) and the rest reuse that spec's JSON, in the same field order.
+ */
+function encodeAssignment(a: Assignment, spec: Fact<'service'>, cache: EncodeCache): string {
+  let specJson = cache.specs.get(spec);
+  if (specJson === undefined) {
+    encodeFact('assigned', a);
+    cache.specs.set(spec, (specJson = JSON.stringify(a.spec)));
+  }
+  const { spec: _spec, desired, placedAt, ...head } = a;
+  return `${JSON.stringify(head).slice(0, -1)},"spec":${specJson},${JSON.stringify({ desired, placedAt }).slice(1)}`;
+}
+
+/**
+ * What a placement read about its node, as evidence: the registration (capacity, labels,
+ * images; the same under every placement on the node in a step, so it is cited by hash,
+ * hashed once per step), the status and the allocation as read, and any operator intent.
+ */
+function nodeEvidence(view: ClusterView, node: string, cache: EncodeCache): Evidence[] {
+  let e = cache.nodes.get(node);
+  if (e) return e;
   const alloc = view.allocations.get(node);
+  const ops = view.nodeOps.get(node);
+  e = [citeOf(view.nodes.get(node)!), evidenceOf(view.statuses.get(node)!), alloc ? evidenceOf(alloc) : absentEvidence(buildKey('allocation', node)), ...(ops ? [evidenceOf(ops)] : [])];
+  cache.nodes.set(node, e);
+  return e;
+}
+
+function placementWrites(view: ClusterView, p: Pending, node: string, reasons: string[], now: number, g: Write, cache: EncodeCache) {
+  const r = p.record.value;
+  const tenure = view.nodes.get(node)!.kv.createRevision;
   const decision = decide({
     kind: 'replica',
     subject: r.id,
@@ -225,14 +250,7 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
     action: `placed on ${node}`,
     tag: 'sched-place',
     at: now,
-    evidence: [
-      evidenceOf(p.record),
-      evidenceOf(n),
-      evidenceOf(view.statuses.get(node)!),
-      alloc ? evidenceOf(alloc) : absentEvidence(buildKey('allocation', node)),
-      ...(view.nodeOps.has(node) ? [evidenceOf(view.nodeOps.get(node)!)] : []),
-      ...(p.gate?.evidence ?? []),
-    ],
+    evidence: [evidenceOf(p.record), ...nodeEvidence(view, node, cache), ...(p.gate?.evidence ?? [])],
     cause: causedBy(decisionKey('replica', r.id, r.createdAt, 'rc-create')),
     reasons: [...reasons, ...(p.gate?.reasons ?? [])],
   }, true);
@@ -251,7 +269,7 @@ function placementWrites(view: ClusterView, p: Pending, node: string, reasons: s
     placedAt: now,
   };
   g.ops.push(
-    { put: { key: assignedKey, value: encodeAssignment(assignment, p.spec, g.validated) } },
+    { put: { key: assignedKey, value: encodeAssignment(assignment, p.spec, cache) } },
     { put: { key: placementKey, value: JSON.stringify({ replica: r.id, service: r.service, node, tenure, at: now } satisfies ReplicaPlacement) } },
     ...decision.ops,
   );

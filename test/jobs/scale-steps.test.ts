@@ -1,0 +1,30 @@
+import { expect, test } from 'vitest';
+import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
+import { replicaController } from '../../jobs/controllers/index.js';
+import { CREATE_PER_TXN } from '../../jobs/controllers/replica.js';
+import { decisionKey } from '../../jobs/decisions/record.js';
+import { Bench } from './harness.js';
+
+/** A scale-up's records in as few steps as the txn limit allows, every one caused by the step's one decision. */
+test('a scale-up of 120 is one step of three txns under one decision; none lands when that decision does not', async () => {
+  const b = new Bench();
+  await b.apply({ name: 'web', image: 'web:1', replicas: 120, resources: { cpuMillis: 10 } });
+  // A decision of the same instant and tag already exists: the first txn's compare fails,
+  // and the txns that would cite it must not create replicas under somebody else's decision.
+  const sd = decisionKey('service', 'web', b.t, 'rc-scale-up');
+  await b.store.put(sd, JSON.stringify({ placeholder: true }));
+  await b.step(replicaController, 'web');
+  expect(await b.replicas('web')).toHaveLength(0);
+
+  b.t += 1;
+  const before = await b.store.revision();
+  const wake = await b.step(replicaController, 'web');
+  expect(wake.at).toBeUndefined();
+  expect(await b.replicas('web')).toHaveLength(120);
+  expect((await b.store.revision()) - before).toBe(Math.ceil(120 / CREATE_PER_TXN));
+  const scaleKey = decisionKey('service', 'web', b.t, 'rc-scale-up');
+  for (const kv of (await b.store.range({ prefix: prefixOf('decision', 'replica') })).kvs) {
+    expect(decodeFact('decision', kv.key, kv.value).cause).toEqual({ decision: scaleKey });
+  }
+  expect(await b.store.get(buildKey('decision', 'service', 'web', scaleKey.slice(scaleKey.lastIndexOf('/') + 1)))).not.toBeNull();
+});
