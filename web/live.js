@@ -5,14 +5,15 @@
 // a compacted start means list again.
 import { Mirror } from './mirror.js';
 import { readEvents } from './sse.js';
+import { ChangeFeed } from './feed.js';
 
 /** The facts the views read. Everything else in the watch is skipped. */
-export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/', '/nodes/', '/node-status/', '/allocations/', '/autoscale/'];
+export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/', '/nodes/', '/node-status/', '/allocations/', '/autoscale/', '/lost/'];
 const TOKEN_KEY = 'cca-token';
 const IDLE_MS = 40_000; // the server sends a heartbeat every 15 s
 const BACKOFF = [500, 1_000, 2_000, 4_000, 8_000];
 
-const keep = (key) => PREFIXES.some((p) => key.startsWith(p));
+export const keep = (key) => PREFIXES.some((p) => key.startsWith(p));
 
 export class AuthNeeded extends Error {}
 
@@ -25,6 +26,8 @@ export class LiveSource {
     this.attempt = 0;
     this.staleSince = undefined;
     this.stopped = false;
+    /** What changed, batch by batch, for views that update in place (web/feed.js). */
+    this.feed = new ChangeFeed();
   }
 
   get token() {
@@ -74,6 +77,7 @@ export class LiveSource {
     this.mirror = new Mirror(revision, kvs);
     this.revision = revision;
     this.listings = (this.listings ?? 0) + 1;
+    this.feed.reset();
   }
 
   start() {
@@ -198,6 +202,11 @@ export class LiveSource {
     }
   }
 
+  /** Every fact the views read, at the last applied revision (for the change feed's subscribers). */
+  facts() {
+    return this.mirror ? { revision: this.mirror.revision, kvs: this.mirror.kvs.values() } : undefined;
+  }
+
   /** The facts as of the last applied revision, for the views. */
   get store() {
     return this.mirror?.snapshot();
@@ -210,7 +219,10 @@ export class LiveSource {
     this.mirror.apply(batch, keep);
     this.revision = batch.revision;
     this.state({ state: 'live' });
-    if (relevant) this.onChange();
+    if (relevant) {
+      this.feed.batch({ revision: batch.revision, events: batch.events.filter((e) => keep(e.kv.key)) });
+      this.onChange();
+    }
   }
 
   state(s) {

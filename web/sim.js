@@ -6,6 +6,9 @@ import { INVARIANTS } from '/src/jobs/sim/invariants.js';
 import { why } from '/src/jobs/decisions/why.js';
 import { parse } from '/src/core/lang/index.js';
 import { h, patch } from './dom.js';
+import { ChangeFeed } from './feed.js';
+import { Mirror } from './mirror.js';
+import { keep } from './live.js';
 
 const Mi = 1024 ** 2;
 const Gi = 1024 ** 3;
@@ -65,6 +68,8 @@ export class SimSource {
     this.playing = false;
     this.queue = Promise.resolve();
     this.applied = new Set();
+    /** What changed, batch by batch, for views that update in place (web/feed.js). */
+    this.feed = new ChangeFeed();
     void this.reset(seed);
   }
 
@@ -83,6 +88,7 @@ export class SimSource {
   reset(seed) {
     this.seed = seed;
     this.world = new SimWorld({ seed, traceLimit: 2_000 });
+    void this.follow(this.world);
     this.nextNode = NODES.length + 1;
     this.applied?.clear();
     this.actions = [];
@@ -94,6 +100,27 @@ export class SimSource {
     this.changed();
     // The machines boot and their agents register before anyone applies anything.
     return this.advance(BOOT_MS);
+  }
+
+  /**
+   * Follow the world's store as live mode follows the server's: every revision, in order,
+   * into a mirror of the facts the views read, and onto the change feed.
+   */
+  async follow(world) {
+    this.mirror = new Mirror(0, []);
+    const mirror = this.mirror;
+    this.feed.reset();
+    for await (const batch of world.store.watch({ prefix: '/', fromRevision: 1 })) {
+      if (this.world !== world) return;
+      mirror.apply(batch, keep);
+      const events = batch.events.filter((e) => keep(e.kv.key));
+      if (events.length) this.feed.batch({ revision: batch.revision, events });
+    }
+  }
+
+  /** Every fact the views read, at the last revision followed (for the change feed's subscribers). */
+  facts() {
+    return { revision: this.mirror.revision, kvs: this.mirror.kvs.values() };
   }
 
   /** Everything that touches the world runs one at a time, between virtual-time chunks. */
