@@ -18,12 +18,13 @@ let source;
 let logView;
 let reasons;
 
-// ── the tables: read the status views at one revision, render the visible one ─────────────
+// ── the tables: read the status views at one revision and render all three while one of
+// them is shown (other views, the map above all, do not pay for them) ─────────────────────
 
 let rendering = false;
 let again = false;
 
-async function renderTable(id, ctx) {
+async function renderTables(ctx) {
   if (rendering) {
     again = true;
     return;
@@ -35,9 +36,9 @@ async function renderTable(id, ctx) {
     const now = source.now();
     explainPending(ui.views.services);
     const shown = filterViews(ui.views, ctx.filter);
-    if (id === 'services') renderServices($('#view-services'), shown);
-    else if (id === 'replicas') renderReplicas($('#view-replicas'), shown);
-    else renderNodes($('#view-nodes'), { ...shown, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
+    renderServices($('#view-services'), shown);
+    renderReplicas($('#view-replicas'), shown);
+    renderNodes($('#view-nodes'), { ...shown, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
     document.body.dataset.services = String(ui.views.services.length);
   } catch (e) {
     console.error(e);
@@ -56,7 +57,7 @@ function explainPending(services) {
   for (const s of services) for (const p of s.pending) p.reason = reasons.text(p.replica) ?? p.reason;
 }
 
-const table = (id, title, key) => ({ id, title, key, update: (ctx) => void renderTable(id, ctx) });
+const table = (id, title, key) => ({ id, title, key, update: (ctx) => void renderTables(ctx) });
 registerView(table('services', 'services', 's'));
 registerView(table('replicas', 'replicas', 'r'));
 registerView(table('nodes', 'nodes', 'n'));

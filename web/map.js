@@ -12,9 +12,13 @@ const TRAY_SHOWN = 100;
 const TIMINGS_KEPT = 5_000;
 
 export class ClusterMap {
-  /** `reasons`: the pending-reason cache (web/pending.js); optional. */
-  constructor(el, { source, reasons } = {}) {
+  /**
+   * `reasons`: the pending-reason cache (web/pending.js); optional. `flushEach`: draw each batch
+   * as it arrives instead of once per animation frame (the performance test measures per batch).
+   */
+  constructor(el, { source, reasons, flushEach = false } = {}) {
     this.el = el;
+    this.flushEach = flushEach;
     this.source = source;
     this.reasons = reasons;
     this.model = new ClusterModel();
@@ -47,7 +51,8 @@ export class ClusterMap {
     this.unfollow = feed.subscribe((c) => {
       if (c.type === 'reset') this.reload();
       else if (!this.model.apply(c.batch)) return;
-      this.schedule();
+      if (this.flushEach && this.visible) this.flush();
+      else this.schedule();
     });
   }
 
