@@ -23,6 +23,10 @@ export class ClusterModel {
     this.allocations = new Map();
     this.lost = new Set(); // replica ids with a /lost/ finding
     this.replacedBy = new Map(); // replica id → the id of the replica that replaces it
+    // Replicas seen lost with their node: kept (after their record is released, which follows
+    // the replacement's placement within moments) while that node stays lost, so the map can
+    // show where they went. Only what this tab saw happen: a fresh listing has none.
+    this.ghosts = new Map(); // replica id → { service, node }
     this.skipped = 0; // values that did not decode (shown nowhere, counted for tests)
     this.dirty = { all: true, replicas: new Set(), nodes: new Set() };
   }
@@ -85,7 +89,8 @@ export class ClusterModel {
           else if (this.replacedBy.get(replaces) === id) this.replacedBy.delete(replaces);
           d.replicas.add(replaces);
         }
-        if (!v) this.replacedBy.delete(id);
+        if (v?.retired && v.ended?.outcome === 'lost' && v.ended.node) this.ghosts.set(id, { service: v.service, node: v.ended.node });
+        if (!v && !this.ghosts.has(id)) this.replacedBy.delete(id);
         d.replicas.add(id);
         return;
       }
@@ -127,11 +132,22 @@ export class ClusterModel {
       case 'nodeStatus':
         this.mapSet(this.statuses, params.node, v);
         d.nodes.add(params.node);
+        if (v?.state !== 'lost') this.dropGhosts(params.node);
         return;
       case 'allocation':
         this.mapSet(this.allocations, params.node, v);
         d.nodes.add(params.node);
         return;
+    }
+  }
+
+  /** The node is back (or gone): its ghosts are history. */
+  dropGhosts(node) {
+    for (const [id, g] of this.ghosts) {
+      if (g.node !== node) continue;
+      this.ghosts.delete(id);
+      if (!this.records.has(id)) this.replacedBy.delete(id);
+      this.dirty.replicas.add(id);
     }
   }
 
@@ -165,7 +181,12 @@ export class ClusterModel {
    */
   replica(id) {
     const r = this.records.get(id);
-    if (!r) return undefined;
+    if (!r) {
+      const g = this.ghosts.get(id);
+      if (!g) return undefined;
+      const next = this.replacedBy.get(id);
+      return { view: { id, service: g.service, state: 'lost', restarts: 0 }, replacedBy: next, movedTo: next ? this.assigned.get(next)?.node : undefined, at: 'ghost', ghostOf: g.node };
+    }
     const a = this.assigned.get(id);
     const view = replicaView(r, a, a ? this.observed.get(`${a.node}/${id}`) : undefined, {
       nodeTenure: a ? this.nodeRecords.get(a.node)?.kv.createRevision : undefined,

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, OUTPUT, startTestPod, type TestPod } from './support.js';
+import { launchBrowser, measureMapScript, OUTPUT, startTestPod, type MapFigures, type TestPod } from './support.js';
 
 /**
  * The cluster map at 1,000 nodes and 10,000 replicas (issue 22), in Chromium: web/scale.js
@@ -31,15 +31,7 @@ describe('the cluster map at scale', () => {
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(`${pod.url}/#map`);
     await page.waitForSelector('#view-map');
-    const r = await page.evaluate(async () => {
-      const main = document.querySelector('main')!;
-      for (const v of main.querySelectorAll('.view')) (v as HTMLElement).hidden = true;
-      const el = document.createElement('section');
-      el.id = 'scale-map';
-      main.append(el);
-      const scale = (await import('/web/scale.js' as string)) as { measureMap(el: HTMLElement, o: object): Promise<Record<string, number>> };
-      return scale.measureMap(el, { nodes: 1_000, replicas: 10_000, rounds: 20, seed: 1 });
-    });
+    const r = (await page.evaluate(measureMapScript({ nodes: 1_000, replicas: 10_000, rounds: 20, seed: 1 }))) as MapFigures;
     await page.screenshot({ path: join(OUTPUT, 'map-scale.png') });
     const f = (n: number | undefined) => (n ?? NaN).toFixed(2);
     console.log(`cluster map, ${r.nodes} nodes / ${r.replicas} replicas (${r.boxes} boxes, ${r.chips} chips drawn): ${r.batches} watch batches of ${f(r.eventsPerBatch)} events on average; ` +

@@ -9,7 +9,7 @@ async function chips(page: Page, node: string): Promise<{ id: string; state: str
   return page.$$eval(`#view-map .mnode[data-node="${node}"] .chip`, (els) =>
     (els as HTMLElement[]).map((e) => ({
       id: e.dataset.id!,
-      state: [...e.classList].find((c) => c.startsWith('s-'))!.slice(2),
+      state: Array.from(e.classList).find((c) => c.startsWith('s-'))!.slice(2),
       ...(e.dataset.replaces ? { replaces: e.dataset.replaces } : {}),
       ...(e.dataset.movedTo ? { movedTo: e.dataset.movedTo } : {}),
     })),
@@ -56,7 +56,7 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
 
     // The map is updated in place: the boxes and chips drawn now are the same elements afterwards.
     await page.evaluate(() => {
-      for (const el of document.querySelectorAll('#view-map .mnode, #view-map .chip')) (el as unknown as { mark: number }).mark = 1;
+      for (const el of Array.from(document.querySelectorAll('#view-map .mnode, #view-map .chip'))) (el as unknown as { mark: number }).mark = 1;
     });
 
     // Kill node1 from the nodes view (g n), back to the map (g m).
@@ -81,7 +81,7 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
     await page.click('#play');
     expect(await page.locator('#view-map .mnode[data-node=node1] .moves').innerText()).toMatch(/^moved → node\d ×\d/);
     const inPlace = await page.evaluate((ids) => ({
-      newNodes: [...document.querySelectorAll('#view-map .mnode')].filter((el) => !(el as unknown as { mark?: number }).mark).length,
+      newNodes: Array.from(document.querySelectorAll('#view-map .mnode')).filter((el) => !(el as unknown as { mark?: number }).mark).length,
       sameChips: ids.filter((id) => (document.querySelector(`#view-map .chip[data-id="${id}"]`) as unknown as { mark?: number } | null)?.mark === 1).length,
     }), before.map((b) => b.id));
     expect(inPlace).toEqual({ newNodes: 0, sameChips: before.length });
