@@ -9,6 +9,11 @@ import { matches, isEmpty } from './filter.js';
 import { h, bytes } from './dom.js';
 
 const TRAY_SHOWN = 100;
+// The node box's geometry (console.css: .mnode is 150 px wide, chips 11 px with a 2 px gap).
+const CHIPS_PER_ROW = 10;
+const CHIP_ROW_PX = 13;
+const BOX_BASE_PX = 36;
+const MOVES_PX = 15;
 const TIMINGS_KEPT = 5_000;
 
 export class ClusterMap {
@@ -28,6 +33,7 @@ export class ClusterMap {
     this.ghostsOn = new Map(); // node → Set of ghost ids
     this.tray = new Set();
     this.services = new Map(); // service → hue
+    this.counts = new Map(); // service → { all, running } over the chips drawn (ghosts not counted)
     this.filter = { text: '', service: '', node: '', state: '' };
     this.visible = false;
     this.scheduled = false;
@@ -217,7 +223,10 @@ export class ClusterMap {
     c.sig = sig;
     c.el.className = cls;
     c.el.title = title;
+    this.count(c, -1);
     c.state = r.at === 'ghost' ? 'lost' : v.state;
+    c.counted = r.at !== 'ghost';
+    this.count(c, +1);
     if (r.replaces) c.el.dataset.replaces = r.replaces;
     else delete c.el.dataset.replaces;
     if (r.movedTo) c.el.dataset.movedTo = r.movedTo;
@@ -254,6 +263,7 @@ export class ClusterMap {
     if (!c) return false;
     c.el.remove();
     this.chipEls.delete(id);
+    this.count(c, -1);
     if (c.node) {
       touched.add(c.node);
       if (this.ghostsOn.get(c.node)?.delete(id)) this.renderMoves(c.node);
@@ -312,16 +322,21 @@ export class ClusterMap {
     if (this.visible) this.renderTray();
   }
 
+  count(c, sign) {
+    if (!c.counted) return;
+    const k = this.counts.get(c.service) ?? { all: 0, running: 0 };
+    k.all += sign;
+    if (c.state === 'running') k.running += sign;
+    if (k.all === 0) this.counts.delete(c.service);
+    else this.counts.set(c.service, k);
+    this.legendDirty = true;
+  }
+
   renderLegend() {
-    const counts = new Map();
-    for (const c of this.chipEls.values()) {
-      if (c.ghost) continue;
-      const k = counts.get(c.service) ?? { all: 0, running: 0 };
-      k.all++;
-      if (c.state === 'running') k.running++;
-      counts.set(c.service, k);
-    }
-    const sig = JSON.stringify([...counts].sort());
+    if (!this.legendDirty && this.legendEl.childElementCount) return;
+    this.legendDirty = false;
+    const counts = this.counts;
+    const sig = JSON.stringify([this.nodeEls.size, ...[...counts].sort()]);
     if (sig === this.legendSig) return;
     this.legendSig = sig;
     this.legendEl.replaceChildren(
@@ -358,6 +373,14 @@ export class ClusterMap {
     if (!show && !this.filter.service) show = matches(this.filter, { node: name, zone: box.zone, state: box.state });
     if (!show) show = box.chips.querySelector('.chip:not(.out)') !== null;
     box.el.hidden = !show;
+    // A box's size is set here, from its chip count, so it is a layout boundary (contain:
+    // strict in console.css): a chip changing inside does not lay out the other 999 boxes.
+    const rows = Math.max(1, Math.ceil(box.chips.childElementCount / CHIPS_PER_ROW));
+    const height = BOX_BASE_PX + rows * CHIP_ROW_PX + (box.moves.textContent ? MOVES_PX : 0);
+    if (box.height !== height) {
+      box.height = height;
+      box.el.style.height = `${height}px`;
+    }
   }
 
   refilter() {

@@ -133,6 +133,9 @@ export interface MapFigures {
   medianMs: number;
   p95Ms: number;
   maxMs: number;
+  /** The same, without the forced style and layout: the model and DOM updates alone. */
+  scriptMedianMs: number;
+  scriptP95Ms: number;
   firstDrawMs: number;
   buildMs: number;
 }
