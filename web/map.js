@@ -13,7 +13,8 @@ const TRAY_SHOWN = 100;
 const CHIPS_PER_ROW = 10;
 const CHIP_ROW_PX = 13;
 const BOX_BASE_PX = 36;
-const MOVES_PX = 15;
+const MOVES_PX = 15; // per line of "moved → …", about MOVES_CHARS characters each
+const MOVES_CHARS = 24;
 const TIMINGS_KEPT = 5_000;
 
 export class ClusterMap {
@@ -105,6 +106,7 @@ export class ClusterMap {
     for (const id of d.replicas) trayChanged = this.syncChip(id, touched) || trayChanged;
     if (trayChanged || d.all) this.renderTray();
     for (const name of touched) this.nodeVisibility(name);
+    this.zoneVisibility(d.all || d.nodes.size > 0 ? undefined : touched);
     if (d.nodes.size || d.replicas.size) this.renderLegend();
     this.emptyEl.hidden = this.nodeEls.size > 0;
     const ms = performance.now() - t0;
@@ -133,18 +135,20 @@ export class ClusterMap {
       }
       return;
     }
-    if (!box) box = this.addNode(name, n.zone);
-    else if (box.zone !== n.zone) this.placeNode(box, n.zone);
+    // A node whose record left with its lease keeps the zone it had.
+    const zone = n.zone || box?.zone || '';
+    if (!box) box = this.addNode(name, zone);
+    else if (box.zone !== zone) this.placeNode(box, zone);
     const state = n.registered ? n.state : n.state === 'lost' ? 'lost' : 'gone';
     const cpu = pct(n.used.cpuMillis, n.capacity.cpuMillis);
     const mem = pct(n.used.memoryBytes, n.capacity.memoryBytes);
-    const sig = `${state}|${n.zone}|${cpu}|${mem}|${n.used.cpuMillis}|${n.used.memoryBytes}|${n.capacity.cpuMillis}|${n.capacity.memoryBytes}`;
+    const sig = `${state}|${zone}|${cpu}|${mem}|${n.used.cpuMillis}|${n.used.memoryBytes}|${n.capacity.cpuMillis}|${n.capacity.memoryBytes}`;
     if (box.sig !== sig) {
       box.sig = sig;
       box.state = state;
       box.el.dataset.state = state;
       box.stateEl.textContent = state;
-      box.zoneEl.textContent = n.zone || '—';
+      box.zoneEl.textContent = zone || '—';
       box.cpu.style.width = `${cpu}%`;
       box.mem.style.width = `${mem}%`;
       box.cpu.parentElement.title = `cpu ${n.used.cpuMillis}m of ${n.capacity.cpuMillis}m allocated`;
@@ -301,7 +305,7 @@ export class ClusterMap {
       const dest = this.chipEls.get(id)?.el.dataset.movedTo ?? 'pending';
       to.set(dest, (to.get(dest) ?? 0) + 1);
     }
-    box.moves.textContent = to.size ? `moved → ${[...to].sort().map(([n, k]) => `${n} ×${k}`).join(' · ')}` : '';
+    box.moves.textContent = to.size ? `moved → ${[...to].sort().map(([n, k]) => `${n} ×${k}`).join(', ')}` : '';
   }
 
   renderTray() {
@@ -376,16 +380,26 @@ export class ClusterMap {
     // A box's size is set here, from its chip count, so it is a layout boundary (contain:
     // strict in console.css): a chip changing inside does not lay out the other 999 boxes.
     const rows = Math.max(1, Math.ceil(box.chips.childElementCount / CHIPS_PER_ROW));
-    const height = BOX_BASE_PX + rows * CHIP_ROW_PX + (box.moves.textContent ? MOVES_PX : 0);
+    const height = BOX_BASE_PX + rows * CHIP_ROW_PX + Math.ceil(box.moves.textContent.length / MOVES_CHARS) * MOVES_PX;
     if (box.height !== height) {
       box.height = height;
       box.el.style.height = `${height}px`;
     }
   }
 
+  /** A zone shows while one of its boxes does (`nodes`: only the zones of these nodes). */
+  zoneVisibility(nodes) {
+    const zones = nodes ? new Set([...nodes].map((n) => this.nodeEls.get(n)?.zone || '—')) : this.zoneEls.keys();
+    for (const zone of zones) {
+      const z = this.zoneEls.get(zone);
+      if (z) z.el.hidden = z.list.querySelector('.mnode:not([hidden])') === null;
+    }
+  }
+
   refilter() {
     for (const c of this.chipEls.values()) c.el.classList.toggle('out', !this.chipMatches(c));
     for (const name of this.nodeEls.keys()) this.nodeVisibility(name);
+    this.zoneVisibility();
   }
 }
 
