@@ -32,6 +32,8 @@ async function main(): Promise<void> {
       ['update per batch, median', ms(r.medianMs)],
       ['update per batch, p95', ms(r.p95Ms)],
       ['update per batch, max', ms(r.maxMs)],
+      ['  of which script (model + DOM), median', ms(r.scriptMedianMs)],
+      ['  of which script, p95', ms(r.scriptP95Ms)],
       ['first draw (whole cluster)', ms(r.firstDrawMs)],
       ['building the facts (not the map)', ms(r.buildMs)],
     ] as const) console.log(`${k.padEnd(40)} ${v}`);

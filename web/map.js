@@ -215,7 +215,7 @@ export class ClusterMap {
     const title = r.at === 'ghost'
       ? `${id} (${v.service}) lost with ${r.ghostOf}${r.replacedBy ? ` → ${r.replacedBy}${r.movedTo ? ` on ${r.movedTo}` : ' (pending)'}` : ''}`
       : `${id} (${v.service}) ${v.state}${node ? ` on ${node}` : ''}${v.health ? ` · live ${v.health.liveness} · ready ${v.health.readiness}` : ''}${v.restarts ? ` · ${v.restarts} restarts` : ''}${r.replaces ? ` · replaces ${r.replaces}` : ''}`;
-    const sig = `${cls}|${title}|${node ?? ''}|${r.movedTo ?? ''}`;
+    const sig = `${cls}|${title}|${node ?? ''}|${r.movedTo ?? ''}|${r.at === 'tray' ? v.diagnostic?.message ?? v.reason : ''}`;
     let c = chip;
     if (!c) {
       const el = h('a', { href: `#why/replica/${encodeURIComponent(id)}`, 'data-nav': '', dataset: { id, service: v.service } });
@@ -236,6 +236,8 @@ export class ClusterMap {
     if (r.movedTo) c.el.dataset.movedTo = r.movedTo;
     else delete c.el.dataset.movedTo;
     c.fields = { service: v.service, replica: id, state: c.state, node };
+    c.createdAt = v.createdAt ?? 0;
+    c.reason = v.diagnostic?.message ?? (v.reason || 'not placed yet');
     c.el.classList.toggle('out', !this.chipMatches(c));
     const wasTray = c.tray;
     if (node !== c.node || (r.at === 'tray') !== c.tray || (r.at === 'ghost') !== c.ghost) {
@@ -309,16 +311,13 @@ export class ClusterMap {
   }
 
   renderTray() {
-    const ids = [...this.tray].map((id) => ({ id, r: this.model.replica(id) })).filter((x) => x.r).sort((a, b) => a.r.view.service.localeCompare(b.r.view.service) || a.r.view.createdAt - b.r.view.createdAt || a.id.localeCompare(b.id));
+    const ids = [...this.tray].map((id) => ({ id, c: this.chipEls.get(id) })).filter((x) => x.c).sort((a, b) => (a.c.service < b.c.service ? -1 : a.c.service > b.c.service ? 1 : a.c.createdAt - b.c.createdAt || (a.id < b.id ? -1 : 1)));
     const shown = ids.slice(0, TRAY_SHOWN);
     this.reasons?.want(shown.map((x) => x.id));
     this.trayEl.querySelector('.count').textContent = String(ids.length);
     this.trayEl.hidden = ids.length === 0;
     const list = this.trayEl.querySelector('.tray-list');
-    list.replaceChildren(...shown.map(({ id, r }) => {
-      const chip = this.chipEls.get(id);
-      return h('li', { dataset: { id } }, chip.el, ' ', h('a.why', { href: `#why/replica/${encodeURIComponent(id)}` }, id), h('span.reason', {}, `: ${this.reasons?.text(id) ?? r.view.diagnostic?.message ?? (r.view.reason || 'not placed yet')}`));
-    }), ids.length > shown.length ? h('li.more', {}, `and ${ids.length - shown.length} more`) : '');
+    list.replaceChildren(...shown.map(({ id, c }) => h('li', { dataset: { id } }, c.el, ' ', h('a.why', { href: `#why/replica/${encodeURIComponent(id)}` }, id), h('span.reason', {}, `: ${this.reasons?.text(id) ?? c.reason}`))), ids.length > shown.length ? h('li.more', {}, `and ${ids.length - shown.length} more`) : '');
   }
 
   /** The pending-reason cache learned something: redraw the tray. */
