@@ -116,7 +116,7 @@ describe('console history views (timeline, usage, rollouts), simulation mode, in
     await page.screenshot({ path: join(OUTPUT, 'sim-timeline.png'), fullPage: true });
 
     // Scrub back to when the replica ran on node1: the cluster as it was, node1 ready with the replica on it.
-    const entries = () => page.evaluate(() => (window as unknown as { ccaConsole: { ui: { history: { timeline: { log: { entries: { type: string; kind?: string; subject?: string; action: string }[] } } } } }).ccaConsole.ui.history.timeline.log.entries.map((e) => `${e.kind ?? ''} ${e.subject ?? ''}: ${e.action}`));
+    const entries = () => page.evaluate(() => (window as unknown as { ccaConsole: { ui: { history: { timeline: { log: { entries: { type: string; kind?: string; subject?: string; action: string }[] } } } } } }).ccaConsole.ui.history.timeline.log.entries.map((e) => `${e.kind ?? ''} ${e.subject ?? ''}: ${e.action}`));
     const lostAt = (await entries()).indexOf('node node1: lost');
     const ranAt = (await entries()).indexOf(`replica ${moved}: running on node1`);
     expect(ranAt).toBeGreaterThan(0);
