@@ -225,23 +225,26 @@ async function main() {
     const { SimSource } = await import('./sim.js');
     const seed = Number(params.get('seed') ?? Math.floor(Math.random() * 1e6));
     source = new SimSource({ onChange: changed, onState: showState, panel: $('#sim'), seed });
-    logView = new LogView($('#view-logs'), undefined);
-    $('main').addEventListener('click', (e) => {
-      const b = e.target.closest('#view-nodes button[data-act]');
-      if (b) void source.onNodeAction(b.dataset.act, b.dataset.node);
-    });
   } else {
     source = new LiveSource({ onChange: changed, onState: showState });
-    logView = new LogView($('#view-logs'), (extra) => source.headers(extra));
-    wireAuth(source);
-    source.start();
-    setInterval(changed, 1_000); // ages and the lease column move with the clock
   }
   reasons = new PendingReasons(source, () => {
     changed();
     ui.map?.reasonsChanged();
   });
+  // The views' sections exist from here on; the history views follow the feed from here on.
   registerViews();
+  logView = new LogView($('#view-logs'), simMode ? undefined : (extra) => source.headers(extra));
+  if (simMode) {
+    $('main').addEventListener('click', (e) => {
+      const b = e.target.closest('#view-nodes button[data-act]');
+      if (b) void source.onNodeAction(b.dataset.act, b.dataset.node);
+    });
+  } else {
+    wireAuth(source);
+    source.start();
+    setInterval(changed, 1_000); // ages and the lease column move with the clock
+  }
   start({ base: () => ({ mode: simMode ? 'sim' : 'live', source, feed: source.feed, store: source.store, now: () => source.now() }), fallback: 'services' });
   window.ccaConsole = { source, ui, render: changed };
   changed();
