@@ -72,7 +72,7 @@ export class ScaleCluster {
       const events = batch.events.filter((e) => keep(e.kv.key));
       if (!events.length) continue;
       const t0 = performance.now();
-      this.feed.batch({ revision: batch.revision, events });
+      this.feed.batch({ revision: batch.revision, events: batch.events, at: Date.now() }); // whole, as the sources hand it
       const t1 = performance.now();
       void this.layout?.(); // the map's style and layout, forced now so they are measured too
       this.batches.push({ events: events.length, ms: performance.now() - t0, scriptMs: t1 - t0 });
