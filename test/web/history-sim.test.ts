@@ -81,7 +81,10 @@ describe('console history views (timeline, usage, rollouts), simulation mode, in
     const moved = onNode1[0]!;
     await page.click('#tabs a[data-view=nodes]');
     await page.click('table[data-id="nodes"] tr[data-key="node1"] button[data-act=kill]');
-    await page.click('#tabs a[data-view=timeline]');
+    // The history views are views of the shell like the others: `g t` opens the timeline.
+    await page.keyboard.press('g');
+    await page.keyboard.press('t');
+    await expect.poll(() => page.locator('#tabs a.active').innerText()).toBe('timeline');
     await play(page, () => replacementRunning(page, moved));
     // Narrow to the moved replica (its ⌕ link): its own decisions and observations, and the replacement's creation citing it.
     await page.locator(`table[data-id="timeline"] tr:has(a.why[href="#why/replica/${moved}"]) a.narrow`).first().click();
