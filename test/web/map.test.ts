@@ -59,6 +59,18 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
       for (const el of Array.from(document.querySelectorAll('#view-map .mnode, #view-map .chip'))) (el as unknown as { mark: number }).mark = 1;
     });
 
+    // The node controller's `/lost/` findings reach the map's model through the change feed (counted as the model takes them).
+    await page.evaluate(() => {
+      const w = window as unknown as { lostSeen: number; ccaConsole: { ui: { map: { model: { change: (p: { kind: string }, v: unknown, kv: unknown) => void } } } } };
+      const model = w.ccaConsole.ui.map.model;
+      const change = model.change.bind(model);
+      w.lostSeen = 0;
+      model.change = (p, v, kv) => {
+        if (p.kind === 'lost' && v) w.lostSeen++;
+        change(p, v, kv);
+      };
+    });
+
     // Kill node1 from the nodes view (g n), back to the map (g m).
     await keys(page, 'g', 'n');
     await expect.poll(() => page.locator('#tabs a.active').innerText()).toBe('nodes');
@@ -68,6 +80,7 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
     await expect.poll(() => page.locator('#tabs a.active').innerText()).toBe('map');
     await page.click('#play');
     await expect.poll(() => page.locator('#view-map .mnode[data-node=node1]').getAttribute('data-state'), { timeout: 45_000 }).toBe('lost');
+    await expect.poll(() => page.evaluate(() => (window as unknown as { lostSeen: number }).lostSeen), { timeout: 30_000 }).toBe(2);
     // Each replica of node1 stays there as a ghost naming where its replacement went; the replacement runs there.
     await expect.poll(async () => {
       const ghosts = await chips(page, 'node1');
