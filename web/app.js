@@ -1,85 +1,142 @@
-// The console's entry: picks the mode (live, or the simulation with ?sim=1), routes the
-// views by the URL's fragment, and re-renders from the source's store after each change.
+// The console's entry: picks the mode (live, or the simulation with ?sim=1), registers the
+// views with the shell (web/shell.js: routing, search, keyboard) and tells it when the
+// source's data changed.
 import { LiveSource } from './live.js';
-import { readViews, renderServices, renderReplicas, renderNodes, renderWhy } from './views.js';
+import { readViews, filterViews, renderServices, renderReplicas, renderNodes, renderWhy } from './views.js';
 import { clock } from './dom.js';
 import { LogView } from './logs.js';
+import { changed, currentRoute, registerView, start } from './shell.js';
+import { PendingReasons } from './pending.js';
+import { ClusterMap } from './map.js';
 import { createTimelineView } from './timeline.js';
 import { createUsageView } from './usage.js';
 import { createRolloutView } from './rollout.js';
-import { filterFromHash } from './filter.js';
 
 const $ = (s) => document.querySelector(s);
 const params = new URLSearchParams(location.search);
 const simMode = params.get('sim') === '1';
-const ui = { view: 'services', why: undefined, whyAnswer: undefined, whyError: undefined, selected: new Map(), views: undefined, filter: filterFromHash('') };
+const ui = { why: undefined, whyAnswer: undefined, whyError: undefined, views: undefined, map: undefined, history: {} };
 
 let source;
 let logView;
-let dirty = false;
+let reasons;
+
+// ── the tables and the history views: read the status views at one revision and draw the
+// one shown (the map does not pay for them; it follows the change feed) ───────────────────
+
 let rendering = false;
+let again = false;
 
-function changed() {
-  if (dirty) return;
-  dirty = true;
-  requestAnimationFrame(() => void render());
-}
-
-async function render() {
+/** Read the status views, then `draw(views, now)` (one read at a time; a call meanwhile reads again after). */
+async function withViews(draw) {
   if (rendering) {
-    setTimeout(() => void render(), 50);
+    again = true;
     return;
   }
   rendering = true;
-  dirty = false;
   try {
     if (!source?.store) return;
     ui.views = await readViews(source.store);
     const now = source.now();
     explainPending(ui.views.services);
-    renderServices($('#view-services'), ui.views);
-    renderReplicas($('#view-replicas'), ui.views);
-    renderNodes($('#view-nodes'), { ...ui.views, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
-    renderWhy($('#view-why'), ui.why, ui.whyAnswer, ui.whyError);
-    historyViews[ui.view]?.update({ views: ui.views, now }, ui.filter);
+    draw(ui.views, now);
     document.body.dataset.services = String(ui.views.services.length);
   } catch (e) {
     console.error(e);
   } finally {
     rendering = false;
+    if (again) {
+      again = false;
+      changed();
+    }
   }
 }
 
-/**
- * A pending replica's reason as the scheduler gave it (its newest decision, through `why`),
- * e.g. "no node has image ghost:9", rather than only "not placed yet". Asked for at most every
- * few seconds per replica; the answer is shown on the next render.
- */
-const pendingReasons = new Map();
+/** The scheduler's own reason for each pending replica (asked through `why`, web/pending.js). */
 function explainPending(services) {
-  const wanted = new Set();
-  for (const s of services) {
-    for (const p of s.pending) {
-      wanted.add(p.replica);
-      const known = pendingReasons.get(p.replica);
-      if (known && (known.inflight || Date.now() - known.at < 5_000)) continue;
-      pendingReasons.set(p.replica, { ...known, inflight: true, at: Date.now() });
-      source
-        .why('replica', p.replica)
-        .then((a) => {
-          const d = a.history?.[0]?.decision;
-          pendingReasons.set(p.replica, { at: Date.now(), text: d && d.action === 'pending' ? d.reasons[0] : undefined });
-          changed();
-        })
-        .catch(() => pendingReasons.set(p.replica, { at: Date.now() }));
-    }
-  }
-  for (const id of pendingReasons.keys()) if (!wanted.has(id)) pendingReasons.delete(id);
-  for (const s of services) for (const p of s.pending) {
-    const text = pendingReasons.get(p.replica)?.text;
-    if (text) p.reason = text;
-  }
+  reasons.want(services.flatMap((s) => s.pending.map((p) => p.replica)));
+  for (const s of services) for (const p of s.pending) p.reason = reasons.text(p.replica) ?? p.reason;
 }
+
+function renderTables(ctx) {
+  return withViews((views, now) => {
+    const shown = filterViews(views, ctx.filter);
+    renderServices($('#view-services'), shown);
+    renderReplicas($('#view-replicas'), shown);
+    renderNodes($('#view-nodes'), { ...shown, now, actions: simMode ? (n) => source.nodeActions(n) : undefined });
+  });
+}
+
+/**
+ * Every view, registered with the shell once the source exists (the history views follow its
+ * change feed from the start, whichever view is open, to keep the session's history).
+ */
+function registerViews() {
+  const table = (id, title, key) => ({ id, title, key, update: (ctx) => void renderTables(ctx) });
+  registerView(table('services', 'services', 's'));
+  registerView(table('replicas', 'replicas', 'r'));
+  registerView(table('nodes', 'nodes', 'n'));
+  registerView({
+    id: 'map',
+    title: 'map',
+    key: 'm',
+    mount(el, ctx) {
+      ui.map = new ClusterMap(el, { source: ctx.source, reasons });
+      ui.map.follow(ctx.source.feed);
+    },
+    update(ctx) {
+      if (ui.map.source !== ctx.source) return;
+      ui.map.setFilter(ctx.filter);
+      ui.map.show(true);
+    },
+    hide() {
+      ui.map?.show(false);
+    },
+  });
+  registerHistoryViews();
+  registerView({
+    id: 'why',
+    title: 'why',
+    key: 'w',
+    update(ctx) {
+      const [kind, name] = ctx.args;
+      if (kind && name && (ui.why?.kind !== kind || ui.why?.name !== name)) void loadWhy(kind, name);
+      else renderWhy($('#view-why'), ui.why, ui.whyAnswer, ui.whyError);
+    },
+  });
+  registerView({
+    id: 'logs',
+    title: 'logs',
+    key: 'l',
+    update: (ctx) => logView?.show(ctx.args[0]),
+    hide: () => logView?.stop(),
+  });
+}
+
+/**
+ * The history views (timeline, usage, rollouts): each keeps its log from the source's change
+ * feed (web/feed.js) from the start, and draws it, filtered by the search, when shown. Their
+ * sections exist before they are first shown: the views are created with them.
+ */
+function registerHistoryViews() {
+  const backfill = simMode ? undefined : async (prefix) => (await source.getJson(`/v1/state?${new URLSearchParams({ prefix, limit: '1000' })}`)).kvs;
+  const history = (id, title, key, create) => {
+    const el = document.createElement('section');
+    el.className = 'view';
+    el.id = `view-${id}`;
+    el.dataset.view = id;
+    el.hidden = true;
+    $('main').append(el);
+    const view = create(el, { source, backfill, onChange: () => currentRoute().view === id && changed() });
+    ui.history[id] = view;
+    registerView({ id, title, key, update: (ctx) => void withViews((views, now) => view.update({ views, now }, ctx.filter)) });
+  };
+  history('timeline', 'timeline', 't', createTimelineView);
+  history('usage', 'usage', 'u', createUsageView);
+  history('rollouts', 'rollouts', 'o', createRolloutView);
+}
+
+// ── the header ─────────────────────────────────────────────────────────────────────
 
 function showState(s) {
   const el = $('#conn');
@@ -109,34 +166,6 @@ function showViolation() {
   if (v) b.textContent = `Invariant violated: ${v.invariant} at t=${(v.at / 1000).toFixed(3)}s (seed ${source.seed}): ${v.detail}`;
 }
 
-// The history views (issue 22): each follows the source's batches itself (it keeps its
-// session history whichever view is open) and is drawn by update(state, filter) when open.
-let historyViews = {};
-function mountHistoryViews() {
-  const onChange = () => historyViews[ui.view] && changed();
-  const backfill = simMode ? undefined : async (prefix) => (await source.getJson(`/v1/state?${new URLSearchParams({ prefix, limit: '1000' })}`)).kvs;
-  historyViews = {
-    timeline: createTimelineView($('#view-timeline'), { source, backfill, onChange }),
-    usage: createUsageView($('#view-usage'), { source, onChange }),
-    rollouts: createRolloutView($('#view-rollouts'), { source, onChange }),
-  };
-}
-
-function route() {
-  const [path] = location.hash.replace(/^#/, '').split('?');
-  const [view, kind, name] = path.split('/');
-  ui.filter = filterFromHash(location.hash);
-  ui.view = ['services', 'replicas', 'nodes', 'why', 'logs', ...Object.keys(historyViews)].includes(view) ? view : 'services';
-  if (historyViews[ui.view]) changed();
-  for (const sec of document.querySelectorAll('main .view')) sec.hidden = sec.dataset.view !== ui.view;
-  for (const a of document.querySelectorAll('#tabs a')) a.classList.toggle('active', a.dataset.view === ui.view);
-  // Only the open logs view holds a stream: leaving it ends the follow.
-  if (ui.view === 'logs') logView?.show(kind ? decodeURIComponent(kind) : undefined);
-  else logView?.stop();
-  if (ui.view === 'why' && kind && name) void loadWhy(kind, decodeURIComponent(name));
-  else if (ui.view === 'why') renderWhy($('#view-why'), ui.why, ui.whyAnswer, ui.whyError);
-}
-
 async function loadWhy(kind, name) {
   ui.why = { kind, name };
   ui.whyAnswer = undefined;
@@ -155,8 +184,8 @@ function selectRows() {
   document.querySelector('main').addEventListener('click', (e) => {
     const tr = e.target.closest('tbody tr');
     if (!tr || e.target.closest('a, button')) return;
-    const table = tr.closest('table');
-    for (const other of table.querySelectorAll('tr.selected')) if (other !== tr) other.classList.remove('selected');
+    const t = tr.closest('table');
+    for (const other of t.querySelectorAll('tr.selected')) if (other !== tr) other.classList.remove('selected');
     tr.classList.toggle('selected');
   });
 }
@@ -182,30 +211,42 @@ async function main() {
   $('#mode').textContent = simMode ? 'simulation' : 'live';
   document.body.dataset.mode = simMode ? 'sim' : 'live';
   selectRows();
-  window.addEventListener('hashchange', route);
-  $('#view-why').addEventListener('click', (e) => {
-    if (e.target.closest('button[data-act=refresh-why]') && ui.why) void loadWhy(ui.why.kind, ui.why.name);
+  $('main').addEventListener('click', (e) => {
+    if (e.target.closest('#view-why button[data-act=refresh-why]') && ui.why) void loadWhy(ui.why.kind, ui.why.name);
+    const legend = e.target.closest('#view-map a.legend-service');
+    if (legend) {
+      e.preventDefault();
+      const search = $('#search');
+      search.value = `service:${legend.dataset.service}`;
+      search.dispatchEvent(new Event('input'));
+    }
   });
-  if (simMode) logView = new LogView($('#view-logs'), undefined);
   if (simMode) {
     const { SimSource } = await import('./sim.js');
     const seed = Number(params.get('seed') ?? Math.floor(Math.random() * 1e6));
     source = new SimSource({ onChange: changed, onState: showState, panel: $('#sim'), seed });
-    mountHistoryViews();
-    $('#view-nodes').addEventListener('click', (e) => {
-      const b = e.target.closest('button[data-act]');
+  } else {
+    source = new LiveSource({ onChange: changed, onState: showState });
+  }
+  reasons = new PendingReasons(source, () => {
+    changed();
+    ui.map?.reasonsChanged();
+  });
+  // The views' sections exist from here on; the history views follow the feed from here on.
+  registerViews();
+  logView = new LogView($('#view-logs'), simMode ? undefined : (extra) => source.headers(extra));
+  if (simMode) {
+    $('main').addEventListener('click', (e) => {
+      const b = e.target.closest('#view-nodes button[data-act]');
       if (b) void source.onNodeAction(b.dataset.act, b.dataset.node);
     });
   } else {
-    source = new LiveSource({ onChange: changed, onState: showState });
-    mountHistoryViews();
-    logView = new LogView($('#view-logs'), (extra) => source.headers(extra));
     wireAuth(source);
     source.start();
     setInterval(changed, 1_000); // ages and the lease column move with the clock
   }
-  route();
-  window.ccaConsole = { source, ui, render, historyViews };
+  start({ base: () => ({ mode: simMode ? 'sim' : 'live', source, feed: source.feed, store: source.store, now: () => source.now() }), fallback: 'services' });
+  window.ccaConsole = { source, ui, render: changed };
   changed();
 }
 

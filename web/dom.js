@@ -48,7 +48,9 @@ export function keyedTable(container, { id, columns, rows, key, empty, rowClass 
       tr = h('tr', { dataset: { key: k } }, columns.map((c) => h(`td${c.cls ? `.${c.cls}` : ''}`)));
     }
     const cls = rowClass?.(row) ?? '';
-    if (tr.className.replace(/\bselected\b/, '').trim() !== cls) tr.className = [cls, tr.classList.contains('selected') ? 'selected' : ''].join(' ').trim();
+    // The page's own marks (a clicked row, the keyboard's cursor) survive the row's class changing.
+    const marks = ['selected', 'cursor'].filter((m) => tr.classList.contains(m));
+    if (tr.className.replace(/\b(selected|cursor)\b/g, '').trim().replace(/\s+/g, ' ') !== cls) tr.className = [cls, ...marks].join(' ').trim();
     columns.forEach((c, i) => patch(tr.cells[i], c.cell(row)));
     if (body.rows[at] !== tr) body.insertBefore(tr, body.rows[at] ?? null);
     at++;

@@ -5,14 +5,15 @@
 // a compacted start means list again.
 import { Mirror } from './mirror.js';
 import { readEvents } from './sse.js';
+import { ChangeFeed } from './feed.js';
 
 /** The facts the views read. Everything else in the watch is skipped. */
-export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/', '/nodes/', '/node-status/', '/allocations/', '/autoscale/', '/rollouts/'];
+export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/', '/nodes/', '/node-status/', '/allocations/', '/autoscale/', '/rollouts/', '/lost/'];
 const TOKEN_KEY = 'cca-token';
 const IDLE_MS = 40_000; // the server sends a heartbeat every 15 s
 const BACKOFF = [500, 1_000, 2_000, 4_000, 8_000];
 
-const keep = (key) => PREFIXES.some((p) => key.startsWith(p));
+export const keep = (key) => PREFIXES.some((p) => key.startsWith(p));
 
 export class AuthNeeded extends Error {}
 
@@ -25,22 +26,11 @@ export class LiveSource {
     this.attempt = 0;
     this.staleSince = undefined;
     this.stopped = false;
-    this.batchListeners = new Set();
-  }
-
-  /**
-   * `fn(batch, at)` for every watch batch as it is applied (all of it: decisions and events
-   * too, which the mirror does not keep), and for each listing as one batch marked `listing`.
-   * The timeline, usage and rollout views keep their session history from these.
-   */
-  onBatch(fn) {
-    this.batchListeners.add(fn);
-    return () => this.batchListeners.delete(fn);
-  }
-
-  emit(batch) {
-    const at = Date.now();
-    for (const fn of this.batchListeners) fn(batch, at);
+    /**
+     * Every watch batch as it is applied, whole (decisions and events too, which the mirror
+     * does not keep), stamped with when it arrived; a reset after each listing (web/feed.js).
+     */
+    this.feed = new ChangeFeed();
   }
 
   get token() {
@@ -89,8 +79,8 @@ export class LiveSource {
     }
     this.mirror = new Mirror(revision, kvs);
     this.revision = revision;
-    this.emit({ revision, listing: true, events: kvs.map((kv) => ({ type: 'put', kv })) });
     this.listings = (this.listings ?? 0) + 1;
+    this.feed.reset();
   }
 
   start() {
@@ -215,6 +205,11 @@ export class LiveSource {
     }
   }
 
+  /** Every fact the views read, at the last applied revision (for the change feed's subscribers). */
+  facts() {
+    return this.mirror ? { revision: this.mirror.revision, kvs: this.mirror.kvs.values() } : undefined;
+  }
+
   /** The facts as of the last applied revision, for the views. */
   get store() {
     return this.mirror?.snapshot();
@@ -226,7 +221,7 @@ export class LiveSource {
     const relevant = batch.events.some((e) => keep(e.kv.key));
     this.mirror.apply(batch, keep);
     this.revision = batch.revision;
-    this.emit(batch);
+    this.feed.batch({ revision: batch.revision, events: batch.events, at: Date.now() });
     this.state({ state: 'live' });
     if (relevant) this.onChange();
   }

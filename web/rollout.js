@@ -3,7 +3,8 @@
 // against desired, old/new/ready counts over time (since this tab saw the roll) and, when
 // it is stuck, the controller's reason.
 import { RolloutLog } from './rollout-log.js';
-import { passes } from './filter.js';
+import { formatFilter, formatHash, passes } from './filter.js';
+import { followHistory } from './feed.js';
 import { chart } from './svg.js';
 import { h, keyedTable, clock } from './dom.js';
 
@@ -11,11 +12,12 @@ const when = (ms) => (ms > 1e11 ? clock(ms) : `t=${(ms / 1000).toFixed(1)}s`);
 
 export function createRolloutView(el, { source, onChange }) {
   const log = new RolloutLog();
-  source.onBatch((batch, at) => log.ingest(batch, at) && onChange());
+  followHistory(source, (batch, at) => log.ingest(batch, at) && onChange());
   el.replaceChildren(h('h2', {}, 'rollouts'), h('div.rollout-rows'));
 
   function update(state, filter) {
-    const rows = (state.views?.services ?? []).filter((s) => s.rollout && passes(filter, { services: [s.name], state: s.rollout.state }));
+    const replicas = state.views?.replicas ?? [];
+    const rows = (state.views?.services ?? []).filter((s) => s.rollout && passes(filter, { services: [s.name], state: s.rollout.state, replicas: filter?.replica ? replicas.filter((r) => r.service === s.name).map((r) => r.id) : [] }));
     keyedTable(el.querySelector('.rollout-rows'), {
       id: 'rollouts',
       key: (s) => s.name,
@@ -23,7 +25,7 @@ export function createRolloutView(el, { source, onChange }) {
       empty: 'No rolling update yet. Apply a changed spec (image, env, resources, …) to a running service.',
       rowClass: (s) => `rollout-${s.rollout.state}`,
       columns: [
-        { title: 'service', cell: (s) => h('a.narrow', { href: `#timeline?service=${encodeURIComponent(s.name)}`, title: `the timeline of ${s.name}` }, s.name) },
+        { title: 'service', cell: (s) => h('a.narrow', { href: formatHash({ view: 'timeline', q: formatFilter({ service: s.name }) }), title: `the timeline of ${s.name}` }, s.name) },
         { title: 'state', cell: (s) => h(`span.badge.rollout.${s.rollout.state}`, { 'data-state': s.rollout.state }, s.rollout.state) },
         { title: 'revision', cell: (s) => `${s.rollout.fromRevision} → ${s.rollout.toRevision}${s.rollout.current ? '' : ' (superseded)'}` },
         { title: 'progress', cell: (s) => progress(s.rollout) },

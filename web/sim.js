@@ -6,6 +6,9 @@ import { INVARIANTS } from '/src/jobs/sim/invariants.js';
 import { why } from '/src/jobs/decisions/why.js';
 import { parse } from '/src/core/lang/index.js';
 import { h, patch } from './dom.js';
+import { ChangeFeed } from './feed.js';
+import { Mirror } from './mirror.js';
+import { keep } from './live.js';
 
 const Mi = 1024 ** 2;
 const Gi = 1024 ** 3;
@@ -82,7 +85,8 @@ export class SimSource {
     this.playing = false;
     this.queue = Promise.resolve();
     this.applied = new Set();
-    this.batchListeners = new Set();
+    /** Every committed revision of the world's store, in order, for the views (web/feed.js). */
+    this.feed = new ChangeFeed();
     void this.reset(seed);
   }
 
@@ -101,24 +105,6 @@ export class SimSource {
     };
   }
 
-  /** `fn(batch, at)` for every committed revision of the world's store, in order (see LiveSource.onBatch); `{ reset: true }` on a new world. */
-  onBatch(fn) {
-    this.batchListeners.add(fn);
-    return () => this.batchListeners.delete(fn);
-  }
-
-  follow(world) {
-    this.feed?.abort();
-    const ac = new AbortController();
-    this.feed = ac;
-    for (const fn of this.batchListeners) fn({ reset: true, revision: 0, events: [] }, world.t);
-    void (async () => {
-      for await (const batch of world.store.watch({ prefix: '', fromRevision: 1, signal: ac.signal })) {
-        for (const fn of this.batchListeners) fn(batch, world.t);
-      }
-    })().catch(() => undefined);
-  }
-
   /** CPU a service's replicas use together from now on (millicores, shared evenly), reported by the fake runtime as usage. */
   setLoad(service, millis) {
     return this.act(`load ${service} ${millis}m`, (w) => w.setLoad(service, () => millis));
@@ -135,10 +121,10 @@ export class SimSource {
   reset(seed) {
     this.seed = seed;
     this.world = new SimWorld({ seed, traceLimit: 2_000 });
+    this.follow(this.world);
     this.nextNode = NODES.length + 1;
     this.applied?.clear();
     this.actions = [];
-    this.follow(this.world);
     for (const n of NODES) this.world.addNode(n);
     const u = new URL(location.href);
     u.searchParams.set('seed', String(seed));
@@ -147,6 +133,32 @@ export class SimSource {
     this.changed();
     // The machines boot and their agents register before anyone applies anything.
     return this.advance(BOOT_MS);
+  }
+
+  /**
+   * Follow the world's store as live mode follows the server's: every revision, in order,
+   * into a mirror of the facts the views read, and onto the change feed — whole (decisions
+   * and events too, which the mirror does not keep), stamped with the world's virtual time.
+   * A new world is a `fresh` reset: what the views kept of the old one is gone.
+   */
+  follow(world) {
+    this.following?.abort();
+    const ac = new AbortController();
+    this.following = ac;
+    const mirror = (this.mirror = new Mirror(0, []));
+    this.feed.reset({ fresh: true });
+    void (async () => {
+      for await (const batch of world.store.watch({ prefix: '', fromRevision: 1, signal: ac.signal })) {
+        if (this.world !== world) return;
+        mirror.apply(batch, keep);
+        this.feed.batch({ revision: batch.revision, events: batch.events, at: world.t });
+      }
+    })().catch(() => undefined);
+  }
+
+  /** Every fact the views read, at the last revision followed (for the change feed's subscribers). */
+  facts() {
+    return { revision: this.mirror.revision, kvs: this.mirror.kvs.values() };
   }
 
   /** Everything that touches the world runs one at a time, between virtual-time chunks. */

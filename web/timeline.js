@@ -5,7 +5,8 @@
 // revision: no copy of the state is kept per step).
 import { readViews } from './views.js';
 import { TimelineLog } from './timeline-log.js';
-import { filterQuery, isEmpty, passes } from './filter.js';
+import { formatFilter, formatHash, isEmpty, passes } from './filter.js';
+import { followHistory } from './feed.js';
 import { h, patch, clock } from './dom.js';
 import { s } from './svg.js';
 
@@ -14,10 +15,11 @@ const SHOWN = 300;
 
 const when = (ms) => (ms > 1e11 ? clock(ms) : `t=${(ms / 1000).toFixed(1)}s`);
 const whyHref = (w) => `#why/${w.kind}/${encodeURIComponent(w.name)}`;
-const filterHref = (f) => `#timeline${filterQuery(f)}`;
+/** The timeline narrowed to `f` (the shell's `#timeline?q=<filter>`). */
+const filterHref = (f) => formatHash({ view: 'timeline', q: formatFilter(f) });
 
 /**
- * `source`: the console's source (its `onBatch`, and `storeAt` in the simulation);
+ * `source`: the console's source (its change feed, and `storeAt` in the simulation);
  * `backfill(prefix)`: the key-values under a prefix, to add a filtered subject's retained
  * decisions and events from before the session; `onChange()`: ask for a render.
  */
@@ -29,7 +31,7 @@ export function createTimelineView(el, { source, backfill, onChange }) {
   let lastState;
   let lastFilter;
   let since;
-  source.onBatch((batch, at) => {
+  followHistory(source, (batch, at) => {
     since ??= at;
     if (batch.reset) {
       scrub = undefined;
@@ -105,7 +107,7 @@ export function createTimelineView(el, { source, backfill, onChange }) {
     drawn = sig;
     const list = visible(filter);
     const head = list.at(-1)?.revision ?? 0;
-    patch(el.querySelector('.timeline-scope'), isEmpty(filter) ? 'the whole cluster' : h('span', {}, scopeText(filter), ' ', h('a.clear', { href: '#timeline' }, 'clear')),
+    patch(el.querySelector('.timeline-scope'), isEmpty(filter) ? 'the whole cluster' : h('span', {}, scopeText(filter), ' ', h('a.clear', { href: '#timeline?q=' }, 'clear')),
       ...[...failed.values()].map((m) => h('span.error.backfill-error', {}, ` · ${m}`)));
     patch(el.querySelector('.timeline-count'), `${list.length} entries since ${since === undefined ? '—' : when(since)}${log.entries.length >= log.max ? ` (the newest ${log.max} kept)` : ''}`);
     renderScrub(list);
@@ -215,11 +217,11 @@ function renderCluster(panel, { nodes, replicas }, revision) {
     if (r.node && byNode.has(r.node)) byNode.get(r.node).push(r);
     else if (r.desired === 'run') pending.push(r);
   }
-  const chip = (r) => h(`span.chip.${r.state}`, { 'data-replica': r.id, title: `${r.id}: ${r.state}` }, r.id);
+  const chip = (r) => h(`span.tl-chip.${r.state}`, { 'data-replica': r.id, title: `${r.id}: ${r.state}` }, r.id);
   patch(panel,
     h('div.cluster-rev', {}, `revision ${revision}`),
     h('div.nodes-at', {}, nodes.map((n) => h(`div.node-at.${n.state}`, { 'data-node': n.name },
       h('div.node-name', {}, `${n.name} `, h(`span.badge.${n.state}`, {}, n.state)),
-      h('div.chips', {}, (byNode.get(n.name) ?? []).map(chip))))),
+      h('div.tl-chips', {}, (byNode.get(n.name) ?? []).map(chip))))),
     pending.length ? h('div.pending-at', {}, 'not placed: ', pending.map(chip)) : '');
 }

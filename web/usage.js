@@ -3,17 +3,29 @@
 // CPU is drawn as it is judged — percent of its request, with the target — and next to it
 // the replicas the autoscaler asked for, with the spec's min and max.
 import { UsageLog } from './usage-log.js';
-import { passes } from './filter.js';
+import { formatFilter, formatHash, passes } from './filter.js';
+import { followHistory } from './feed.js';
 import { chart, peak } from './svg.js';
 import { h, keyedTable, bytes, ago } from './dom.js';
 
 export const WINDOW_MS = 10 * 60_000;
 
-const timelineLink = (kind, name) => h('a.narrow', { href: `#timeline?${kind}=${encodeURIComponent(name)}`, title: `the timeline of ${kind} ${name}` }, name);
+const timelineLink = (kind, name) => h('a.narrow', { href: formatHash({ view: 'timeline', q: formatFilter({ [kind]: name }) }), title: `the timeline of ${kind} ${name}` }, name);
+
+/** 'service:<name>' and 'node:<name>' → the ids of their replicas. */
+function groupReplicas(replicas) {
+  const out = new Map();
+  const add = (k, id) => (out.get(k) ?? out.set(k, []).get(k)).push(id);
+  for (const r of replicas) {
+    add(`service:${r.service}`, r.id);
+    if (r.node) add(`node:${r.node}`, r.id);
+  }
+  return out;
+}
 
 export function createUsageView(el, { source, onChange }) {
   const log = new UsageLog();
-  source.onBatch((batch, at) => log.ingest(batch, at) && onChange());
+  followHistory(source, (batch, at) => log.ingest(batch, at) && onChange());
   el.replaceChildren(
     h('h2', {}, 'usage ', h('span.muted.usage-window', {})),
     h('h3', {}, 'services'), h('div.usage-services'),
@@ -26,7 +38,9 @@ export function createUsageView(el, { source, onChange }) {
     const t0 = Math.min(t1 - 1_000, Math.max(t1 - WINDOW_MS, log.firstAt ?? t1));
     const points = (group, f) => (log.series.get(group)?.items ?? []).filter((p) => p.t >= t0 - 60_000).map((p) => ({ t: p.t, v: f(p) }));
     el.querySelector('.usage-window').textContent = `(the last ${ago(t1 - t0)} of what the agents report, kept in this tab; at most 10 minutes)`;
-    const svcRows = services.filter((s) => passes(filter, { services: [s.name], nodes: [], replicas: [] }));
+    // A service's row and a node's row concern their replicas too: `replica:web-1` shows web's and its node's.
+    const replicasOf = groupReplicas(state.views?.replicas ?? []);
+    const svcRows = services.filter((s) => passes(filter, { services: [s.name], nodes: [], replicas: replicasOf.get(`service:${s.name}`) }));
     keyedTable(el.querySelector('.usage-services'), {
       id: 'usage-services',
       key: (s) => `service:${s.name}`,
@@ -40,7 +54,7 @@ export function createUsageView(el, { source, onChange }) {
         { title: 'now', cls: 'num', cell: (s) => nowText(log.series.get(`service:${s.name}`)?.last) },
       ],
     });
-    const nodeRows = nodes.filter((n) => passes(filter, { services: [], nodes: [n.name], replicas: [] }));
+    const nodeRows = nodes.filter((n) => passes(filter, { services: [], nodes: [n.name], replicas: replicasOf.get(`node:${n.name}`) }));
     keyedTable(el.querySelector('.usage-nodes'), {
       id: 'usage-nodes',
       key: (n) => `node:${n.name}`,

@@ -3,6 +3,7 @@
 import { serviceStatuses, replicaViews, nodeViews } from '/src/jobs/views/status.js';
 import { readFacts } from '/src/jobs/facts.js';
 import { h, keyedTable, patch, ago, bytes, clock } from './dom.js';
+import { isEmpty, matches } from './filter.js';
 
 /** Read all three views at one revision of `store`. */
 export async function readViews(store) {
@@ -14,6 +15,24 @@ export async function readViews(store) {
     if (s && (s.tenure === n.tenure || !n.registered)) n.since = s.since;
   }
   return { services, replicas: replicas.filter((r) => !r.retired), nodes };
+}
+
+/**
+ * The views' rows that pass the search filter (web/filter.js): a replica by its service, node,
+ * id and state; a node by its name, zone and state, or by a replica on it that passes; a
+ * service by its name, or by a replica of it that passes.
+ */
+export function filterViews(views, f) {
+  if (isEmpty(f)) return views;
+  const replicas = views.replicas.filter((r) => matches(f, { service: r.service, node: r.node, replica: r.id, state: r.state }));
+  const services = new Set(replicas.map((r) => r.service));
+  const nodes = new Set(replicas.map((r) => r.node));
+  return {
+    ...views,
+    replicas,
+    services: views.services.filter((s) => services.has(s.name) || (!f.node && !f.state && matches(f, { service: s.name }))),
+    nodes: views.nodes.filter((n) => nodes.has(n.name) || (!f.service && matches(f, { node: n.name, zone: n.zone, state: n.registered ? n.state : 'gone' }))),
+  };
 }
 
 const whyLink = (kind, name, text = name) => h('a.why', { href: `#why/${kind}/${encodeURIComponent(name)}`, title: `why ${kind} ${name}` }, text);

@@ -1,4 +1,4 @@
-import { desiredReplicas, meanUtilisation, replicaReason, runsTemplate, templateHash, type Assignment, type NodeCondition, type NodeStatus, type Observation, type ReplicaOutcome, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
+import { desiredReplicas, meanUtilisation, replicaReason, runsTemplate, templateHash, type Allocation, type Assignment, type NodeCondition, type NodeRecord, type NodeStatus, type Observation, type ReplicaOutcome, type ReplicaRecord, type Rollout, type ServiceSpec } from '../../core/model/index.js';
 import type { ServiceCounts } from '../../core/model/status.js';
 import type { Store } from '../../db/store.js';
 import { readFacts } from '../facts.js';
@@ -73,36 +73,45 @@ export async function replicaViews(
     templates,
     replicas: replicas.facts.map(({ value: r }) => {
       const a = placement.get(r.id);
-      const o = a ? seen.get(`${a.node}/${r.id}`) : undefined;
-      const admissible = o && a && o.tenure === a.tenure ? o : undefined;
-      const view: ReplicaView = {
-        id: r.id,
-        service: r.service,
-        desired: r.desired,
-        retired: r.retired,
-        state: admissible?.state ?? (a ? 'pending' : 'unplaced'),
-        restarts: admissible?.restarts ?? 0,
-        createdAt: r.createdAt,
-        reason: replicaReason(r),
-        ...(r.ended ? { outcome: r.ended.outcome } : {}),
-        attempt: r.attempt ?? 0,
-        ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
-      };
-      if (a) view.node = a.node;
-      // A stateful replica of a past tenure, not yet proven stopped (docs/volumes.md).
-      if (a && a.spec.volumes.length > 0 && a.desired === 'run' && tenures.get(a.node) !== a.tenure && !declaredLost.has(r.id)) {
-        view.reason = `waiting for fencing proof of node ${a.node} (cca fence node ${a.node} --confirm, or its return)`;
-      }
-      if (admissible?.health) view.health = admissible.health;
-      if (admissible?.exitCode !== undefined) view.exitCode = admissible.exitCode;
-      if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;
-      if (a && admissible?.state === 'running' && admissible.usage) view.cpu = { usedMillis: admissible.usage.cpuMillis, requestedMillis: a.resources.cpuMillis };
-      if (admissible?.init) view.init = admissible.init;
-      if (admissible?.image) view.image = admissible.image;
-      if (admissible?.pull) view.pull = admissible.pull;
-      return view;
+      return replicaView(r, a, a ? seen.get(`${a.node}/${r.id}`) : undefined, { nodeTenure: a ? tenures.get(a.node) : undefined, declaredLost: declaredLost.has(r.id) });
     }),
   };
+}
+
+/**
+ * One replica's view from its record, its placement (if any) and the observation reported
+ * for it by the node it is placed on (if any): pure, so the console's cluster map derives
+ * each replica it updates from a watch batch exactly as the API does for a listing.
+ * `nodeTenure`: the current tenure of the assignment's node; `declaredLost`: a `/lost/` record exists.
+ */
+export function replicaView(r: ReplicaRecord, a: Assignment | undefined, o: Observation | undefined, node: { nodeTenure: number | undefined; declaredLost: boolean }): ReplicaView {
+  const admissible = o && a && o.tenure === a.tenure ? o : undefined;
+  const view: ReplicaView = {
+    id: r.id,
+    service: r.service,
+    desired: r.desired,
+    retired: r.retired,
+    state: admissible?.state ?? (a ? 'pending' : 'unplaced'),
+    restarts: admissible?.restarts ?? 0,
+    createdAt: r.createdAt,
+    reason: replicaReason(r),
+    ...(r.ended ? { outcome: r.ended.outcome } : {}),
+    attempt: r.attempt ?? 0,
+    ...(r.notBefore !== undefined ? { notBefore: r.notBefore } : {}),
+  };
+  if (a) view.node = a.node;
+  // A stateful replica of a past tenure, not yet proven stopped (docs/volumes.md).
+  if (a && a.spec.volumes.length > 0 && a.desired === 'run' && node.nodeTenure !== a.tenure && !node.declaredLost) {
+    view.reason = `waiting for fencing proof of node ${a.node} (cca fence node ${a.node} --confirm, or its return)`;
+  }
+  if (admissible?.health) view.health = admissible.health;
+  if (admissible?.exitCode !== undefined) view.exitCode = admissible.exitCode;
+  if (admissible?.diagnostic) view.diagnostic = admissible.diagnostic;
+  if (a && admissible?.state === 'running' && admissible.usage) view.cpu = { usedMillis: admissible.usage.cpuMillis, requestedMillis: a.resources.cpuMillis };
+  if (admissible?.init) view.init = admissible.init;
+  if (admissible?.image) view.image = admissible.image;
+  if (admissible?.pull) view.pull = admissible.pull;
+  return view;
 }
 
 /** At most this many pending replicas per service get their scheduler reason looked up. */
@@ -224,24 +233,24 @@ export async function nodeViews(store: Store): Promise<{ revision: number; nodes
   const record = new Map(nodes.facts.map((f) => [f.value.name, f]));
   return {
     revision: at,
-    nodes: [...names].sort().map((name) => {
-      const r = record.get(name);
-      const s = status.get(name);
-      const a = alloc.get(name);
-      return {
-        name,
-        zone: r?.value.zone ?? '',
-        labels: r?.value.labels ?? {},
-        taints: r?.value.taints ?? [],
-        capacity: r?.value.capacity ?? { cpuMillis: 0, memoryBytes: 0, replicas: 0 },
-        used: a?.used ?? { cpuMillis: 0, memoryBytes: 0 },
-        replicas: a?.replicas.length ?? 0,
-        tenure: r?.kv.createRevision ?? s?.tenure ?? 0,
-        registered: r !== undefined,
-        state: s && r && s.tenure === r.kv.createRevision ? s.state : s?.state === 'lost' ? 'lost' : 'unknown',
-        runtime: r?.value.runtime ?? '',
-        conditions: r?.value.conditions ?? [],
-      };
-    }),
+    nodes: [...names].sort().map((name) => nodeView(name, record.get(name), status.get(name), alloc.get(name))),
+  };
+}
+
+/** One node's view from its record (absent once its lease expired), status and allocation: pure, as replicaView. */
+export function nodeView(name: string, r: { value: NodeRecord; kv: { createRevision: number } } | undefined, s: NodeStatus | undefined, a: Allocation | undefined): NodeView {
+  return {
+    name,
+    zone: r?.value.zone ?? '',
+    labels: r?.value.labels ?? {},
+    taints: r?.value.taints ?? [],
+    capacity: r?.value.capacity ?? { cpuMillis: 0, memoryBytes: 0, replicas: 0 },
+    used: a?.used ?? { cpuMillis: 0, memoryBytes: 0 },
+    replicas: a?.replicas.length ?? 0,
+    tenure: r?.kv.createRevision ?? s?.tenure ?? 0,
+    registered: r !== undefined,
+    state: s && r && s.tenure === r.kv.createRevision ? s.state : s?.state === 'lost' ? 'lost' : 'unknown',
+    runtime: r?.value.runtime ?? '',
+    conditions: r?.value.conditions ?? [],
   };
 }

@@ -156,8 +156,8 @@ export const LAYERS: Layer[] = [
   {
     name: 'web',
     paths: ['web/'],
-    what: 'the console (plain ES modules; the simulation runs in the browser)',
-    imports: ['core', 'step kit', 'status views', 'simulation'],
+    what: 'the console (plain ES modules; the simulation runs in the browser, and the map is measured at scale over a MemoryStore in the page)',
+    imports: ['core', 'store kit', 'step kit', 'status views', 'simulation'],
     builtins: false,
     packages: [],
   },

@@ -79,16 +79,23 @@ describe('console history views (timeline, usage, rollouts), live mode, in headl
     await page.screenshot({ path: join(OUTPUT, 'live-timeline.png'), fullPage: true });
 
     // A filter in the URL survives a reload; the session's log is gone, the replica's retained decisions are listed again.
-    await page.goto(`${pod.url}/#timeline?replica=${replica}`);
+    await page.goto(`${pod.url}/#timeline?q=${encodeURIComponent(`replica:${replica}`)}`);
     await page.reload();
+    expect(await page.locator('#search').inputValue()).toBe(`replica:${replica}`);
     await expect.poll(async () => (await timeline(page)).join('\n'), { timeout: 20_000 }).toMatch(new RegExp(`replica ${replica}: created\\nreplica ${replica}: placed on node1`));
     expect((await timeline(page)).every((r) => r.includes(replica))).toBe(true);
     expect(await page.locator('.timeline-scope').innerText()).toContain(`replica ${replica}`);
     await page.locator(`table[data-id="timeline"] a.why[href="#why/replica/${replica}"]`).first().click();
     await expect.poll(() => page.locator('#view-why .chain-status').innerText(), { timeout: 10_000 }).toMatch(/^complete/);
 
-    // ── usage: the agent reports every half second; the service's and the node's sparklines grow ──
+    // The search follows to every view: in usage, a replica's filter shows its service and its node.
     await page.click('#tabs a[data-view=usage]');
+    const keys = (t: string) => page.locator(`table[data-id="${t}"] tbody tr`).evaluateAll((rows) => rows.map((r) => (r as HTMLElement).dataset.key));
+    await expect.poll(() => keys('usage-services'), { timeout: 10_000 }).toEqual(['service:web']);
+    expect(await keys('usage-nodes')).toEqual(['node:node1']);
+    await page.fill('#search', '');
+
+    // ── usage: the agent reports every half second; the service's and the node's sparklines grow ──
     await expect.poll(() => points(page, 'usage-services', 'service:web', 1), { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
     const before = await points(page, 'usage-services', 'service:web', 1);
     await expect.poll(() => points(page, 'usage-services', 'service:web', 1), { timeout: 20_000 }).toBeGreaterThan(before);
@@ -108,12 +115,14 @@ describe('console history views (timeline, usage, rollouts), live mode, in headl
     // A subject's history that cannot be listed (the server is away) is said, and asked again
     // only when the filter changes, not on every redraw.
     await pod.stopHttp();
+    // (an older link, one parameter per field, reads as `#timeline?q=node:node1`)
     await page.evaluate(() => (location.hash = '#timeline?node=node1'));
     await expect.poll(() => page.locator('.backfill-error').first().innerText().catch(() => ''), { timeout: 15_000 }).toContain('could not list /decisions/node/node1/');
     await pod.startHttp();
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 15_000 }).toBe('live');
     expect(listed).toHaveLength(1);
-    await page.evaluate(() => (location.hash = '#timeline?node=node1&text=node1'));
+    expect(await page.locator('#search').inputValue()).toBe('node:node1');
+    await page.evaluate(() => (location.hash = `#timeline?q=${encodeURIComponent('node1 node:node1')}`));
     await expect.poll(() => page.locator('.backfill-error').count(), { timeout: 15_000 }).toBe(0);
     expect(listed).toHaveLength(2);
 

@@ -26,9 +26,9 @@
   for (let i = 0; i < MAX_ENTRIES + 100; i++) log.ingest({ revision: i + 2, events: [dec(i + 2)] });
   const timelineMsPerDecision = (performance.now() - t) / (MAX_ENTRIES + 100);
   // The open timeline view, full, redrawn after each new decision (as on every watch batch).
-  const view = window.ccaConsole.historyViews.timeline;
+  const view = window.ccaConsole.ui.history.timeline;
   for (let i = 0; i < MAX_ENTRIES; i++) view.log.ingest({ revision: i + 2, events: [dec(i + 2)] });
-  await window.ccaConsole.render();
+  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 100))); // the shell draws the open view
   const times = [];
   for (let k = 0; k < 21; k++) {
     view.log.ingest({ revision: 5_000 + k, events: [dec(5_000 + k)] });

@@ -81,16 +81,27 @@ describe('console history views (timeline, usage, rollouts), simulation mode, in
     const moved = onNode1[0]!;
     await page.click('#tabs a[data-view=nodes]');
     await page.click('table[data-id="nodes"] tr[data-key="node1"] button[data-act=kill]');
-    await page.click('#tabs a[data-view=timeline]');
+    // The history views are views of the shell like the others: `g t` opens the timeline.
+    await page.keyboard.press('g');
+    await page.keyboard.press('t');
+    await expect.poll(() => page.locator('#tabs a.active').innerText()).toBe('timeline');
     await play(page, () => replacementRunning(page, moved));
     // Narrow to the moved replica (its ⌕ link): its own decisions and observations, and the replacement's creation citing it.
     await page.locator(`table[data-id="timeline"] tr:has(a.why[href="#why/replica/${moved}"]) a.narrow`).first().click();
-    expect(page.url()).toContain(`#timeline?replica=${moved}`);
+    expect(decodeURIComponent(page.url())).toContain(`#timeline?q=replica:${moved}`);
+    expect(await page.locator('#search').inputValue()).toBe(`replica:${moved}`);
     await expect.poll(async () => (await timeline(page)).every((r) => r.includes(moved) || r.endsWith(': created'))).toBe(true);
     const replacement = (await timeline(page)).find((r) => r.endsWith(': created') && !r.includes(moved))!.split(/[ :]/)[1]!;
     expect(replacement).toMatch(/^web-/);
     await page.screenshot({ path: join(OUTPUT, 'sim-timeline-replica.png'), fullPage: true });
     await page.click('.timeline-scope a.clear');
+    expect(await page.locator('#search').inputValue()).toBe('');
+    // The search box filters the timeline as the URL does.
+    await page.fill('#search', 'lost node:node1');
+    await expect.poll(async () => (await timeline(page)).includes('node node1: lost')).toBe(true);
+    expect((await timeline(page)).filter((r) => r.endsWith(': placed on node1'))).toEqual([]);
+    expect(decodeURIComponent(page.url()).replace(/\+/g, ' ')).toContain('#timeline?q=lost node:node1');
+    await page.fill('#search', '');
     await expect.poll(async () => (await timeline(page)).some((r) => r.startsWith('node node1: lost'))).toBe(true);
     // In order: placed on node1, running there, node1 lost, the replica lost with it, the replacement created, placed elsewhere, running.
     const order = [
@@ -108,14 +119,14 @@ describe('console history views (timeline, usage, rollouts), simulation mode, in
     await page.screenshot({ path: join(OUTPUT, 'sim-timeline.png'), fullPage: true });
 
     // Scrub back to when the replica ran on node1: the cluster as it was, node1 ready with the replica on it.
-    const entries = () => page.evaluate(() => (window as unknown as { ccaConsole: { historyViews: { timeline: { log: { entries: { type: string; kind?: string; subject?: string; action: string }[] } } } } }).ccaConsole.historyViews.timeline.log.entries.map((e) => `${e.kind ?? ''} ${e.subject ?? ''}: ${e.action}`));
+    const entries = () => page.evaluate(() => (window as unknown as { ccaConsole: { ui: { history: { timeline: { log: { entries: { type: string; kind?: string; subject?: string; action: string }[] } } } } } }).ccaConsole.ui.history.timeline.log.entries.map((e) => `${e.kind ?? ''} ${e.subject ?? ''}: ${e.action}`));
     const lostAt = (await entries()).indexOf('node node1: lost');
     const ranAt = (await entries()).indexOf(`replica ${moved}: running on node1`);
     expect(ranAt).toBeGreaterThan(0);
     await scrubTo(page, ranAt);
     await expect.poll(() => page.locator('.cluster-at .node-at[data-node=node1] .badge').innerText()).toBe('ready');
-    expect(await page.locator(`.cluster-at .node-at[data-node=node1] .chip.running[data-replica="${moved}"]`).count()).toBe(1);
-    expect(await page.locator(`.cluster-at .chip[data-replica="${replacement}"]`).count()).toBe(0);
+    expect(await page.locator(`.cluster-at .node-at[data-node=node1] .tl-chip.running[data-replica="${moved}"]`).count()).toBe(1);
+    expect(await page.locator(`.cluster-at .tl-chip[data-replica="${replacement}"]`).count()).toBe(0);
     expect(await page.locator('table[data-id="timeline"] tbody tr.future').count()).toBeGreaterThan(0);
     await page.screenshot({ path: join(OUTPUT, 'sim-timeline-scrubbed.png'), fullPage: true });
     await scrubTo(page, lostAt);

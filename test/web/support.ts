@@ -121,3 +121,37 @@ export const webService = (name: string, replicas: number, image = 'busybox:1.35
   resources: { cpuMillis: 100, memoryBytes: 64 * 2 ** 20 },
   stopGraceMs: 500,
 });
+
+/** What web/scale.js measureMap answers (the cluster map at scale; see map-perf.test.ts). */
+export interface MapFigures {
+  nodes: number;
+  replicas: number;
+  chips: number;
+  boxes: number;
+  batches: number;
+  eventsPerBatch: number;
+  medianMs: number;
+  p95Ms: number;
+  maxMs: number;
+  /** The same, without the forced style and layout: the model and DOM updates alone. */
+  scriptMedianMs: number;
+  scriptP95Ms: number;
+  firstDrawMs: number;
+  buildMs: number;
+}
+
+/**
+ * The page-side script that measures the map at scale in a console page, as text: a function
+ * passed to page.evaluate would have its dynamic import rewritten by the test runner.
+ */
+export function measureMapScript(o: { nodes: number; replicas: number; rounds: number; seed: number }): string {
+  return `(async () => {
+    const main = document.querySelector('main');
+    main.querySelectorAll('.view').forEach((v) => { v.hidden = true; });
+    const el = document.createElement('section');
+    el.id = 'scale-map';
+    main.append(el);
+    const scale = await import('/web/scale.js');
+    return scale.measureMap(el, ${JSON.stringify(o)});
+  })()`;
+}
