@@ -7,7 +7,8 @@ import { BatchView, NeedMore, NeedMoreLeases } from './batch-view.js';
 import { loadKeys } from './sql/loadKeys.js';
 import { loadLeases } from './sql/loadLeases.js';
 import { readRange } from './sql/readRange.js';
-import { loadSnapshot } from './sql/loadSnapshot.js';
+import type { KnownRows } from './known-rows.js';
+import { loadSnapshot, type Snapshot } from './sql/loadSnapshot.js';
 import { writeChanges, writeChangesAtHead, type HeadGuard, type LogRow } from './sql/writeChanges.js';
 
 export type WriteRequest = { kind: 'txn'; req: TxnRequest } | { kind: 'revoke'; lease: number } | { kind: 'expire'; lease: number };
@@ -116,18 +117,31 @@ export interface SnapshotPlan {
  * the snapshot cannot answer the batch: a lease is revoked or expired, or a put attaches a
  * lease (lease rows change without moving the head), or the evaluator asked for more than
  * the preload (a second read would be another snapshot). Those go the locked way.
+ * With `known` (known-rows.ts), a batch of single keys it knows is planned without the read.
  */
-export async function planAtSnapshot(client: pg.ClientBase, requests: WriteRequest[]): Promise<SnapshotPlan | undefined> {
+export async function planAtSnapshot(client: pg.ClientBase, requests: WriteRequest[], known?: KnownRows): Promise<SnapshotPlan | undefined> {
   if (!requests.every((r) => r.kind === 'txn' && !attachesLease(r.req))) return undefined;
   const r = readRegions(requests);
+  // Single keys all known from this batcher's own reads and commits: plan without a read.
+  const remembered = r.intervals.length === 0 ? known?.snapshotOf(r.keys) : undefined;
+  if (remembered) {
+    const plan = planOn(remembered, requests, r.keys, []);
+    // Only a plan that writes is checked by the guard; an answer that writes nothing must come from the store.
+    if (plan && plan.rows.length > 0) return plan;
+  }
   const snap = await loadSnapshot(client, {
     keys: r.keys,
     bounded: r.intervals.filter((iv) => iv.end !== undefined).map((iv) => ({ start: iv.start, end: iv.end! })),
     unbounded: r.intervals.filter((iv) => iv.end === undefined).map((iv) => iv.start),
     leases: [],
   });
+  known?.learn(snap, r.keys);
+  return planOn(snap, requests, r.keys, r.intervals);
+}
+
+function planOn(snap: Snapshot, requests: WriteRequest[], keys: string[], intervals: KeyInterval[]): SnapshotPlan | undefined {
   const view = new BatchView(snap.revision, snap.compactRevision);
-  view.addRows(snap.rows, r.keys, r.intervals, []);
+  view.addRows(snap.rows, keys, intervals, []);
   try {
     const { outcomes, rows } = evaluatePass(view, requests);
     return { outcomes, rows, guard: { revision: snap.revision, compactRevision: snap.compactRevision }, after: view.revision };

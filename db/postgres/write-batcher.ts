@@ -3,6 +3,7 @@ import { isCcaError } from '../../core/diagnostics/index.js';
 import type { TxnRequest, TxnResponse } from '../store.js';
 import { applyWrites, commitPlan, planAtSnapshot, type CommitHook, type WriteOutcome } from './batch-apply.js';
 import { pgFailure } from './errors.js';
+import { KnownRows } from './known-rows.js';
 import type { StoreObserver } from './observer.js';
 
 type Applied = { outcomes: WriteOutcome[]; before: number; after: number };
@@ -35,6 +36,8 @@ export class WriteBatcher {
   private running: Promise<void> | undefined;
   /** The last snapshot plan lost to another writer: the next batch takes the lock first. */
   private overtaken = false;
+  /** Rows this batcher knows at the head of its last read or commit (known-rows.ts). */
+  private readonly known = new KnownRows();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -93,6 +96,8 @@ export class WriteBatcher {
       });
     } catch (e) {
       broken = e;
+      this.known.forget(); // the outcome may be unknown
+
       const err = pgFailure(e, this.opts.target, committing);
       await client.query('ROLLBACK').catch(() => undefined);
       for (const it of items) it.reject(err);
@@ -113,17 +118,22 @@ export class WriteBatcher {
       this.overtaken = false;
       return undefined;
     }
-    const plan = await planAtSnapshot(client, items);
+    const plan = await planAtSnapshot(client, items, this.known);
     if (!plan) return undefined;
     const applied = { outcomes: plan.outcomes, before: plan.guard.revision, after: plan.after };
     if (plan.rows.length === 0) return applied;
-    if (await commitPlan(client, plan, { hook: this.opts.hook, committing })) return applied;
+    if (await commitPlan(client, plan, { hook: this.opts.hook, committing })) {
+      this.known.committed(plan.guard.revision, plan.after, plan.rows);
+      return applied;
+    }
     this.overtaken = true;
+    this.known.forget();
     return undefined;
   }
 
   /** The locked way: BEGIN and the counter lock first, then read, evaluate, write, COMMIT. */
   private async locked(client: pg.PoolClient, items: WriteItem[], committing: () => void): Promise<Applied> {
+    this.known.forget();
     const out = await applyWrites(client, items, { hook: this.opts.hook, begin: true });
     committing();
     await client.query('COMMIT');
