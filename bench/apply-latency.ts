@@ -56,6 +56,9 @@ const agents: Agent[] = [];
 let pg: RunningPostgres | undefined;
 let pod: Proc | undefined;
 
+/** Every replica replaced and running, and the roll says so. */
+const rolled = (s: Json) => s.updated >= REPLICAS && s.running >= REPLICAS && (!s.rollout || s.rollout.state === 'complete');
+
 const spec = (version: string) =>
   `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  env      = { VERSION = "${version}" }\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n  update { max_surge = ${SURGE} max_unavailable = 0 }\n}\n`;
 
@@ -119,17 +122,20 @@ try {
 
   const rollStart = performance.now();
   await apply(spec('v2'));
-  let done = false;
   const rolling = await measure(async () => {
     const s = await status();
-    done = s.updated >= REPLICAS && s.running >= REPLICAS && !s.rollout;
-    return !done;
+    return !rolled(s);
   });
   const updatedAtEnd = (await status()).updated as number;
   log(`during the roll: ${rolling.length} applies, p50 ${pct(rolling, 50).toFixed(1)} ms, p99 ${pct(rolling, 99).toFixed(1)} ms; ${updatedAtEnd}/${REPLICAS} replaced when sampling ended`);
+  let lastLog = performance.now();
   const roll = await until('the roll to finish', async () => {
     const s = await status();
-    return s.updated >= REPLICAS && s.running >= REPLICAS && !s.rollout ? (performance.now() - rollStart) / 1000 : undefined;
+    if (performance.now() - lastLog > 5_000) {
+      lastLog = performance.now();
+      log(`   rolling: ${JSON.stringify({ running: s.running, updated: s.updated, rollout: s.rollout })}`);
+    }
+    return rolled(s) ? (performance.now() - rollStart) / 1000 : undefined;
   }, 900_000);
 
   const load = os.loadavg().map((x) => Number(x.toFixed(2)));
