@@ -92,7 +92,13 @@ try {
     }));
   }
   await Promise.all(agents.map((a) => a.start()));
-  await until(`${AGENTS} ready nodes`, async () => (((await call('GET', '/v1/nodes')).nodes as Json[]).filter((n) => n.state === 'ready').length === AGENTS ? true : undefined), 120_000);
+  let ready = 0;
+  await until(`${AGENTS} ready nodes`, async () => {
+    ready = ((await call('GET', '/v1/nodes')).nodes as Json[]).filter((n) => n.state === 'ready').length;
+    return ready === AGENTS ? true : undefined;
+  }, 300_000).catch((e: Error) => {
+    throw new Error(`${e.message} (${ready} ready)`);
+  });
   const status = async () => (await call('GET', '/v1/services/bench')).service as Json;
   await apply(spec('v1'));
   await until(`${REPLICAS} running`, async () => ((await status()).running >= REPLICAS ? true : undefined), 600_000);
