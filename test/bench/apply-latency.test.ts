@@ -16,7 +16,7 @@ const lastLine = z.object({
   bench: z.literal('apply-latency'),
   idle: phase,
   rolling: phase,
-  rollSeconds: z.number().positive(),
+  rollSeconds: z.number().positive().nullable(),
   loadAverage: z.array(z.number()).length(3),
 });
 
