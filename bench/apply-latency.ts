@@ -100,9 +100,11 @@ try {
     throw new Error(`${e.message} (${ready} ready)`);
   });
   const status = async () => (await call('GET', '/v1/services/bench')).service as Json;
+  const applied = performance.now();
   await apply(spec('v1'));
   await until(`${REPLICAS} running`, async () => ((await status()).running >= REPLICAS ? true : undefined), 600_000);
-  log(`${REPLICAS} replicas running on ${AGENTS} agents`);
+  const converge = (performance.now() - applied) / 1000;
+  log(`${REPLICAS} replicas running on ${AGENTS} agents, ${converge.toFixed(1)} s after the apply`);
   await sleep(2_000); // the agents' first reports settle
 
   /** `cca apply --yes` of a small service, as the CLI sends it: the dry-run diff, then the apply. */
@@ -152,12 +154,13 @@ try {
   ];
   console.log(`apply latency: one pod (2 workers), ${AGENTS} agents (fake runtime, in this process), ${REPLICAS} replicas, max_surge ${SURGE}; ${os.cpus().length} cores, load ${load.join(' ')}`);
   for (const r of rows) console.log(`${r[0].padEnd(28)} ${r[1].padStart(8)} ${r[2].padStart(8)} ${r[3].padStart(8)}`);
+  console.log(`apply → all ${REPLICAS} running took ${converge.toFixed(1)} s`);
   console.log(`the roll ${roll === null ? 'had not finished 300 s after the samples' : `took ${roll.toFixed(1)} s`}; ${rolling.length < SAMPLES ? 'it ended before the samples did' : `${updatedAtEnd}/${REPLICAS} replaced when the samples ended`}`);
   console.log(JSON.stringify({
     bench: 'apply-latency', agents: AGENTS, replicas: REPLICAS, surge: SURGE, samples: SAMPLES,
     idle: { n: idle.length, p50Ms: pct(idle, 50), p99Ms: pct(idle, 99) },
     rolling: { n: rolling.length, p50Ms: pct(rolling, 50), p99Ms: pct(rolling, 99), replacedWhenSamplingEnded: updatedAtEnd },
-    rollSeconds: roll, loadAverage: load,
+    convergeSeconds: converge, rollSeconds: roll, loadAverage: load,
   }));
 } catch (e) {
   log(`bench:apply-latency failed: ${messageOf(e)}`);
