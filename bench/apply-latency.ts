@@ -130,6 +130,11 @@ try {
 
   const rollStart = performance.now();
   await apply(spec('v2'));
+  // Sample inside the roll: from its first replaced replica on.
+  await until('the roll to begin', async () => {
+    const s = await status();
+    return s.updated > 0 || rolled(s) ? true : undefined;
+  }, 300_000);
   const rolling = await measure(async () => {
     const s = await status();
     return !rolled(s);
