@@ -1,6 +1,7 @@
 /**
  * npm run bench:store — every backend through the same Store interface, in one run,
- * one process, 256-byte values. Prints a table and, last, one JSON line.
+ * one process, 256-byte values; each throughput cell interleaves the backends in slices,
+ * so they meet the same machine load. Prints a table and, last, one JSON line.
  *
  *   BENCH_SECONDS=2           seconds per throughput cell
  *   DATABASE_URL=postgres://… use this Postgres instead of an embedded one (fsync on)
@@ -19,6 +20,8 @@ import { startBenchEtcd } from './support/etcd.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
 const VALUE = 'v'.repeat(240);
 const CONCURRENCY = [1, 16, 64];
+/** Slices per throughput cell and backend (interleaved). */
+const ROUNDS = 4;
 
 interface Backend {
   name: string;
@@ -28,18 +31,32 @@ interface Backend {
 
 type Row = Record<string, number | null>;
 
-async function throughput(concurrency: number, op: (worker: number, i: number) => Promise<unknown>): Promise<number> {
-  const deadline = performance.now() + SECONDS * 1000;
+/** Ops completed by `concurrency` workers in `seconds`; `start` numbers the ops on from an earlier slice. */
+async function throughput(concurrency: number, seconds: number, op: (worker: number, i: number) => Promise<unknown>, start = 0): Promise<number> {
+  const deadline = performance.now() + seconds * 1000;
   let done = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async (_, w) => {
-      for (let i = 0; performance.now() < deadline; i++) {
+      for (let i = start; performance.now() < deadline; i++) {
         await op(w, i);
         done++;
       }
     }),
   );
-  return done / SECONDS;
+  return done;
+}
+
+/**
+ * One throughput cell on every backend, interleaved: ROUNDS slices of SECONDS / ROUNDS per
+ * backend in turn, so a change of the machine's load during the run falls on all of them
+ * alike and the ratio stays fair. Ops per second over the cell.
+ */
+async function interleaved(opened: Opened[], cell: string, concurrency: number, op: (o: Opened) => (worker: number, i: number) => Promise<unknown>): Promise<void> {
+  const done = new Map<Opened, number>(opened.map((o) => [o, 0]));
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const o of opened) done.set(o, done.get(o)! + (await throughput(concurrency, SECONDS / ROUNDS, op(o), done.get(o)!)));
+  }
+  for (const o of opened) o.row[cell] = done.get(o)! / SECONDS;
 }
 
 function percentile(xs: number[], p: number): number {
@@ -95,38 +112,40 @@ async function watchLatency(store: Store, watchers: number, rate: number): Promi
   return { p50: percentile(lat, 50), p99: percentile(lat, 99), events: received };
 }
 
-async function measure(b: Backend): Promise<Row> {
-  const store = await b.open();
-  const row: Row = {};
-  try {
-    for (const c of CONCURRENCY) {
-      row[`put@${c}`] = await throughput(c, (w, i) => store.put(`p/${w}/${i % 64}`, `${VALUE}${i}`));
-    }
-    for (const c of CONCURRENCY) {
-      // Each worker owns its key, so every compare holds; one round trip per txn.
-      const last = new Map<number, number>();
-      row[`txn@${c}`] = await throughput(c, async (w, i) => {
-        const key = `t/${c}/${w}`;
-        const r = await store.txn({
-          compare: [{ key, target: 'modRevision', op: '=', value: last.get(w) ?? 0 }],
-          success: [{ put: { key, value: `${VALUE}${i}` } }],
-        });
-        if (!r.succeeded) throw new Error(`bench bug: txn compare failed on ${b.name}`);
-        last.set(w, r.revision);
+interface Opened {
+  b: Backend;
+  store: Store;
+  row: Row;
+}
+
+async function measure(opened: Opened[]): Promise<void> {
+  for (const c of CONCURRENCY) {
+    await interleaved(opened, `put@${c}`, c, ({ store }) => (w, i) => store.put(`p/${w}/${i % 64}`, `${VALUE}${i}`));
+  }
+  for (const c of CONCURRENCY) {
+    // Each worker owns its key, so every compare holds; one round trip per txn.
+    const last = new Map<Opened, Map<number, number>>(opened.map((o) => [o, new Map()]));
+    await interleaved(opened, `txn@${c}`, c, (o) => async (w, i) => {
+      const key = `t/${c}/${w}`;
+      const r = await o.store.txn({
+        compare: [{ key, target: 'modRevision', op: '=', value: last.get(o)!.get(w) ?? 0 }],
+        success: [{ put: { key, value: `${VALUE}${i}` } }],
       });
-    }
-    await Promise.all(Array.from({ length: 1000 }, (_, i) => store.put(`r/${String(i).padStart(4, '0')}`, VALUE)));
-    row['range100@16'] = await throughput(16, (w, i) => store.range({ prefix: 'r/', start: undefined, limit: 100, ...(i % 2 ? { reverse: true } : {}) }));
+      if (!r.succeeded) throw new Error(`bench bug: txn compare failed on ${o.b.name}`);
+      last.get(o)!.set(w, r.revision);
+    });
+  }
+  for (const { store } of opened) await Promise.all(Array.from({ length: 1000 }, (_, i) => store.put(`r/${String(i).padStart(4, '0')}`, VALUE)));
+  await interleaved(opened, 'range100@16', 16, ({ store }) => (_w, i) => store.range({ prefix: 'r/', start: undefined, limit: 100, ...(i % 2 ? { reverse: true } : {}) }));
+  for (const { b, store, row } of opened) {
+    process.stderr.write(`watch latency on ${b.name}…\n`);
     const one = await watchLatency(store, 1, 1000);
     row['watch1.p50ms'] = one.p50;
     row['watch1.p99ms'] = one.p99;
     const hundred = await watchLatency(store, 100, 1000);
     row['watch100.p50ms'] = hundred.p50;
     row['watch100.p99ms'] = hundred.p99;
-  } finally {
-    await store.close();
   }
-  return row;
 }
 
 async function postgresBackend(): Promise<Backend> {
@@ -152,15 +171,16 @@ async function main(): Promise<void> {
   backends.push(await postgresBackend());
   const etcd = await startBenchEtcd();
   if (etcd) backends.push(etcd);
-  const results: Record<string, Row> = {};
-  for (const b of backends) {
-    process.stderr.write(`measuring ${b.name}…\n`);
-    try {
-      results[b.name] = await measure(b);
-    } finally {
-      await b.stop();
-    }
+  const opened: Opened[] = [];
+  try {
+    for (const b of backends) opened.push({ b, store: await b.open(), row: {} });
+    process.stderr.write(`measuring ${backends.map((b) => b.name).join(', ')}, interleaved…\n`);
+    await measure(opened);
+  } finally {
+    for (const o of opened) await o.store.close();
+    for (const b of backends) await b.stop();
   }
+  const results: Record<string, Row> = Object.fromEntries(opened.map((o) => [o.b.name, o.row]));
   const metrics = Object.keys(results.MemoryStore!);
   const cols = Object.keys(results);
   const hasRatio = results.PostgresStore && results.EtcdStore;
@@ -175,7 +195,9 @@ async function main(): Promise<void> {
   console.log(`store benchmark: ${SECONDS}s per cell, 256-byte values, ${os.cpus().length} cores; throughput in ops/s, latency in ms`);
   print(header);
   for (const l of lines) print(l);
-  console.log(JSON.stringify({ bench: 'store', seconds: SECONDS, results }));
+  const load = os.loadavg().map((x) => Number(x.toFixed(2)));
+  console.log(`load average at the end: ${load.join(' ')}`);
+  console.log(JSON.stringify({ bench: 'store', seconds: SECONDS, interleaved: ROUNDS, loadAverage: load, results }));
 }
 
 function fmt(v: number, digits: number): string {

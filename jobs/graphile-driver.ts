@@ -2,14 +2,15 @@ import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import type pg from 'pg';
 import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { pgFailure } from '../db/postgres/errors.js';
-import { PostgresTxStore } from '../db/postgres/tx-store.js';
 import { stepKey, type Controller } from './controller.js';
-import { FANOUT_TASK, STEP_TASK, addJobs, fanoutJob, jobHook, stepJob, type JobSpec } from './job-hook.js';
+import { FANOUT_TASK, STEP_TASK, addJobs, fanoutJob, stepJob, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
 import type { Store } from '../db/store.js';
 import { runStep, StepBook, stepFailure, stepResult, type StepMetrics, type StepOutcome } from './step-runner.js';
 
 const LEASE_TASK = 'cca-expire-leases';
+/** How long a step's own transaction may sit idle while the step runs (PG_BOUNDS allows 10 s). */
+const STEP_IDLE_LIMIT = '120s';
 const COMPACT_TASK = 'cca-compact';
 
 /**
@@ -22,7 +23,14 @@ export interface JobMetrics {
 }
 
 export interface GraphileDriverOptions {
+  /** graphile-worker's pool: its jobs, and each running step's own lock and timer. */
   pool: pg.Pool;
+  /**
+   * What steps read and write: the pod's PostgresStore, whose commit hook (jobHook) enqueues
+   * the steps a write wakes in the write's own transaction. A step's writes join its write
+   * batches, so the revision counter is locked only for their compare-and-write.
+   */
+  store: Store;
   controllers: readonly Controller[];
   /** Steps this pod runs at once. */
   concurrency?: number;
@@ -79,14 +87,17 @@ export function jobsPoolSize(workers: number): number {
 }
 
 /**
- * Controllers as graphile-worker jobs: each step runs in one Postgres transaction over a
- * PostgresTxStore, so its writes and the follow-up jobs they enqueue commit together;
- * a time wakeup becomes a keyed job's run_at. Any number of pods may run this; a step
- * that loses a race writes nothing because of its compares.
+ * Controllers as graphile-worker jobs. A step plans from reads of the store taken without
+ * any lock, and each of its txns commits through the store's write batcher, which takes
+ * the revision counter's lock only for that batch's compare-and-write; the follow-up jobs
+ * a write wakes commit with it (the store's commit hook). So user writes never queue
+ * behind a whole step, and a step, like in every other driver, may commit part of its
+ * writes before it fails (each txn compares what justified it: DESIGN rule 2). A time
+ * wakeup becomes a keyed job's run_at. Any number of pods may run this; a step that loses
+ * a race writes nothing because of its compares.
  */
 export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<GraphileDriver> {
   const byName = new Map(opts.controllers.map((c) => [c.name, c]));
-  const hook = jobHook(opts.controllers);
   const now = opts.now ?? (() => Date.now());
   const random = opts.random ?? Math.random;
   const logger = opts.log ? graphileLogger(opts.log) : quiet;
@@ -102,13 +113,17 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     const out = await helpers.withPgClient(async (client): Promise<StepOutcome> => {
       try {
         await client.query('BEGIN');
+        // This transaction holds no data lock, only the step's own lock and timer; the step
+        // reads and writes through the store on other connections meanwhile, so this one
+        // is idle for as long as the step runs (the server's TCP keepalives still end it
+        // within seconds if this pod vanishes).
+        await client.query(`SET LOCAL idle_in_transaction_session_timeout = '${STEP_IDLE_LIMIT}'`);
         // A step's change job and its timer job (or two pods) may be taken at once: the
         // same (controller, subject) must not run twice concurrently, so wait for it.
         // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
         // connection dying with its pod — a crash never leaves it held (a named queue would).
         await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cca-step:${key}`]);
-        const store = new PostgresTxStore(client, { hook, target: 'the job database' });
-        const out = await runStep(controller, store, now(), random, subject);
+        const out = await runStep(controller, opts.store, now(), random, subject);
         if (!out.ok) {
           await client.query('ROLLBACK');
           return out;
@@ -136,8 +151,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     const controller = byName.get((payload as { controller: string }).controller);
     if (!controller?.subjects) return;
     await helpers.withPgClient(async (client) => {
-      const store = new PostgresTxStore(client, { target: 'the job database' });
-      const subjects = await controller.subjects!(store);
+      const subjects = await controller.subjects!(opts.store);
       opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
       await addJobs(client, subjects.map((subject) => stepJob(controller, subject)));
     });

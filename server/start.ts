@@ -132,6 +132,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       if (cfg.workers > 0) {
         const driver = await startGraphileDriver({
           pool,
+          store: pg,
           controllers,
           concurrency: cfg.workers,
           metrics: steps,

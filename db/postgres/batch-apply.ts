@@ -7,7 +7,9 @@ import { BatchView, NeedMore, NeedMoreLeases } from './batch-view.js';
 import { loadKeys } from './sql/loadKeys.js';
 import { loadLeases } from './sql/loadLeases.js';
 import { readRange } from './sql/readRange.js';
-import { writeChanges, type LogRow } from './sql/writeChanges.js';
+import type { KnownRows } from './known-rows.js';
+import { loadSnapshot, type Snapshot } from './sql/loadSnapshot.js';
+import { writeChanges, writeChangesAtHead, type HeadGuard, type LogRow } from './sql/writeChanges.js';
 
 export type WriteRequest = { kind: 'txn'; req: TxnRequest } | { kind: 'revoke'; lease: number } | { kind: 'expire'; lease: number };
 
@@ -62,6 +64,12 @@ async function lockHead(client: pg.ClientBase, begin: boolean): Promise<{ revisi
 
 /** Load in one round trip what the batch will obviously read, so re-evaluation is rare. */
 async function preload(client: pg.ClientBase, view: BatchView, items: WriteRequest[]): Promise<void> {
+  const r = readRegions(items);
+  await load(client, view, r.keys, r.intervals, r.leases, r.leaseKeys);
+}
+
+/** What a batch will obviously read: keys, key intervals, leases, and leases whose keys it needs. */
+function readRegions(items: WriteRequest[]): { keys: string[]; intervals: KeyInterval[]; leases: number[]; leaseKeys: number[] } {
   const keys: string[] = [];
   const intervals: KeyInterval[] = [];
   const leases = new Set<number>();
@@ -88,7 +96,90 @@ async function preload(client: pg.ClientBase, view: BatchView, items: WriteReque
       }
     }
   }
-  await load(client, view, keys, intervals, [...leases], leaseKeys);
+  return { keys, intervals, leases: [...leases], leaseKeys };
+}
+
+/** A batch evaluated against a snapshot taken without the counter lock. */
+export interface SnapshotPlan {
+  outcomes: WriteOutcome[];
+  rows: LogRow[];
+  /** The head the snapshot saw; the plan commits only if the store is still there. */
+  guard: HeadGuard;
+  /** The head after the plan's commits (= guard.revision when it writes nothing). */
+  after: number;
+}
+
+/**
+ * The short write path, one round trip before the commit: read the head and every key the
+ * batch reads in one statement (one snapshot, no lock), evaluate there. A plan that writes
+ * nothing is already an answer (its reads were the store at that head); one that writes
+ * commits with `commitPlan`, which applies it only if nobody wrote since. Undefined when
+ * the snapshot cannot answer the batch: a lease is revoked or expired, or a put attaches a
+ * lease (lease rows change without moving the head), or the evaluator asked for more than
+ * the preload (a second read would be another snapshot). Those go the locked way.
+ * With `known` (known-rows.ts), a batch of single keys it knows is planned without the read.
+ */
+export async function planAtSnapshot(client: pg.ClientBase, requests: WriteRequest[], known?: KnownRows): Promise<SnapshotPlan | undefined> {
+  if (!requests.every((r) => r.kind === 'txn' && !attachesLease(r.req))) return undefined;
+  const r = readRegions(requests);
+  // Single keys all known from this batcher's own reads and commits: plan without a read.
+  const remembered = r.intervals.length === 0 ? known?.snapshotOf(r.keys) : undefined;
+  if (remembered) {
+    const plan = planOn(remembered, requests, r.keys, []);
+    // Only a plan that writes is checked by the guard; an answer that writes nothing must come from the store.
+    if (plan && plan.rows.length > 0) return plan;
+  }
+  const snap = await loadSnapshot(client, {
+    keys: r.keys,
+    bounded: r.intervals.filter((iv) => iv.end !== undefined).map((iv) => ({ start: iv.start, end: iv.end! })),
+    unbounded: r.intervals.filter((iv) => iv.end === undefined).map((iv) => iv.start),
+    leases: [],
+  });
+  known?.learn(snap, r.keys);
+  return planOn(snap, requests, r.keys, r.intervals);
+}
+
+function planOn(snap: Snapshot, requests: WriteRequest[], keys: string[], intervals: KeyInterval[]): SnapshotPlan | undefined {
+  const view = new BatchView(snap.revision, snap.compactRevision);
+  view.addRows(snap.rows, keys, intervals, []);
+  try {
+    const { outcomes, rows } = evaluatePass(view, requests);
+    return { outcomes, rows, guard: { revision: snap.revision, compactRevision: snap.compactRevision }, after: view.revision };
+  } catch (e) {
+    if (e instanceof NeedMore || e instanceof NeedMoreLeases) return undefined;
+    throw e;
+  }
+}
+
+function attachesLease(req: TxnRequest): boolean {
+  return [...req.success, ...(req.failure ?? [])].some((op) => 'put' in op && (op.put.lease ?? 0) !== 0);
+}
+
+/**
+ * Commit a snapshot plan that writes: one statement that takes the counter lock, checks
+ * the head is still the plan's, and writes (writeChangesAtHead). Without a hook it is its
+ * own transaction (one round trip, one fsync); with one, the hook's statements ride in the
+ * same transaction. `committing` is called just before the statement whose loss leaves
+ * the outcome unknown. False: another writer moved the head first, nothing was written.
+ */
+export async function commitPlan(
+  client: pg.ClientBase,
+  plan: SnapshotPlan,
+  opts: { hook?: CommitHook | undefined; committing(): void },
+): Promise<boolean> {
+  if (!opts.hook) {
+    opts.committing();
+    return writeChangesAtHead(client, plan.rows, plan.after, plan.guard);
+  }
+  await client.query('BEGIN');
+  if (!(await writeChangesAtHead(client, plan.rows, plan.after, plan.guard))) {
+    await client.query('ROLLBACK');
+    return false;
+  }
+  await opts.hook(client, [...new Set(plan.rows.map((r) => r.key))]);
+  opts.committing();
+  await client.query('COMMIT');
+  return true;
 }
 
 async function load(

@@ -1,9 +1,12 @@
 import type pg from 'pg';
 import { isCcaError } from '../../core/diagnostics/index.js';
 import type { TxnRequest, TxnResponse } from '../store.js';
-import { applyWrites, type CommitHook } from './batch-apply.js';
+import { applyWrites, commitPlan, planAtSnapshot, type CommitHook, type WriteOutcome } from './batch-apply.js';
 import { pgFailure } from './errors.js';
+import { KnownRows } from './known-rows.js';
 import type { StoreObserver } from './observer.js';
+
+type Applied = { outcomes: WriteOutcome[]; before: number; after: number };
 
 type Settle<T> = { resolve(v: T): void; reject(e: unknown): void };
 
@@ -31,6 +34,10 @@ export interface BatcherOptions {
 export class WriteBatcher {
   private queue: WriteItem[] = [];
   private running: Promise<void> | undefined;
+  /** The last snapshot plan lost to another writer: the next batch takes the lock first. */
+  private overtaken = false;
+  /** Rows this batcher knows at the head of its last read or commit (known-rows.ts). */
+  private readonly known = new KnownRows();
 
   constructor(
     private readonly pool: pg.Pool,
@@ -77,9 +84,9 @@ export class WriteBatcher {
     };
     client.on('error', onError);
     try {
-      const { outcomes, before, after } = await applyWrites(client, items, { hook: this.opts.hook, begin: true });
-      committing = true;
-      await client.query('COMMIT');
+      const settled = await this.atSnapshot(client, items, () => (committing = true));
+      committing = false; // overtaken: nothing was written
+      const { outcomes, before, after } = settled ?? (await this.locked(client, items, () => (committing = true)));
       this.opts.observer?.committed?.({ batchSize: items.length, seconds: (performance.now() - started) / 1000 });
       if (after > before) this.opts.onCommit(after);
       items.forEach((it, i) => {
@@ -89,6 +96,8 @@ export class WriteBatcher {
       });
     } catch (e) {
       broken = e;
+      this.known.forget(); // the outcome may be unknown
+
       const err = pgFailure(e, this.opts.target, committing);
       await client.query('ROLLBACK').catch(() => undefined);
       for (const it of items) it.reject(err);
@@ -96,6 +105,39 @@ export class WriteBatcher {
       client.off('error', onError);
       client.release(broken instanceof Error && !isCcaError(broken) ? broken : undefined);
     }
+  }
+
+  /**
+   * The short way (batch-apply.ts planAtSnapshot): plan from a snapshot read without the
+   * lock, commit in one guarded statement. Undefined when the batch must go the locked way:
+   * it cannot be planned from a snapshot, or another writer moved the head between the read
+   * and the commit (then the next batch goes the locked way at once, too).
+   */
+  private async atSnapshot(client: pg.PoolClient, items: WriteItem[], committing: () => void): Promise<Applied | undefined> {
+    if (this.overtaken) {
+      this.overtaken = false;
+      return undefined;
+    }
+    const plan = await planAtSnapshot(client, items, this.known);
+    if (!plan) return undefined;
+    const applied = { outcomes: plan.outcomes, before: plan.guard.revision, after: plan.after };
+    if (plan.rows.length === 0) return applied;
+    if (await commitPlan(client, plan, { hook: this.opts.hook, committing })) {
+      this.known.committed(plan.guard.revision, plan.after, plan.rows);
+      return applied;
+    }
+    this.overtaken = true;
+    this.known.forget();
+    return undefined;
+  }
+
+  /** The locked way: BEGIN and the counter lock first, then read, evaluate, write, COMMIT. */
+  private async locked(client: pg.PoolClient, items: WriteItem[], committing: () => void): Promise<Applied> {
+    this.known.forget();
+    const out = await applyWrites(client, items, { hook: this.opts.hook, begin: true });
+    committing();
+    await client.query('COMMIT');
+    return out;
   }
 
 }

@@ -15,9 +15,9 @@ export async function graphileCluster(name: string, cleanups: (() => Promise<voi
   const list = controllers({ retention: false, ...opts });
   const pool = createPool(db.url);
   cleanups.push(() => pool.end());
-  const driver = await startGraphileDriver({ pool, controllers: list, pollIntervalMs: 100, concurrency: 2 });
-  cleanups.push(() => driver.stop());
   const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
   cleanups.push(() => store.close());
+  const driver = await startGraphileDriver({ pool, store, controllers: list, pollIntervalMs: 100, concurrency: 2 });
+  cleanups.push(() => driver.stop());
   return { store, driver };
 }

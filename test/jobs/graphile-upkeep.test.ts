@@ -28,7 +28,7 @@ test('lease expiry survives a pod that died holding its upkeep job', async () =>
 
   // Pod A: the one that will "die". Its upkeep creates the keyed jobs; then it stops (as a
   // SIGKILLed pod would, minus the lock) and we lock its lease job in its name.
-  const a = await startGraphileDriver({ pool, controllers: [], pollIntervalMs: 100, maintenance: { store, leaseEveryMs: 200, watchdogEveryMs: 60_000 } });
+  const a = await startGraphileDriver({ pool, store, controllers: [], pollIntervalMs: 100, maintenance: { store, leaseEveryMs: 200, watchdogEveryMs: 60_000 } });
   await a.kickAll();
   await waitFor('one cca-expire-leases job', async () => (await admin.query(`SELECT count(*)::int AS n FROM graphile_worker._private_jobs WHERE key = 'cca-expire-leases'`)).rows[0].n as number, (n) => n === 1, 10_000);
   await a.stop();
@@ -36,7 +36,7 @@ test('lease expiry survives a pod that died holding its upkeep job', async () =>
   expect(locked.rowCount).toBe(1);
 
   // Pod B starts later and never runs kickAll (it did not start the cluster): only its watchdog can help.
-  const b = await startGraphileDriver({ pool, controllers: [], pollIntervalMs: 100, maintenance: { store, leaseEveryMs: 200, watchdogEveryMs: 500 } });
+  const b = await startGraphileDriver({ pool, store, controllers: [], pollIntervalMs: 100, maintenance: { store, leaseEveryMs: 200, watchdogEveryMs: 500 } });
   cleanups.push(() => b.stop());
   const lease = await store.grantLease(1);
   await store.put('/nodes/gone', 'x', { lease: lease.id });

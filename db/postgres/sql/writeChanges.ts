@@ -12,19 +12,16 @@ export interface LogRow {
   prevRevision: number;
 }
 
-/**
- * Everything a batch changes, in one statement: append the log, bring cca_kv to each
- * key's final state, drop revoked or expired leases, move the counter, and notify
- * watchers once (pg_notify serialises notifying commits, so once per batch, not per write).
- */
-export async function writeChanges(db: Db, rows: LogRow[], droppedLeases: number[], revision: number): Promise<void> {
-  const col = <K extends keyof LogRow>(k: K) => rows.map((r) => r[k]);
-  await db.query(
-    `WITH ev AS (
-       SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bool[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
-         AS e(revision, seq, key, value, deleted, create_revision, version, lease, prev_revision)
-     ),
-     ins AS (INSERT INTO cca_log SELECT * FROM ev),
+/** The head a batch was planned at: its changes apply only if the store is still there. */
+export interface HeadGuard {
+  revision: number;
+  compactRevision: number;
+}
+
+const EVENTS = `SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[], $4::text[], $5::bool[], $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[])
+         AS e(revision, seq, key, value, deleted, create_revision, version, lease, prev_revision)`;
+
+const APPLY = `ins AS (INSERT INTO cca_log SELECT * FROM ev),
      fin AS (SELECT DISTINCT ON (key) * FROM ev ORDER BY key, revision DESC, seq DESC),
      up AS (
        INSERT INTO cca_kv (key, value, create_revision, mod_revision, version, lease)
@@ -32,22 +29,60 @@ export async function writeChanges(db: Db, rows: LogRow[], droppedLeases: number
        ON CONFLICT (key) DO UPDATE SET value = excluded.value, create_revision = excluded.create_revision,
          mod_revision = excluded.mod_revision, version = excluded.version, lease = excluded.lease
      ),
-     del AS (DELETE FROM cca_kv k USING fin WHERE fin.deleted AND k.key = fin.key),
+     del AS (DELETE FROM cca_kv k USING fin WHERE fin.deleted AND k.key = fin.key)`;
+
+/**
+ * Everything a batch changes, in one statement: append the log, bring cca_kv to each
+ * key's final state, drop revoked or expired leases, move the counter, and notify
+ * watchers once (pg_notify serialises notifying commits, so once per batch, not per write).
+ * Runs under the counter lock its transaction took first (batch-apply.ts lockHead).
+ */
+export async function writeChanges(db: Db, rows: LogRow[], droppedLeases: number[], revision: number): Promise<void> {
+  await db.query({
+    name: 'cca_write_changes',
+    text: `WITH ev AS (${EVENTS}),
+     ${APPLY},
      dl AS (DELETE FROM cca_lease WHERE id = ANY($10::bigint[])),
      m AS (UPDATE cca_meta SET revision = $11 WHERE id = 1 AND revision < $11)
      SELECT pg_notify('cca_revision', $11::text) WHERE cardinality($1::bigint[]) > 0`,
-    [
-      col('revision'),
-      col('seq'),
-      col('key'),
-      col('value'),
-      col('deleted'),
-      col('createRevision'),
-      col('version'),
-      col('lease'),
-      col('prevRevision'),
-      droppedLeases,
-      revision,
-    ],
-  );
+    values: [...columns(rows), droppedLeases, revision],
+  });
+}
+
+/**
+ * The same changes as one self-contained statement, for a batch planned from a snapshot
+ * taken without the lock (batch-apply.ts planAtSnapshot): its first act takes the counter
+ * row's lock and moves it only if the head and the compact revision are still the ones
+ * the batch was planned at; every other change depends on that, so a batch overtaken by
+ * another writer changes nothing and answers false. Sent outside BEGIN it is its own
+ * transaction: one round trip and one fsync.
+ */
+export async function writeChangesAtHead(db: Db, rows: LogRow[], revision: number, guard: HeadGuard): Promise<boolean> {
+  const r = await db.query<{ applied: boolean }>({
+    name: 'cca_write_changes_at_head',
+    text: `WITH m AS (
+       UPDATE cca_meta SET revision = $10 WHERE id = 1 AND revision = $11 AND compact_revision = $12 RETURNING 1
+     ),
+     ev AS (${EVENTS} WHERE EXISTS (SELECT 1 FROM m)),
+     ${APPLY}
+     SELECT EXISTS (SELECT 1 FROM m) AS applied,
+            CASE WHEN EXISTS (SELECT 1 FROM m) THEN pg_notify('cca_revision', $10::text) END AS notified`,
+    values: [...columns(rows), revision, guard.revision, guard.compactRevision],
+  });
+  return r.rows[0]!.applied;
+}
+
+function columns(rows: LogRow[]): unknown[] {
+  const col = <K extends keyof LogRow>(k: K) => rows.map((r) => r[k]);
+  return [
+    col('revision'),
+    col('seq'),
+    col('key'),
+    col('value'),
+    col('deleted'),
+    col('createRevision'),
+    col('version'),
+    col('lease'),
+    col('prevRevision'),
+  ];
 }

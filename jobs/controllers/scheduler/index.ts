@@ -20,8 +20,8 @@ export { SCHEDULER } from './plan-placements.js';
 export interface SchedulerOptions {
   /**
    * Placement txns in flight at once. PostgresStore batches concurrent txns into one
-   * Postgres transaction, so a server on it wants ~16; the default 1 is right for a step
-   * inside one job transaction (PostgresTxStore runs one statement stream per client).
+   * Postgres transaction, so a server on it wants ~16 (graphile steps write through it
+   * too); the default is 1.
    */
   txnConcurrency?: number;
 }

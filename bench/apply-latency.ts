@@ -1,0 +1,180 @@
+/**
+ * npm run bench:apply-latency — do user writes wait on controller steps? `cca apply`
+ * latency (the dry-run diff and the apply, the two requests `cca apply --yes` sends) on an
+ * idle cluster, then while a rolling update replaces every replica of a large service.
+ * One real server pod (`server/main.ts`, two workers) on Postgres (embedded, fsync on, or
+ * DATABASE_URL); the agents are `Agent`s on the fake runtime hosted in this process, as in
+ * bench/system.ts. Prints a table and, last, one JSON line (with the load average).
+ *
+ *   npx tsx bench/apply-latency.ts [--agents 100] [--replicas 1000] [--samples 100] [--surge 100]
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { Agent } from '../agent/agent.js';
+import { FakeRuntime } from '../agent/runtime-fake.js';
+import { StateDir } from '../agent/state.js';
+import { messageOf } from '../core/diagnostics/index.js';
+import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
+import { Proc } from '../demo/procs.js';
+import { newRoleToken } from '../handlers/auth.js';
+import { freePort } from '../test/support/postgres-server.js';
+
+// any: the API's answers, read loosely (as bench/system.ts does).
+type Json = Record<string, any>;
+
+const arg = (name: string, dflt: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+};
+const AGENTS = arg('agents', 100);
+const REPLICAS = arg('replicas', 1000);
+const SAMPLES = arg('samples', 100);
+const SURGE = arg('surge', 100);
+const GAP_MS = 50;
+const log = (l: string) => process.stderr.write(`${l}\n`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs: number[], p: number) => {
+  const s = xs.slice().sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
+};
+
+async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const start = performance.now();
+  for (;;) {
+    const v = await f().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (performance.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+const dir = mkdtempSync(join(os.tmpdir(), 'cca-bench-apply-'));
+const admin = newRoleToken('admin');
+const joinToken = newRoleToken('join');
+const agents: Agent[] = [];
+let pg: RunningPostgres | undefined;
+let pod: Proc | undefined;
+
+/** Every replica replaced and running, and the roll says so. */
+const rolled = (s: Json) => s.updated >= REPLICAS && s.running >= REPLICAS && (!s.rollout || s.rollout.state === 'complete');
+
+const spec = (version: string) =>
+  `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  env      = { VERSION = "${version}" }\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n  update { max_surge = ${SURGE} max_unavailable = 0 }\n}\n`;
+
+try {
+  const storeUrl = process.env.DATABASE_URL ?? (pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freePort(), persistent: false })).url;
+  const port = await freePort();
+  const server = `http://127.0.0.1:${port}`;
+  pod = new Proc('server', 'server/main.ts', ['--store', storeUrl, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: joinToken });
+  const call = async (method: string, path: string, body?: unknown): Promise<Json> => {
+    const r = await fetch(`${server}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${admin}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+      ...(body ? { body: JSON.stringify(body) } : {}),
+    });
+    const answer = (await r.json()) as Json;
+    if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(answer)}`);
+    return answer;
+  };
+  const apply = (text: string, dryRun = false) => call('POST', `/v1/apply${dryRun ? '?dry_run=1' : ''}`, { files: [{ name: 'bench.cca', text }] });
+  await until('the server', async () => ((await fetch(`${server}/readyz`)).ok ? true : undefined), 60_000);
+
+  // Room for twice the replicas (the surge needs some): 0.1 CPU / 32Mi each.
+  const perNode = Math.ceil((2 * REPLICAS) / AGENTS);
+  for (let n = 0; n < AGENTS; n++) {
+    const name = `n${String(n + 1).padStart(3, '0')}`;
+    agents.push(new Agent({
+      server, node: name, token: joinToken, state: new StateDir(join(dir, 'agents', name)),
+      runtime: new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } }),
+      record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: perNode * 100, memoryBytes: perNode * 32 * 2 ** 20 } },
+      log: () => undefined,
+    }));
+  }
+  await Promise.all(agents.map((a) => a.start()));
+  let ready = 0;
+  await until(`${AGENTS} ready nodes`, async () => {
+    ready = ((await call('GET', '/v1/nodes')).nodes as Json[]).filter((n) => n.state === 'ready').length;
+    return ready === AGENTS ? true : undefined;
+  }, 300_000).catch((e: Error) => {
+    throw new Error(`${e.message} (${ready} ready)`);
+  });
+  const status = async () => (await call('GET', '/v1/services/bench')).service as Json;
+  const applied = performance.now();
+  await apply(spec('v1'));
+  await until(`${REPLICAS} running`, async () => ((await status()).running >= REPLICAS ? true : undefined), 600_000);
+  const converge = (performance.now() - applied) / 1000;
+  log(`${REPLICAS} replicas running on ${AGENTS} agents, ${converge.toFixed(1)} s after the apply`);
+  await sleep(2_000); // the agents' first reports settle
+
+  /** `cca apply --yes` of a small service, as the CLI sends it: the dry-run diff, then the apply. */
+  let n = 0;
+  const probe = async (): Promise<number> => {
+    const text = `service probe {\n  image    = "busybox:1.35"\n  replicas = 0\n  env      = { N = "${n++}" }\n}\n`;
+    const t = performance.now();
+    await apply(text, true);
+    await apply(text);
+    return performance.now() - t;
+  };
+  const measure = async (more: () => Promise<boolean>): Promise<number[]> => {
+    const lat: number[] = [];
+    while (lat.length < SAMPLES && (await more())) {
+      lat.push(await probe());
+      await sleep(GAP_MS);
+    }
+    return lat;
+  };
+
+  const idle = await measure(async () => true);
+  log(`idle: ${idle.length} applies, p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms`);
+
+  const rollStart = performance.now();
+  await apply(spec('v2'));
+  // Sample inside the roll: from its first replaced replica on.
+  await until('the roll to begin', async () => {
+    const s = await status();
+    return s.updated > 0 || rolled(s) ? true : undefined;
+  }, 300_000);
+  const rolling = await measure(async () => {
+    const s = await status();
+    return !rolled(s);
+  });
+  const updatedAtEnd = (await status()).updated as number;
+  log(`during the roll: ${rolling.length} applies, p50 ${pct(rolling, 50).toFixed(1)} ms, p99 ${pct(rolling, 99).toFixed(1)} ms; ${updatedAtEnd}/${REPLICAS} replaced when sampling ended`);
+  let lastLog = performance.now();
+  const roll = await until('the roll to finish', async () => {
+    const s = await status();
+    if (performance.now() - lastLog > 5_000) {
+      lastLog = performance.now();
+      log(`   rolling: ${JSON.stringify({ running: s.running, updated: s.updated, rollout: s.rollout })}`);
+    }
+    return rolled(s) ? (performance.now() - rollStart) / 1000 : undefined;
+  }, 300_000).catch(() => null); // reported as unfinished
+
+  const load = os.loadavg().map((x) => Number(x.toFixed(2)));
+  const rows: [string, string, string, string][] = [
+    ['phase', 'applies', 'p50 ms', 'p99 ms'],
+    ['idle', String(idle.length), pct(idle, 50).toFixed(1), pct(idle, 99).toFixed(1)],
+    [`rolling update of ${REPLICAS}`, String(rolling.length), pct(rolling, 50).toFixed(1), pct(rolling, 99).toFixed(1)],
+  ];
+  console.log(`apply latency: one pod (2 workers), ${AGENTS} agents (fake runtime, in this process), ${REPLICAS} replicas, max_surge ${SURGE}; ${os.cpus().length} cores, load ${load.join(' ')}`);
+  for (const r of rows) console.log(`${r[0].padEnd(28)} ${r[1].padStart(8)} ${r[2].padStart(8)} ${r[3].padStart(8)}`);
+  console.log(`apply → all ${REPLICAS} running took ${converge.toFixed(1)} s`);
+  console.log(`the roll ${roll === null ? 'had not finished 300 s after the samples' : `took ${roll.toFixed(1)} s`}; ${rolling.length < SAMPLES ? 'it ended before the samples did' : `${updatedAtEnd}/${REPLICAS} replaced when the samples ended`}`);
+  console.log(JSON.stringify({
+    bench: 'apply-latency', agents: AGENTS, replicas: REPLICAS, surge: SURGE, samples: SAMPLES,
+    idle: { n: idle.length, p50Ms: pct(idle, 50), p99Ms: pct(idle, 99) },
+    rolling: { n: rolling.length, p50Ms: pct(rolling, 50), p99Ms: pct(rolling, 99), replacedWhenSamplingEnded: updatedAtEnd },
+    convergeSeconds: converge, rollSeconds: roll, loadAverage: load,
+  }));
+} catch (e) {
+  log(`bench:apply-latency failed: ${messageOf(e)}`);
+  if (pod) log(`--- server output ---\n${pod.output.slice(-3000)}`);
+  process.exitCode = 1;
+} finally {
+  await Promise.allSettled(agents.map((a) => a.close()));
+  await pod?.kill('SIGTERM');
+  await pg?.stop().catch(() => undefined);
+  rmSync(dir, { recursive: true, force: true });
+}
+process.exit(process.exitCode ?? 0);
