@@ -37,20 +37,39 @@ interface Sample {
   podCores: number;
   agentRssMiB: number[];
   running: number;
+  /** How long the pod took to answer GET /v1/services/soak. */
+  answerMs: number;
   load: number;
 }
 
 /** `nodejs_heap_size_used_bytes` from the pod's /metrics (prom-client's default metrics). */
 async function heapUsed(url: string): Promise<number> {
-  const text = await (await fetch(`${url}/metrics`)).text();
+  const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(60_000) })).text();
   return Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? NaN);
 }
 
 async function api(pod: BenchPod, method: string, path: string, body?: string): Promise<Record<string, unknown>> {
-  const r = await fetch(`${pod.url}${path}`, { method, headers: { authorization: `Bearer ${pod.admin}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) }, ...(body ? { body } : {}) });
+  const r = await fetch(`${pod.url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${pod.admin}`, ...(body ? { 'content-type': 'text/x-cca' } : {}) },
+    ...(body ? { body } : {}),
+    signal: AbortSignal.timeout(60_000),
+  });
   const j = (await r.json()) as Record<string, unknown>;
   if (!r.ok) throw new Error(`${method} ${path}: ${r.status} ${JSON.stringify(j)}`);
   return j;
+}
+
+/** A request of the soak's own that failed is counted and reported, not fatal: the pod may be slow to answer under load. */
+let unanswered = 0;
+async function tryApi(pod: BenchPod, method: string, path: string, body?: string): Promise<Record<string, unknown> | undefined> {
+  try {
+    return await api(pod, method, path, body);
+  } catch (e) {
+    unanswered++;
+    process.stderr.write(`${method} ${path}: ${e instanceof Error ? (e.cause instanceof Error ? e.cause.message : e.message) : String(e)}\n`);
+    return undefined;
+  }
 }
 
 const spec = (replicas: number) => `service soak {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${replicas}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
@@ -90,24 +109,26 @@ async function main() {
     await api(pod, 'POST', '/v1/apply', spec(REPLICAS));
 
     console.log(`soak: one pod, ${env.BENCH_AGENTS} agents (fake runtime) in ${WORKERS} processes, ${REPLICAS} replicas, ${MINUTES} × ${env.BENCH_MINUTE_MS / 1000} s`);
-    console.log('minute  pod RSS MiB  pod heap MiB  pod cores  agent proc RSS MiB (mean / max)  running  load');
+    console.log('minute  pod RSS MiB  pod heap MiB  pod cores  agent proc RSS MiB (mean / max)  running  answer ms  load');
     let cpu = (await usage(pod.pid)).cpu;
     let t = performance.now();
     for (let minute = 1; minute <= MINUTES; minute++) {
       // Every other minute a tenth of the replicas goes, and comes back the next.
-      if (minute > 1) await api(pod, 'POST', '/v1/apply', spec(minute % 2 === 0 ? REPLICAS - REPLICAS / 10 : REPLICAS));
+      if (minute > 1) await tryApi(pod, 'POST', '/v1/apply', spec(minute % 2 === 0 ? REPLICAS - REPLICAS / 10 : REPLICAS));
       await sleep(Math.max(0, t + env.BENCH_MINUTE_MS - performance.now()));
       const now = performance.now();
       const p = await usage(pod.pid);
       const agentRss = await Promise.all(workers.pids.map(async (pid) => (await usage(pid)).rss));
-      const svc = (await api(pod, 'GET', '/v1/services/soak')).service as { running?: number } | undefined;
+      const asked = performance.now();
+      const svc = (await tryApi(pod, 'GET', '/v1/services/soak'))?.service as { running?: number } | undefined;
       const s: Sample = {
         minute,
         podRssMiB: mib(p.rss),
-        podHeapMiB: mib(await heapUsed(pod.url)),
+        podHeapMiB: mib(await heapUsed(pod.url).catch(() => NaN)),
         podCores: Number(((p.cpu - cpu) / ((now - t) / 1000)).toFixed(3)),
         agentRssMiB: agentRss.map(mib),
-        running: svc?.running ?? 0,
+        running: svc?.running ?? -1,
+        answerMs: Math.round(performance.now() - asked),
         load: load(),
       };
       cpu = p.cpu;
@@ -115,7 +136,7 @@ async function main() {
       samples.push(s);
       const mean = s.agentRssMiB.reduce((a, b) => a + b, 0) / s.agentRssMiB.length;
       console.log(
-        `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${s.podHeapMiB.toFixed(1).padStart(12)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${s.load.toFixed(1)}`,
+        `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${s.podHeapMiB.toFixed(1).padStart(12)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${s.load.toFixed(1)}`,
       );
     }
   } finally {
@@ -140,6 +161,7 @@ async function main() {
     podRssMiB: { afterWarmup: first.podRssMiB, last: last.podRssMiB, growth: growth(first.podRssMiB, last.podRssMiB), slopeMiBPerHour: perHour(after.map((s) => s.podRssMiB)) },
     podHeapMiB: { afterWarmup: first.podHeapMiB, last: last.podHeapMiB, growth: growth(first.podHeapMiB, last.podHeapMiB), slopeMiBPerHour: perHour(after.map((s) => s.podHeapMiB)) },
     agentProcessRssMiB: { afterWarmup: agentMax(first), last: agentMax(last), growth: growth(agentMax(first), agentMax(last)), slopeMiBPerHour: perHour(after.map(agentMax)), totalPerAgentMiB: Number(((last.agentRssMiB.reduce((a, b) => a + b, 0)) / env.BENCH_AGENTS).toFixed(2)) },
+    unansweredRequests: unanswered,
     podCoresMean: Number((after.reduce((a, s) => a + s.podCores, 0) / after.length).toFixed(3)),
   };
   console.log(`growth after warm-up (minute ${first.minute} → ${last.minute}): pod RSS ${(results.podRssMiB.growth * 100).toFixed(1)} % (${results.podRssMiB.slopeMiBPerHour} MiB/h), pod heap ${(results.podHeapMiB.growth * 100).toFixed(1)} %, largest agent process RSS ${(results.agentProcessRssMiB.growth * 100).toFixed(1)} %`);
