@@ -29,7 +29,7 @@ const WARMUP = Math.min(env.BENCH_WARMUP_MINUTES, MINUTES - 1);
 const REPLICAS = 10 * env.BENCH_AGENTS;
 const WORKERS = Math.min(env.BENCH_WORKERS, env.BENCH_AGENTS);
 
-type Msg = { type: 'ready'; agents: number } | { type: 'stopped' };
+type Msg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' };
 interface Sample {
   minute: number;
   podRssMiB: number;
@@ -89,6 +89,7 @@ async function main() {
   const pod = await startPod('soak');
   let workers: Workers<Msg> | undefined;
   const samples: Sample[] = [];
+  let registered = 0;
   try {
     const nodes = Array.from({ length: env.BENCH_AGENTS }, (_, i) => `soak-${String(i + 1).padStart(3, '0')}`);
     // Room for twice the replicas, as bench:system.
@@ -105,7 +106,8 @@ async function main() {
       })),
     );
     const ready = await workers.collect('ready', 300_000);
-    process.stderr.write(`${ready.reduce((a, r) => a + r.agents, 0)} agents in ${WORKERS} processes; pod ${pod.url} (pid ${pod.pid})\n`);
+    registered = ready.reduce((a, r) => a + r.registered, 0);
+    process.stderr.write(`${ready.reduce((a, r) => a + r.agents, 0)} agents in ${WORKERS} processes, ${registered} registered; pod ${pod.url} (pid ${pod.pid})\n`);
     await api(pod, 'POST', '/v1/apply', spec(REPLICAS));
 
     console.log(`soak: one pod, ${env.BENCH_AGENTS} agents (fake runtime) in ${WORKERS} processes, ${REPLICAS} replicas, ${MINUTES} × ${env.BENCH_MINUTE_MS / 1000} s`);
@@ -157,6 +159,7 @@ async function main() {
     warmupMinutes: WARMUP,
     agents: env.BENCH_AGENTS,
     agentProcesses: WORKERS,
+    registered,
     replicas: REPLICAS,
     podRssMiB: { afterWarmup: first.podRssMiB, last: last.podRssMiB, growth: growth(first.podRssMiB, last.podRssMiB), slopeMiBPerHour: perHour(after.map((s) => s.podRssMiB)) },
     podHeapMiB: { afterWarmup: first.podHeapMiB, last: last.podHeapMiB, growth: growth(first.podHeapMiB, last.podHeapMiB), slopeMiBPerHour: perHour(after.map((s) => s.podHeapMiB)) },

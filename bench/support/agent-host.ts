@@ -1,7 +1,8 @@
 /**
  * A load-generator process for bench:server and bench:soak: real `Agent`s (agent/agent.ts)
  * on the fake runtime, as many as its settings say, each talking HTTP to the pod exactly as
- * a separate `cca agent` would. Messages: `ready` once all are started, `stopped` at the end.
+ * a separate `cca agent` would, started a batch at a time. Messages: `ready` once all are
+ * started (with how many registered), `stopped` at the end.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -21,7 +22,9 @@ const config = z
     cpuMillis: z.number().int().positive(),
     memoryBytes: z.number().int().positive(),
     /** Agents started at once (registration is the pod's heaviest agent request). */
-    startBatch: z.number().int().positive().default(25),
+    startBatch: z.number().int().positive().default(10),
+    /** How long a batch may take to register before the next starts anyway. */
+    registerWithinMs: z.number().int().positive().default(60_000),
   })
   .parse(JSON.parse(process.env[WORKER_CONFIG] ?? 'null'));
 
@@ -46,6 +49,12 @@ process.on('SIGTERM', () => void stop());
 // The parent went away without a word: do not outlive it.
 process.on('disconnect', () => void stop());
 
+/** Until each agent of a batch has registered (or `ms` passed): an enrollment is not retried by the pod, so do not pile them up. */
+async function registered(batch: Agent[], ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (!stopping && performance.now() < until && batch.some((a) => !a.status().registered)) await new Promise((r) => setTimeout(r, 200));
+}
+
 for (let i = 0; i < config.nodes.length; i += config.startBatch) {
   const batch = config.nodes.slice(i, i + config.startBatch).map((node, j) => {
     const agent = new Agent({
@@ -58,9 +67,10 @@ for (let i = 0; i < config.nodes.length; i += config.startBatch) {
       log: () => undefined,
     });
     agents.push(agent);
-    return agent.start();
+    return agent;
   });
-  await Promise.all(batch);
+  await Promise.all(batch.map((a) => a.start()));
+  await registered(batch, config.registerWithinMs);
   if (stopping) break;
 }
-send({ type: 'ready', agents: agents.length });
+send({ type: 'ready', agents: agents.length, registered: agents.filter((a) => a.status().registered).length });

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../db/postgres/embedded.js';
 import { newRoleToken } from '../../handlers/auth.js';
 import { freePort } from '../../test/support/postgres-server.js';
+import { onInterrupt } from './cleanup.js';
 import { sleep } from './usage.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
@@ -47,7 +48,9 @@ export async function startPod(name: string, env: NodeJS.ProcessEnv = {}): Promi
   }
   const url = `http://127.0.0.1:${port}`;
   const log = () => readFileSync(logFile, 'utf8');
+  let forget = () => undefined as void;
   const stop = async () => {
+    forget();
     if (pod.exitCode === null && pod.signalCode === null) {
       const exited = new Promise((r) => pod.once('exit', r));
       pod.kill('SIGTERM');
@@ -60,6 +63,7 @@ export async function startPod(name: string, env: NodeJS.ProcessEnv = {}): Promi
     await pg.stop();
     await rm(dir, { recursive: true, force: true });
   };
+  forget = onInterrupt(stop);
   for (let i = 0; ; i++) {
     if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
     if (pod.exitCode !== null || i > 1200) {

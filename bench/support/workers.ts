@@ -1,5 +1,6 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { onInterrupt } from './cleanup.js';
 import { sleep } from './usage.js';
 
 /** The environment variable a worker reads its settings from (JSON, checked by the worker). */
@@ -15,7 +16,10 @@ export class Workers<M extends { type: string }> {
   private readonly inbox: { from: number; msg: M }[] = [];
   private readonly waiting = new Set<() => void>();
 
+  private readonly forget: () => void;
+
   constructor(script: string, configs: readonly unknown[]) {
+    this.forget = onInterrupt(() => this.stop(5_000));
     configs.forEach((config, i) => {
       const child = fork(path.join(import.meta.dirname, script), [], {
         execArgv: ['--import', 'tsx'],
@@ -66,6 +70,7 @@ export class Workers<M extends { type: string }> {
 
   /** Ask every worker to stop, then make sure each has exited. */
   async stop(graceMs = 15_000): Promise<void> {
+    this.forget();
     this.send({ type: 'stop' });
     await Promise.all(
       this.children.map(async (c) => {
