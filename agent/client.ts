@@ -11,6 +11,9 @@ export { ServerError, UnreachableError } from './core/errors.js';
 
 export type { AssignmentsAnswer, ObservedVolume, Registration } from './core/ports.js';
 
+/** How long an enrollment may take to answer (a loaded pod took 9 s: docs/benchmarks.md, soak). */
+const ENROLL_TIMEOUT_MS = 60_000;
+
 /** The agent API client: exactly the routes of `/v1/agent/...`, nothing else. */
 export class AgentClient {
   private current = '';
@@ -36,8 +39,13 @@ export class AgentClient {
     private readonly fetch: typeof globalThis.fetch = globalThis.fetch,
   ) {}
 
+  /**
+   * Waits at least ENROLL_TIMEOUT_MS: the server issues a node's credential once (a second
+   * enrollment is refused, CCA-E0630), so an answer given up on strands the node until an
+   * admin resets it, while waiting longer costs nothing but this one call's time.
+   */
   async enroll(joinToken: string): Promise<string> {
-    const r = await this.call<{ credential: string }>('POST', '/v1/agent/enroll', { node: this.node }, { token: joinToken });
+    const r = await this.call<{ credential: string }>('POST', '/v1/agent/enroll', { node: this.node }, { token: joinToken, timeoutMs: Math.max(this.timeoutMs, ENROLL_TIMEOUT_MS) });
     this.credential = r.credential;
     return r.credential;
   }

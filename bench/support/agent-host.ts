@@ -36,7 +36,8 @@ let stopping = false;
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
-  await Promise.allSettled(agents.map((a) => a.close()));
+  // Bounded: the state directory goes even when an agent is slow to close.
+  await Promise.race([Promise.allSettled(agents.map((a) => a.close())), new Promise((r) => setTimeout(r, 4_000))]);
   rmSync(dir, { recursive: true, force: true });
   send({ type: 'stopped' });
   process.disconnect?.();

@@ -26,7 +26,8 @@ export class SseScanner {
         // 'i'd and 'e'vent are kept; data, retry and comments are skipped.
         this.line = b === 0x69 || b === 0x65 ? [] : undefined;
         this.atLineStart = false;
-        this.fields++;
+        // A comment (a heartbeat) alone makes no frame.
+        if (b !== 0x3a) this.fields++;
       }
       const nl = chunk.indexOf(0x0a, pos);
       const end = nl < 0 ? chunk.length : nl;

@@ -21,13 +21,16 @@ function retained(signal: AbortSignal): number {
 let server: Server;
 let url = '';
 let hold = 0;
+let enrollHold = 0;
 beforeAll(async () => {
   server = createServer((req, res) => {
     const answer = () => {
       res.setHeader('content-type', 'application/json');
+      if (req.url?.includes('/enroll')) return void res.end('{"credential":"cred-1"}');
       res.end(req.url?.includes('/keepalive') ? '{"ttl":10}' : '{"revision":1,"tenure":1,"assignments":[]}');
     };
     if (req.url?.includes('/assignments')) setTimeout(answer, hold);
+    else if (req.url?.includes('/enroll')) setTimeout(answer, enrollHold);
     else answer();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -73,5 +76,17 @@ describe('the agent client and its long-lived signal', () => {
     late.credential = 'cred';
     await expect(late.assignments(0, 100)).rejects.toThrow(/timeout|aborted/i);
     expect(retained(late.lifetime)).toBe(0);
+  });
+});
+
+describe('enrollment', () => {
+  it('waits for a slow enrollment past the client’s usual deadline: its answer, once lost, cannot be asked for again', async () => {
+    // The server issues the credential once (a second enroll is CCA-E0630): an answer given up
+    // on strands the node until an admin resets it. A loaded pod answered in 9 s (bench:soak).
+    const client = new AgentClient(url, 'n5', 200);
+    enrollHold = 600;
+    await expect(client.enroll('join')).resolves.toBe('cred-1');
+    expect(client.credential).toBe('cred-1');
+    expect(retained(client.lifetime)).toBe(0);
   });
 });
