@@ -64,7 +64,7 @@ async function fanOut(pod: BenchPod, store: PostgresStore): Promise<void> {
   }
   const workers = new Workers<WatchMsg>('watch-worker.ts', configs);
   try {
-    await workers.collect('ready', 120_000);
+    await workers.collect('ready', 900_000);
     const total = Math.round(env.BENCH_RATE * env.BENCH_SECONDS);
     let pending: [number, number][] = [];
     const flush = () => {
@@ -161,7 +161,7 @@ async function agentsAndApply(pod: BenchPod): Promise<void> {
 }
 
 async function main() {
-  const pod = await startPod('server', env.BENCH_PROFILE ? { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${env.BENCH_PROFILE}` } : {});
+  const pod = await startPod('server', env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_PROFILE}`] : []);
   const store = await PostgresStore.open(pod.pgUrl);
   try {
     if (env.BENCH_WATCHERS > 0) await fanOut(pod, store);

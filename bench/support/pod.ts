@@ -26,9 +26,10 @@ export interface BenchPod {
 
 /**
  * Start Postgres and one pod (`server/main.ts --workers 2` through tsx, as bench:server and
- * bench:system always have). `env` is added to the pod's environment (e.g. NODE_OPTIONS=--cpu-prof).
+ * bench:system always have). `nodeArgs` go to the pod's node (e.g. --cpu-prof, which Node
+ * refuses in NODE_OPTIONS).
  */
-export async function startPod(name: string, env: NodeJS.ProcessEnv = {}): Promise<BenchPod> {
+export async function startPod(name: string, nodeArgs: string[] = []): Promise<BenchPod> {
   const dir = await mkdtemp(path.join(os.tmpdir(), `cca-bench-${name}-`));
   const pg: RunningPostgres = await startEmbeddedPostgres({ dataDir: path.join(dir, 'data'), port: await freePort(), persistent: false });
   const admin = newRoleToken('admin');
@@ -38,9 +39,9 @@ export async function startPod(name: string, env: NodeJS.ProcessEnv = {}): Promi
   const fd = openSync(logFile, 'a');
   let pod: ChildProcess;
   try {
-    pod = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--store', pg.url, '--port', String(port), '--workers', '2'], {
+    pod = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server/main.ts', '--store', pg.url, '--port', String(port), '--workers', '2'], {
       cwd: root,
-      env: { ...process.env, CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_LOG_FORMAT: 'json', ...env },
+      env: { ...process.env, CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_LOG_FORMAT: 'json' },
       stdio: ['ignore', fd, fd],
     });
   } finally {
