@@ -36,7 +36,7 @@ const env = z
 /** The pod's default cap of streams per token (--max-streams): one reader token per this many watchers. */
 const STREAMS_PER_TOKEN = 64;
 
-type WatchMsg = { type: 'ready' } | { type: 'report'; frames: number; fewest: number; outOfOrder: number; errors: number; latency: Histogram };
+type WatchMsg = { type: 'ready' } | { type: 'report'; frames: number; fewest: number; outOfOrder: number; errors: number; retries: number; latency: Histogram };
 type AgentMsg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' };
 
 const results: Record<string, number> = {};
@@ -106,6 +106,7 @@ async function fanOut(pod: BenchPod, store: PostgresStore): Promise<void> {
     results['watch.delivered_fraction'] = delivered / (total * W);
     results['watch.out_of_order'] = reports.reduce((a, r) => a + r.outOfOrder, 0);
     results['watch.errors'] = reports.reduce((a, r) => a + r.errors, 0);
+    results['watch.connect_retries'] = reports.reduce((a, r) => a + r.retries, 0);
     results['watch.p50_ms'] = percentile(latency, 50);
     results['watch.p99_ms'] = percentile(latency, 99);
     results['watch.pod_cpu_cores'] = podCpu / elapsed;

@@ -35,6 +35,8 @@ const frames: number[] = Array.from({ length: config.watchers }, () => 0);
 let outOfOrder = 0;
 let errors = 0;
 let opened = 0;
+let retries = 0;
+let stopping = false;
 const requests: http.ClientRequest[] = [];
 const send = (m: object) => process.send?.(m);
 
@@ -44,11 +46,13 @@ function arrived(revision: number, at: number): void {
   else early.set(revision, [...(early.get(revision) ?? []), at]);
 }
 
-function watch(i: number): void {
+function watch(i: number, attempt = 0): void {
   const token = config.tokens[i % config.tokens.length]!;
   let last = 0;
+  let open = false;
   const scanner = new SseScanner(({ id, event }) => {
     if (event === 'open') {
+      open = true;
       if (++opened === config.watchers) send({ type: 'ready' });
       return;
     }
@@ -69,7 +73,13 @@ function watch(i: number): void {
     res.on('data', (chunk: Buffer) => scanner.push(chunk));
     res.on('error', () => undefined);
   });
-  req.on('error', () => undefined);
+  // A connection that failed before its stream opened (refused or reset by a loaded pod) is
+  // tried again; one that failed later is counted: its missing events show in the report.
+  req.on('error', () => {
+    if (open || stopping) return void errors++;
+    retries++;
+    setTimeout(() => watch(i, attempt + 1), Math.min(5_000, 250 * 2 ** attempt));
+  });
   requests.push(req);
 }
 
@@ -82,8 +92,9 @@ process.on('message', (raw) => {
       early.delete(revision);
     }
   } else if (m.type === 'report') {
-    send({ type: 'report', frames: frames.reduce((a, b) => a + b, 0), fewest: Math.min(...frames), outOfOrder, errors, latency });
+    send({ type: 'report', frames: frames.reduce((a, b) => a + b, 0), fewest: Math.min(...frames), outOfOrder, errors, retries, latency });
   } else {
+    stopping = true;
     for (const r of requests) r.destroy();
     process.disconnect?.();
     process.exit(0);
