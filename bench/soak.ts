@@ -90,6 +90,7 @@ async function main() {
   let workers: Workers<Msg> | undefined;
   const samples: Sample[] = [];
   let registered = 0;
+  let podEnded = '';
   try {
     const nodes = Array.from({ length: env.BENCH_AGENTS }, (_, i) => `soak-${String(i + 1).padStart(3, '0')}`);
     // Room for twice the replicas, as bench:system.
@@ -118,6 +119,11 @@ async function main() {
       // Every other minute a tenth of the replicas goes, and comes back the next.
       if (minute > 1) await tryApi(pod, 'POST', '/v1/apply', spec(minute % 2 === 0 ? REPLICAS - REPLICAS / 10 : REPLICAS));
       await sleep(Math.max(0, t + env.BENCH_MINUTE_MS - performance.now()));
+      if (pod.exited()) {
+        podEnded = `minute ${minute}: the pod ${pod.exited()}`;
+        console.log(podEnded);
+        break;
+      }
       const now = performance.now();
       const p = await usage(pod.pid);
       const agentRss = await Promise.all(workers.pids.map(async (pid) => (await usage(pid)).rss));
@@ -146,7 +152,11 @@ async function main() {
     await pod.stop();
   }
 
-  const after = samples.slice(WARMUP);
+  if (samples.length === 0) {
+    console.log(JSON.stringify({ bench: 'soak', load: load(), results: { podEnded, registered }, samples }));
+    process.exit(1);
+  }
+  const after = samples.slice(Math.min(WARMUP, samples.length - 1));
   const first = after[0]!;
   const last = after.at(-1)!;
   const agentMax = (s: Sample) => Math.max(...s.agentRssMiB);
@@ -165,6 +175,7 @@ async function main() {
     podHeapMiB: { afterWarmup: first.podHeapMiB, last: last.podHeapMiB, growth: growth(first.podHeapMiB, last.podHeapMiB), slopeMiBPerHour: perHour(after.map((s) => s.podHeapMiB)) },
     agentProcessRssMiB: { afterWarmup: agentMax(first), last: agentMax(last), growth: growth(agentMax(first), agentMax(last)), slopeMiBPerHour: perHour(after.map(agentMax)), totalPerAgentMiB: Number(((last.agentRssMiB.reduce((a, b) => a + b, 0)) / env.BENCH_AGENTS).toFixed(2)) },
     unansweredRequests: unanswered,
+    ...(podEnded ? { podEnded } : {}),
     podCoresMean: Number((after.reduce((a, s) => a + s.podCores, 0) / after.length).toFixed(3)),
   };
   console.log(`growth after warm-up (minute ${first.minute} → ${last.minute}): pod RSS ${(results.podRssMiB.growth * 100).toFixed(1)} % (${results.podRssMiB.slopeMiBPerHour} MiB/h), pod heap ${(results.podHeapMiB.growth * 100).toFixed(1)} %, largest agent process RSS ${(results.agentProcessRssMiB.growth * 100).toFixed(1)} %`);

@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { openSync, closeSync, readFileSync } from 'node:fs';
+import { closeSync, copyFileSync, openSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../db/postgres/embedded.js';
@@ -21,6 +21,8 @@ export interface BenchPod {
   dir: string;
   /** The pod's log so far (stderr), for a failure's evidence. */
   log(): string;
+  /** How the pod ended when it ended by itself ('' while it runs). */
+  exited(): string;
   stop(): Promise<void>;
 }
 
@@ -50,8 +52,16 @@ export async function startPod(name: string, nodeArgs: string[] = []): Promise<B
   const url = `http://127.0.0.1:${port}`;
   const log = () => readFileSync(logFile, 'utf8');
   let forget = () => undefined as void;
+  let ended = '';
   const stop = async () => {
     forget();
+    stopping = true;
+    if (ended) {
+      // The pod ended by itself: keep its log, the only evidence of why.
+      const kept = path.join(os.tmpdir(), `cca-bench-${name}-pod-${pod.pid}.log`);
+      copyFileSync(logFile, kept);
+      process.stderr.write(`the pod ${ended}; its log: ${kept}\n`);
+    }
     if (pod.exitCode === null && pod.signalCode === null) {
       const exited = new Promise((r) => pod.once('exit', r));
       pod.kill('SIGTERM');
@@ -65,6 +75,10 @@ export async function startPod(name: string, nodeArgs: string[] = []): Promise<B
     await rm(dir, { recursive: true, force: true });
   };
   forget = onInterrupt(stop);
+  let stopping = false;
+  pod.once('exit', (code, signal) => {
+    if (!stopping) ended = `exited by itself (${signal ?? `code ${code}`})`;
+  });
   for (let i = 0; ; i++) {
     if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
     if (pod.exitCode !== null || i > 1200) {
@@ -74,5 +88,5 @@ export async function startPod(name: string, nodeArgs: string[] = []): Promise<B
     }
     await sleep(100);
   }
-  return { url, pgUrl: pg.url, admin, join, pid: pod.pid!, dir, log, stop };
+  return { url, pgUrl: pg.url, admin, join, pid: pod.pid!, dir, log, exited: () => ended, stop };
 }
