@@ -1,13 +1,10 @@
 import { redactDeep } from '../../core/keys.js';
 import type { WatchBatch } from '../../db/store.js';
 
-/**
- * One batch as its SSE frame, encoded once: every watcher of the prefix writes these same
- * bytes to its socket (no per-watcher encoding). `bytes` is what a watcher's queue counts.
- */
+/** One batch as its SSE frame, with its size in bytes (what a watcher's queue counts). */
 export interface Frame {
   revision: number;
-  data: Uint8Array;
+  text: string;
   bytes: number;
 }
 
@@ -26,8 +23,8 @@ export class FrameCache {
     const key = `${batch.revision}\u0000${prefix}\u0000${prevKv ? 1 : 0}`;
     const hit = this.frames.get(key);
     if (hit) return hit;
-    const data = Buffer.from(`id: ${batch.revision}\nevent: batch\ndata: ${JSON.stringify(redactDeep(batch))}\n\n`);
-    const f: Frame = { revision: batch.revision, data, bytes: data.byteLength };
+    const text = `id: ${batch.revision}\nevent: batch\ndata: ${JSON.stringify(redactDeep(batch))}\n\n`;
+    const f: Frame = { revision: batch.revision, text, bytes: Buffer.byteLength(text) };
     // A frame larger than the whole cache is handed out, not kept.
     if (f.bytes > this.limits.maxBytes) return f;
     this.frames.set(key, f);

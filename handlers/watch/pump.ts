@@ -27,7 +27,7 @@ export interface PumpOptions {
  * without a single write completing is cut (its unsent frames dropped), and the answer says
  * where it must resume. Returns undefined when the batches ended or the signal aborted.
  */
-export async function pumpFrames(stream: { write(data: Uint8Array): Promise<unknown> }, batches: AsyncIterable<WatchBatch>, o: PumpOptions): Promise<Cut | undefined> {
+export async function pumpFrames(stream: { write(text: string): Promise<unknown> }, batches: AsyncIterable<WatchBatch>, o: PumpOptions): Promise<Cut | undefined> {
   const { queue } = o;
   let ended = false;
   let wakeWriter: (() => void) | undefined;
@@ -40,7 +40,7 @@ export async function pumpFrames(stream: { write(data: Uint8Array): Promise<unkn
         await new Promise<void>((r) => (wakeWriter = r));
         continue;
       }
-      await stream.write(chunk.data);
+      await stream.write(chunk.text);
       queue.written(chunk.bytes);
       progressed?.();
     }

@@ -54,7 +54,7 @@ export class WatchQueue {
   }
 
   /** Frames to hand to the socket in one write: up to `maxBytes`, at least one. */
-  take(maxBytes: number): { data: Uint8Array; bytes: number } | undefined {
+  take(maxBytes: number): { text: string; bytes: number } | undefined {
     if (this.frames.length === 0) return undefined;
     let n = 0;
     let bytes = 0;
@@ -63,8 +63,7 @@ export class WatchQueue {
     this.queued -= bytes;
     this.inFlight += bytes;
     this.lastHanded = out.at(-1)!.revision;
-    // One frame (the usual case at a steady rate) goes out as the shared bytes, uncopied.
-    return { data: out.length === 1 ? out[0]!.data : Buffer.concat(out.map((f) => f.data), bytes), bytes };
+    return { text: out.map((f) => f.text).join(''), bytes };
   }
 
   /** A write handed out by take() completed. */

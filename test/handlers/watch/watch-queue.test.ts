@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import type { Frame } from '../../../handlers/watch/frame-cache.js';
 import { PodBytes, WatchQueue } from '../../../handlers/watch/watch-queue.js';
 
-const frame = (revision: number, bytes: number): Frame => ({ revision, data: Buffer.from('x'.repeat(bytes)), bytes });
+const frame = (revision: number, bytes: number): Frame => ({ revision, text: 'x'.repeat(bytes), bytes });
 
 describe('a watcher\'s queue, counted in bytes', () => {
   test('at its own bound once queued and in-flight bytes reach it; below it again when a write completes', () => {
@@ -37,7 +37,7 @@ describe('a watcher\'s queue, counted in bytes', () => {
     const q = new WatchQueue(pod, 1_000);
     for (let r = 5; r <= 8; r++) q.push(frame(r, 10));
     const chunk = q.take(20)!;
-    expect(Buffer.from(chunk.data).toString()).toBe('x'.repeat(20));
+    expect(chunk.text).toBe('x'.repeat(20));
     expect(q.resumeFrom()).toBe(7);
     q.drop();
     expect(q.resumeFrom()).toBe(7);
