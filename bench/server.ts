@@ -86,12 +86,16 @@ async function fanOut(pod: BenchPod, store: PostgresStore): Promise<void> {
     const writeSeconds = (performance.now() - t0) / 1000;
     clearInterval(flusher);
     flush();
+    // Wait while events still arrive: until every watcher has all, or 30 s pass with none new.
     let reports: Extract<WatchMsg, { type: 'report' }>[] = [];
-    const until = performance.now() + 30_000;
+    let seen = -1;
+    let lastNew = performance.now();
     for (;;) {
       workers.send({ type: 'report' });
       reports = await workers.collect('report', 60_000);
-      if (reports.every((r) => r.fewest >= total) || performance.now() > until) break;
+      const got = reports.reduce((a, r) => a + r.frames, 0);
+      if (got > seen) [seen, lastNew] = [got, performance.now()];
+      if (reports.every((r) => r.fewest >= total) || performance.now() - lastNew > 30_000) break;
       await sleep(250);
     }
     const elapsed = (performance.now() - t0) / 1000;
