@@ -3,12 +3,16 @@ import { makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/
 import { ServerError, UnreachableError } from './core/errors.js';
 import type { AssignmentsAnswer, ObservedVolume, Registration } from './core/ports.js';
 import { schemeMismatch, untrustedReason } from './https.js';
+import { requestSignal } from './request-signal.js';
 import { QUORUM } from '../core/model/quorum.js';
 import type { NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeRecord } from '../core/model/index.js';
 
 export { ServerError, UnreachableError } from './core/errors.js';
 
 export type { AssignmentsAnswer, ObservedVolume, Registration } from './core/ports.js';
+
+/** How long an enrollment may take to answer (a loaded pod took 9 s: docs/benchmarks.md, soak). */
+const ENROLL_TIMEOUT_MS = 60_000;
 
 /** The agent API client: exactly the routes of `/v1/agent/...`, nothing else. */
 export class AgentClient {
@@ -35,8 +39,13 @@ export class AgentClient {
     private readonly fetch: typeof globalThis.fetch = globalThis.fetch,
   ) {}
 
+  /**
+   * Waits at least ENROLL_TIMEOUT_MS: the server issues a node's credential once (a second
+   * enrollment is refused, CCA-E0630), so an answer given up on strands the node until an
+   * admin resets it, while waiting longer costs nothing but this one call's time.
+   */
   async enroll(joinToken: string): Promise<string> {
-    const r = await this.call<{ credential: string }>('POST', '/v1/agent/enroll', { node: this.node }, { token: joinToken });
+    const r = await this.call<{ credential: string }>('POST', '/v1/agent/enroll', { node: this.node }, { token: joinToken, timeoutMs: Math.max(this.timeoutMs, ENROLL_TIMEOUT_MS) });
     this.credential = r.credential;
     return r.credential;
   }
@@ -102,21 +111,32 @@ export class AgentClient {
    */
   async logStream(id: string, body: ReadableStream<Uint8Array>, signal: AbortSignal): Promise<void> {
     const url = `${this.server.replace(/\/$/, '')}${this.path(`log-requests/${id}/stream`)}`;
+    const scope = requestSignal(undefined, [signal, this.aborter.signal]);
     let res: Response;
+    let parsed: { error?: Diagnostic } | undefined;
     try {
-      res = await this.fetch(url, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${this.credential}`, 'content-type': 'application/x-ndjson', 'x-request-id': randomUUID() },
-        body,
-        // Node's fetch streams a request body only when told it may answer before the body ends.
-        duplex: 'half',
-        signal: AbortSignal.any([signal, this.aborter.signal]),
-      } as RequestInit);
-    } catch (e) {
-      throw new UnreachableError(url, (e as { cause?: { code?: string } }).cause?.code ?? messageOf(e));
+      try {
+        res = await this.fetch(url, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${this.credential}`, 'content-type': 'application/x-ndjson', 'x-request-id': randomUUID() },
+          body,
+          // Node's fetch streams a request body only when told it may answer before the body ends.
+          duplex: 'half',
+          signal: scope.signal,
+        } as RequestInit);
+      } catch (e) {
+        throw new UnreachableError(url, (e as { cause?: { code?: string } }).cause?.code ?? messageOf(e));
+      }
+      parsed = (await res.json().catch(() => undefined)) as { error?: Diagnostic } | undefined;
+    } finally {
+      scope.done();
     }
-    const parsed = (await res.json().catch(() => undefined)) as { error?: Diagnostic } | undefined;
     if (!res.ok) throw new ServerError(res.status, parsed?.error?.code ? parsed.error : makeDiagnostic('CCA-E0505', { url, reason: `HTTP ${res.status} without a coded error` }));
+  }
+
+  /** Aborted when the client is abandoned (abort()): every request in flight ends with it. */
+  get lifetime(): AbortSignal {
+    return this.aborter.signal;
   }
 
   /** Abandon every request in flight (the agent is shutting down). */
@@ -131,25 +151,31 @@ export class AgentClient {
   private async call<T>(method: string, path: string, body?: unknown, opts: { token?: string; timeoutMs?: number } = {}): Promise<T> {
     const url = this.server.replace(/\/$/, '') + path;
     const generation = opts.token === undefined ? this.generation : undefined;
+    // The deadline covers the answer's body too; the scope ends however the request does.
+    const scope = requestSignal(opts.timeoutMs ?? this.timeoutMs, [this.aborter.signal]);
     let res: Response;
-    try {
-      res = await this.fetch(url, {
-        method,
-        headers: { authorization: `Bearer ${opts.token ?? this.credential}`, 'content-type': 'application/json', 'x-request-id': randomUUID() },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.any([AbortSignal.timeout(opts.timeoutMs ?? this.timeoutMs), this.aborter.signal]),
-      });
-    } catch (e) {
-      const untrusted = untrustedReason(e);
-      if (untrusted) throw new UnreachableError(this.server, untrusted, 'CCA-E0540');
-      const cause = (e as { cause?: { code?: string } }).cause?.code;
-      throw new UnreachableError(url, schemeMismatch(e, url) ?? cause ?? messageOf(e));
-    }
     let parsed: unknown;
     try {
-      parsed = await res.json();
-    } catch (e) {
-      if (res.ok) throw new UnreachableError(url, `unreadable answer: ${messageOf(e)}`);
+      try {
+        res = await this.fetch(url, {
+          method,
+          headers: { authorization: `Bearer ${opts.token ?? this.credential}`, 'content-type': 'application/json', 'x-request-id': randomUUID() },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+          signal: scope.signal,
+        });
+      } catch (e) {
+        const untrusted = untrustedReason(e);
+        if (untrusted) throw new UnreachableError(this.server, untrusted, 'CCA-E0540');
+        const cause = (e as { cause?: { code?: string } }).cause?.code;
+        throw new UnreachableError(url, schemeMismatch(e, url) ?? cause ?? messageOf(e));
+      }
+      try {
+        parsed = await res.json();
+      } catch (e) {
+        if (res.ok) throw new UnreachableError(url, `unreadable answer: ${messageOf(e)}`);
+      }
+    } finally {
+      scope.done();
     }
     if (res.ok) return parsed as T;
     const d = (parsed as { error?: Diagnostic } | undefined)?.error;

@@ -1,202 +1,184 @@
 /**
- * npm run bench:server — one server pod (a real process) on Postgres, loaded from this
- * process: (a) SSE watch fan-out, (b) many agents keeping alive and long-polling, (c) apply
- * latency under that load. Prints a table and, last, one JSON line.
+ * npm run bench:server — one server pod (a real process) on Postgres, with the load generated
+ * in separate processes so that what is measured is the pod, not the generator:
+ *   (a) SSE watch fan-out: BENCH_WATCHERS watchers in BENCH_WATCH_WORKERS processes (streaming
+ *       scanner, one connection each, reader tokens of at most 64 streams each), BENCH_RATE
+ *       puts/s for BENCH_SECONDS from this process; commit → event p50/p99 on the machine's
+ *       monotonic clock, the pod's CPU per 10,000 events delivered (from /proc/<pid>/stat);
+ *   (b) BENCH_AGENTS real agents (fake runtime) in BENCH_AGENT_WORKERS processes, keeping alive
+ *       and long-polling: the pod's CPU and RSS, each agent process's RSS;
+ *   (c) apply latency under that load.
+ * BENCH_PROFILE=DIR writes the pod's CPU profile (--cpu-prof) there. Prints a table and, last,
+ * one JSON line with the figures and the load average.
  *
- *   BENCH_WATCHERS=1000  BENCH_AGENTS=1000  BENCH_RATE=1000 (writes/s)  BENCH_SECONDS=10
+ *   BENCH_WATCHERS=1000  BENCH_RATE=100 (writes/s)  BENCH_SECONDS=10  BENCH_AGENTS=1000
  */
-import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
-import { performance } from 'node:perf_hooks';
-import { startEmbeddedPostgres } from '../db/postgres/embedded.js';
+import { z } from 'zod';
 import { PostgresStore } from '../db/postgres/store.js';
-import { newRoleToken } from '../handlers/auth.js';
-import { freePort } from '../test/support/postgres-server.js';
+import { monoMs } from './support/clock.js';
+import { merge, percentile, type Histogram } from './support/latency.js';
+import { startPod, type BenchPod } from './support/pod.js';
+import { load, mib, pct, sleep, usage } from './support/usage.js';
+import { Workers } from './support/workers.js';
 
-const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 1000);
-const AGENTS = Number(process.env.BENCH_AGENTS ?? 1000);
-const RATE = Number(process.env.BENCH_RATE ?? 1000);
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const env = z
+  .object({
+    BENCH_WATCHERS: z.coerce.number().int().nonnegative().default(1000),
+    BENCH_RATE: z.coerce.number().positive().default(100),
+    BENCH_SECONDS: z.coerce.number().positive().default(10),
+    BENCH_AGENTS: z.coerce.number().int().nonnegative().default(1000),
+    BENCH_WATCH_WORKERS: z.coerce.number().int().positive().default(4),
+    BENCH_AGENT_WORKERS: z.coerce.number().int().positive().default(4),
+    BENCH_PROFILE: z.string().optional(),
+  })
+  .parse(process.env);
 
+/** The pod's default cap of streams per token (--max-streams): one reader token per this many watchers. */
+const STREAMS_PER_TOKEN = 64;
 
-const pct = (xs: number[], p: number) => {
-  const s = xs.slice().sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
-};
+type WatchMsg = { type: 'ready' } | { type: 'report'; frames: number; fewest: number; outOfOrder: number; errors: number; retries: number; latency: Histogram };
+type AgentMsg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' };
 
-/** CPU seconds (user+sys) and RSS bytes of a process, from /proc. */
-async function usage(pid: number): Promise<{ cpu: number; rss: number }> {
-  const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
-  const ticks = Number(stat[11]) + Number(stat[12]);
-  const rss = Number(stat[21]) * 4096;
-  return { cpu: ticks / 100, rss };
+const results: Record<string, number> = {};
+
+async function post(pod: BenchPod, path: string, body: unknown): Promise<Record<string, unknown>> {
+  const r = await fetch(`${pod.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${pod.admin}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const j = (await r.json()) as Record<string, unknown>;
+  if (!r.ok) throw new Error(`POST ${path}: ${r.status} ${JSON.stringify(j)}`);
+  return j;
 }
 
-async function main() {
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'cca-bench-server-'));
-  const pg = await startEmbeddedPostgres({ dataDir: path.join(dir, 'data'), port: await freePort(), persistent: false });
-  const admin = newRoleToken('admin');
-  const join = newRoleToken('join');
-  const port = await freePort();
-  const pod = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--store', pg.url, '--port', String(port), '--workers', '2'], {
-    env: { ...process.env, CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 300; i++) {
-    if (await fetch(`${url}/readyz`).then((r) => r.ok, () => false)) break;
-    await new Promise((r) => setTimeout(r, 100));
+const split = <T>(xs: T[], n: number): T[][] => Array.from({ length: n }, (_, w) => xs.filter((_, i) => i % n === w)).filter((g) => g.length > 0);
+
+async function fanOut(pod: BenchPod, store: PostgresStore): Promise<void> {
+  const W = env.BENCH_WATCHERS;
+  const from = (await store.revision()) + 1;
+  const groups = split([...Array(W).keys()], Math.min(env.BENCH_WATCH_WORKERS, W));
+  // A token's cap is per pod: each process gets reader tokens of its own, one per 64 watchers.
+  let n = 0;
+  const configs = [];
+  for (const g of groups) {
+    const tokens: string[] = [];
+    for (let i = 0; i < Math.ceil(g.length / STREAMS_PER_TOKEN); i++) tokens.push((await post(pod, '/v1/tokens', { role: 'reader', name: `bench-watch-${n++}` })).token as string);
+    configs.push({ url: pod.url, tokens, prefix: '/bench/', from, watchers: g.length });
   }
-  const store = await PostgresStore.open(pg.url);
-  const results: Record<string, number> = {};
+  const workers = new Workers<WatchMsg>('watch-worker.ts', configs);
   try {
-    // (a) watch fan-out
-    const committed = new Map<string, number>();
-    const lat: number[] = [];
-    let delivered = 0;
-    const ac = new AbortController();
-    const from = (await store.revision()) + 1;
-    const streams = Array.from({ length: WATCHERS }, async () => {
-      const r = await fetch(`${url}/v1/watch?prefix=/bench/&from=${from}`, { headers: { authorization: `Bearer ${admin}` }, signal: ac.signal });
-      const reader = r.body!.getReader();
-      const dec = new TextDecoder();
-      let buf = '';
-      try {
-        for (;;) {
-          const { done, value } = await reader.read();
-          if (done) break;
-          buf += dec.decode(value, { stream: true });
-          let i: number;
-          while ((i = buf.indexOf('\n\n')) >= 0) {
-            const frame = buf.slice(0, i);
-            buf = buf.slice(i + 2);
-            const data = frame.split('\n').find((l) => l.startsWith('data: '));
-            if (!frame.includes('event: batch') || !data) continue;
-            const now = performance.now();
-            // The generator shares the machine with the pod: pick the values out without a full parse.
-            for (const m of data.matchAll(/"value":"(v\d+)"/g)) {
-              const t = committed.get(m[1]!);
-              if (t !== undefined) lat.push(Math.max(0, now - t));
-              delivered++;
-            }
-          }
-        }
-      } catch {
-        // aborted at the end
-      }
-    });
-    await new Promise((r) => setTimeout(r, 2_000));
+    await workers.collect('ready', 900_000);
+    const total = Math.round(env.BENCH_RATE * env.BENCH_SECONDS);
+    let pending: [number, number][] = [];
+    const flush = () => {
+      if (pending.length === 0) return;
+      workers.send({ type: 'commits', commits: pending } as { type: string });
+      pending = [];
+    };
+    const flusher = setInterval(flush, 20);
+    const cpu0 = await usage(pod.pid);
+    const gen0 = await Promise.all(workers.pids.map(usage));
     const t0 = performance.now();
-    const total = RATE * SECONDS;
     const writes: Promise<void>[] = [];
-    const cpuBefore = await usage(pod.pid!);
     for (let i = 0; i < total; i++) {
-      const wait = t0 + (i * 1000) / RATE - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      const value = `v${i}`;
-      writes.push(store.put(`/bench/${i % 500}`, value).then(() => void committed.set(value, performance.now())));
+      const wait = t0 + (i * 1000) / env.BENCH_RATE - performance.now();
+      if (wait > 1) await sleep(wait);
+      writes.push(store.put(`/bench/${i % 500}`, `v${i}`).then(({ revision }) => void pending.push([revision, monoMs()])));
     }
     await Promise.all(writes);
     const writeSeconds = (performance.now() - t0) / 1000;
-    const until = performance.now() + 15_000;
-    while (delivered < total * WATCHERS && performance.now() < until) await new Promise((r) => setTimeout(r, 100));
-    const cpuAfter = await usage(pod.pid!);
-    const elapsed = (performance.now() - t0) / 1000;
-    ac.abort();
-    await Promise.allSettled(streams);
-    results['watch.watchers'] = WATCHERS;
-    results['watch.writes_per_s'] = total / writeSeconds;
-    results['watch.delivered_events_per_s'] = delivered / elapsed;
-    results['watch.delivered_fraction'] = delivered / (total * WATCHERS);
-    results['watch.p50_ms'] = pct(lat, 50);
-    results['watch.p99_ms'] = pct(lat, 99);
-    results['watch.pod_cpu_cores'] = (cpuAfter.cpu - cpuBefore.cpu) / elapsed;
-
-    // (b) agents: register, then keepalive every 3 s and long-poll
-    const call = async (method: string, p: string, token: string, body?: unknown) => {
-      const r = await fetch(`${url}${p}`, {
-        method,
-        headers: { authorization: `Bearer ${token}`, ...(body ? { 'content-type': 'application/json' } : {}) },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-      });
-      if (!r.ok) throw new Error(`${method} ${p}: ${r.status} ${await r.text()}`);
-      return (await r.json()) as Record<string, number | string>;
-    };
-    const agents: { node: string; cred: string; lease: number }[] = [];
-    for (let i = 0; i < AGENTS; i += 50) {
-      agents.push(
-        ...(await Promise.all(
-          Array.from({ length: Math.min(50, AGENTS - i) }, async (_, j) => {
-            const node = `bench-${i + j}`;
-            const cred = (await call('POST', '/v1/agent/enroll', join, { node })).credential as string;
-            const reg = await call('POST', `/v1/agent/nodes/${node}/register`, cred, { name: node, zone: `z${(i + j) % 3}`, capacity: { cpuMillis: 4000, memoryBytes: 2 ** 33 }, leaseTtlSeconds: 30 });
-            return { node, cred, lease: reg.lease as number };
-          }),
-        )),
-      );
+    clearInterval(flusher);
+    flush();
+    // Wait while events still arrive: until every watcher has all, or 30 s pass with none new.
+    let reports: Extract<WatchMsg, { type: 'report' }>[] = [];
+    let seen = -1;
+    let lastNew = performance.now();
+    for (;;) {
+      workers.send({ type: 'report' });
+      reports = await workers.collect('report', 60_000);
+      const got = reports.reduce((a, r) => a + r.frames, 0);
+      if (got > seen) [seen, lastNew] = [got, performance.now()];
+      if (reports.every((r) => r.fewest >= total) || performance.now() - lastNew > 30_000) break;
+      await sleep(250);
     }
-    const stop = new AbortController();
-    let polls = 0;
-    let keepalives = 0;
-    const loops = agents.map(async (a, i) => {
-      let after = 0;
-      await new Promise((r) => setTimeout(r, (i * 3000) / AGENTS));
-      let next = performance.now();
-      while (!stop.signal.aborted) {
-        try {
-          if (performance.now() >= next) {
-            await call('POST', `/v1/agent/nodes/${a.node}/keepalive`, a.cred, { lease: a.lease });
-            keepalives++;
-            next = performance.now() + 3_000;
-          }
-          const r = await fetch(`${url}/v1/agent/nodes/${a.node}/assignments?after=${after}&waitMs=3000`, { headers: { authorization: `Bearer ${a.cred}` }, signal: stop.signal });
-          after = ((await r.json()) as { revision: number }).revision;
-          polls++;
-        } catch {
-          if (!stop.signal.aborted) await new Promise((r) => setTimeout(r, 200));
-        }
-      }
-    });
-    await new Promise((r) => setTimeout(r, 4_000));
-    const b0 = await usage(pod.pid!);
+    const elapsed = (performance.now() - t0) / 1000;
+    const cpu1 = await usage(pod.pid);
+    const gen1 = await Promise.all(workers.pids.map(usage));
+    const delivered = reports.reduce((a, r) => a + r.frames, 0);
+    const latency = reports.reduce((h, r) => merge(h, r.latency), {} as Histogram);
+    const podCpu = cpu1.cpu - cpu0.cpu;
+    results['watch.watchers'] = W;
+    results['watch.writes_per_s'] = total / writeSeconds;
+    results['watch.events_delivered'] = delivered;
+    results['watch.delivered_fraction'] = delivered / (total * W);
+    results['watch.out_of_order'] = reports.reduce((a, r) => a + r.outOfOrder, 0);
+    results['watch.errors'] = reports.reduce((a, r) => a + r.errors, 0);
+    results['watch.connect_retries'] = reports.reduce((a, r) => a + r.retries, 0);
+    results['watch.p50_ms'] = percentile(latency, 50);
+    results['watch.p99_ms'] = percentile(latency, 99);
+    results['watch.pod_cpu_cores'] = podCpu / elapsed;
+    results['watch.pod_cpu_s_per_10k_events'] = delivered > 0 ? (podCpu * 10_000) / delivered : NaN;
+    results['watch.generator_cpu_cores'] = gen1.reduce((a, g, i) => a + g.cpu - gen0[i]!.cpu, 0) / elapsed;
+    results['watch.pod_rss_mib'] = mib(cpu1.rss);
+  } finally {
+    await workers.stop();
+  }
+}
+
+async function agentsAndApply(pod: BenchPod): Promise<void> {
+  const nodes = Array.from({ length: env.BENCH_AGENTS }, (_, i) => `bench-${String(i + 1).padStart(4, '0')}`);
+  const groups = split(nodes, Math.min(env.BENCH_AGENT_WORKERS, env.BENCH_AGENTS));
+  const workers = new Workers<AgentMsg>(
+    'agent-host.ts',
+    groups.map((g) => ({ server: pod.url, join: pod.join, nodes: g, zones: ['z0', 'z1', 'z2'], cpuMillis: 4000, memoryBytes: 2 ** 33 })),
+  );
+  try {
+    const ready = await workers.collect('ready', 1_800_000);
+    results['agents.registered'] = ready.reduce((a, r) => a + r.registered, 0);
+    // Registration is done; let the node controller and the agents' first reports settle.
+    await sleep(Math.min(10_000, env.BENCH_SECONDS * 1000));
+    const b0 = await usage(pod.pid);
     const tb = performance.now();
-    // (c) apply latency under the agent load
+    // (c) apply latency under the agents' load, spread over the window.
     const applyLat: number[] = [];
     for (let i = 0; i < 40; i++) {
       const s = performance.now();
-      await fetch(`${url}/v1/apply`, {
+      const r = await fetch(`${pod.url}/v1/apply`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${admin}`, 'content-type': 'text/x-cca' },
+        headers: { authorization: `Bearer ${pod.admin}`, 'content-type': 'text/x-cca' },
         body: `service bench { image = "busybox:1.35"\n replicas = 0\n env = { N = "${i}" } }\n`,
-      }).then((r) => r.json());
+      });
+      await r.json();
       applyLat.push(performance.now() - s);
-      await new Promise((r) => setTimeout(r, (SECONDS * 1000) / 40));
+      await sleep((env.BENCH_SECONDS * 1000) / 40);
     }
-    const b1 = await usage(pod.pid!);
-    const tbs = (performance.now() - tb) / 1000;
-    stop.abort();
-    await Promise.allSettled(loops);
-    results['agents'] = agents.length;
-    results['agents.pod_cpu_cores'] = (b1.cpu - b0.cpu) / tbs;
-    results['agents.pod_rss_mb'] = b1.rss / 2 ** 20;
-    results['agents.keepalives_per_s'] = keepalives / ((performance.now() - tb) / 1000);
-    results['agents.polls_per_s'] = polls / ((performance.now() - tb) / 1000);
+    const b1 = await usage(pod.pid);
+    const seconds = (performance.now() - tb) / 1000;
+    const agentRss = await Promise.all(workers.pids.map(async (p) => (await usage(p)).rss));
+    results['agents'] = env.BENCH_AGENTS;
+    results['agents.processes'] = groups.length;
+    results['agents.pod_cpu_cores'] = (b1.cpu - b0.cpu) / seconds;
+    results['agents.pod_rss_mib'] = mib(b1.rss);
+    results['agents.process_rss_mib_max'] = mib(Math.max(...agentRss));
+    results['agents.processes_rss_mib_total'] = mib(agentRss.reduce((a, b) => a + b, 0));
     results['apply.p50_ms'] = pct(applyLat, 50);
     results['apply.p99_ms'] = pct(applyLat, 99);
   } finally {
-    await store.close();
-    pod.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    pod.kill('SIGKILL');
-    await pg.stop();
-    await rm(dir, { recursive: true, force: true });
+    await workers.stop();
   }
-  console.log(`server benchmark: one pod, ${os.cpus().length} cores shared with Postgres and the load generator`);
-  for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(30)} ${Number.isInteger(v) ? v : v.toFixed(2)}`);
-  console.log(JSON.stringify({ bench: 'server', results }));
-  process.exit(0);
+}
+
+async function main() {
+  const pod = await startPod('server', env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_PROFILE}`] : []);
+  const store = await PostgresStore.open(pod.pgUrl);
+  try {
+    if (env.BENCH_WATCHERS > 0) await fanOut(pod, store);
+    if (env.BENCH_AGENTS > 0) await agentsAndApply(pod);
+  } finally {
+    await store.close();
+    await pod.stop();
+  }
+  console.log(`server benchmark: one pod; load generated in separate processes; load average ${load()}`);
+  for (const [k, v] of Object.entries(results)) console.log(`${k.padEnd(34)} ${Number.isInteger(v) ? v : v.toFixed(2)}`);
+  console.log(JSON.stringify({ bench: 'server', load: load(), settings: { watchers: env.BENCH_WATCHERS, rate: env.BENCH_RATE, seconds: env.BENCH_SECONDS, agents: env.BENCH_AGENTS }, results }));
 }
 
 await main();
+process.exit(0);

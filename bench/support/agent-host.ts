@@ -1,0 +1,77 @@
+/**
+ * A load-generator process for bench:server and bench:soak: real `Agent`s (agent/agent.ts)
+ * on the fake runtime, as many as its settings say, each talking HTTP to the pod exactly as
+ * a separate `cca agent` would, started a batch at a time. Messages: `ready` once all are
+ * started (with how many registered), `stopped` at the end.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { z } from 'zod';
+import { Agent } from '../../agent/agent.js';
+import { FakeRuntime } from '../../agent/runtime-fake.js';
+import { StateDir } from '../../agent/state.js';
+import { WORKER_CONFIG } from './workers.js';
+
+const config = z
+  .strictObject({
+    server: z.string().url(),
+    join: z.string().min(1),
+    nodes: z.array(z.string().min(1)).min(1),
+    zones: z.array(z.string().min(1)).min(1),
+    cpuMillis: z.number().int().positive(),
+    memoryBytes: z.number().int().positive(),
+    /** Agents started at once (registration is the pod's heaviest agent request). */
+    startBatch: z.number().int().positive().default(10),
+    /** How long a batch may take to register before the next starts anyway. */
+    registerWithinMs: z.number().int().positive().default(60_000),
+  })
+  .parse(JSON.parse(process.env[WORKER_CONFIG] ?? 'null'));
+
+const send = (m: object) => process.send?.(m);
+const dir = mkdtempSync(path.join(os.tmpdir(), 'cca-bench-agents-'));
+const agents: Agent[] = [];
+let stopping = false;
+
+async function stop(): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  // Bounded: the state directory goes even when an agent is slow to close.
+  await Promise.race([Promise.allSettled(agents.map((a) => a.close())), new Promise((r) => setTimeout(r, 4_000))]);
+  rmSync(dir, { recursive: true, force: true });
+  send({ type: 'stopped' });
+  process.disconnect?.();
+  process.exit(0);
+}
+process.on('message', (m) => {
+  if ((m as { type?: string }).type === 'stop') void stop();
+});
+process.on('SIGTERM', () => void stop());
+// The parent went away without a word: do not outlive it.
+process.on('disconnect', () => void stop());
+
+/** Until each agent of a batch has registered (or `ms` passed): an enrollment is not retried by the pod, so do not pile them up. */
+async function registered(batch: Agent[], ms: number): Promise<void> {
+  const until = performance.now() + ms;
+  while (!stopping && performance.now() < until && batch.some((a) => !a.status().registered)) await new Promise((r) => setTimeout(r, 200));
+}
+
+for (let i = 0; i < config.nodes.length; i += config.startBatch) {
+  const batch = config.nodes.slice(i, i + config.startBatch).map((node, j) => {
+    const agent = new Agent({
+      server: config.server,
+      node,
+      token: config.join,
+      state: new StateDir(path.join(dir, node)),
+      runtime: new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } }),
+      record: { address: '127.0.0.1', zone: config.zones[(i + j) % config.zones.length]!, capacity: { cpuMillis: config.cpuMillis, memoryBytes: config.memoryBytes } },
+      log: () => undefined,
+    });
+    agents.push(agent);
+    return agent;
+  });
+  await Promise.all(batch.map((a) => a.start()));
+  await registered(batch, config.registerWithinMs);
+  if (stopping) break;
+}
+send({ type: 'ready', agents: agents.length, registered: agents.filter((a) => a.status().registered).length });

@@ -1,0 +1,51 @@
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = path.resolve(import.meta.dirname, '..', '..');
+
+/** Run a benchmark at a tiny size; its last line must be its JSON. Not timed: only that it runs and reports. */
+async function bench(script: string, env: Record<string, string>): Promise<{ code: number | null; out: string; json: Record<string, unknown> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  const last = out.trim().split('\n').at(-1) ?? '';
+  let json: Record<string, unknown> = {};
+  try {
+    json = JSON.parse(last) as Record<string, unknown>;
+  } catch {
+    // reported by the assertions below, with the output
+  }
+  return { code, out, json };
+}
+
+describe('benchmarks at a tiny size', () => {
+  it('bench:server runs its watch fan-out and agents in separate processes and reports', async () => {
+    const r = await bench('bench/server.ts', { BENCH_WATCHERS: '3', BENCH_WATCH_WORKERS: '2', BENCH_RATE: '20', BENCH_SECONDS: '1', BENCH_AGENTS: '2', BENCH_AGENT_WORKERS: '2' });
+    expect(r.code, r.out).toBe(0);
+    expect(r.json.bench, r.out).toBe('server');
+    expect(typeof r.json.load).toBe('number');
+    const res = r.json.results as Record<string, number>;
+    // Every watcher got every event, in order: the figures are about a complete delivery.
+    expect(res['watch.delivered_fraction']).toBe(1);
+    expect(res['watch.out_of_order']).toBe(0);
+    expect(res['watch.p99_ms']).toBeGreaterThanOrEqual(0);
+    expect(res['watch.pod_cpu_s_per_10k_events']).toBeGreaterThan(0);
+    expect(res['agents.registered']).toBe(2);
+    expect(res['agents.process_rss_mib_max']).toBeGreaterThan(0);
+  }, 300_000);
+
+  it('bench:soak samples the pod and agent processes each "minute" and reports the growth', async () => {
+    const r = await bench('bench/soak.ts', { BENCH_MINUTES: '3', BENCH_WARMUP_MINUTES: '1', BENCH_MINUTE_MS: '3000', BENCH_AGENTS: '2', BENCH_WORKERS: '2' });
+    expect(r.code, r.out).toBe(0);
+    expect(r.json.bench, r.out).toBe('soak');
+    expect(typeof r.json.load).toBe('number');
+    expect((r.json.samples as unknown[]).length).toBe(3);
+    const res = r.json.results as { registered: number; podRssMiB: { growth: number }; agentProcessRssMiB: { growth: number } };
+    expect(res.registered).toBe(2);
+    expect(Number.isFinite(res.podRssMiB.growth)).toBe(true);
+    expect(Number.isFinite(res.agentProcessRssMiB.growth)).toBe(true);
+  }, 300_000);
+});
