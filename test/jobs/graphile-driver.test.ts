@@ -91,7 +91,8 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
   // Each txn of a step commits on its own (the store's batcher): what the step wrote before
   // it failed stays, as under the in-process driver; its compares made it safe to write.
   await waitFor('/partial written by the failing step', () => store.get('/partial'));
-  await waitFor('the failing step run', () => pool.query(`SELECT 1 FROM graphile_worker.jobs WHERE key = 'broken' AND attempts >= 1`), (r) => r.rowCount === 1);
+  // graphile counts an attempt when it takes the job and writes last_error when the step fails: wait for both.
+  await waitFor('the failing step run', () => pool.query(`SELECT 1 FROM graphile_worker.jobs WHERE key = 'broken' AND attempts >= 1 AND last_error IS NOT NULL`), (r) => r.rowCount === 1);
   const attempts = await pool.query<{ attempts: number; last_error: string }>(
     `SELECT attempts, last_error FROM graphile_worker.jobs WHERE task_identifier = 'cca-step' AND key = 'broken'`,
   );
