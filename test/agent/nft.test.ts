@@ -65,7 +65,8 @@ describe('nft ruleset renderer', () => {
 
   test("a policed replica: its service's policy in force, resolved against its placed ports, with the address sets it names", () => {
     const ports = [{ name: 'pg', container: 5432, protocol: 'tcp' as const }];
-    const placed = { network: { allow: [{ service: 'api', port: 'pg' }] }, ports };
+    // Placed with a policy admitting `other`; the service's policy in force now admits `api`.
+    const placed = { network: { allow: [{ service: 'other', port: 'pg' }] }, ports };
     const rules: NetworkRules = { node: 'n1', at: 0, replicas: [{ replica: 'db-1', service: 'db', policy: 'allow' }] };
     const addresses = [
       { service: 'api', addresses: ['10.0.0.2', '10.0.0.3'], total: 2, at: 0 },

@@ -31,9 +31,12 @@ describe('network policies through the API', () => {
     const first = await get(0);
     expect(first).toMatchObject({ changed: true, rules: null, policies: [], addresses: [] });
     const rules = { node: 'n1', at: 1, replicas: [{ replica: 'db-1', service: 'db', policy: 'allow' as const }] };
-    const waiting = get(first.revision);
+    let settled = false;
+    const waiting = get(first.revision).finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 100));
     await store.put(buildKey('network', 'n2'), encodeFact('network', { ...rules, node: 'n2' })); // another node's: no wake
+    await new Promise((r) => setTimeout(r, 300));
+    expect(settled).toBe(false);
     await store.put(buildKey('netPolicy', 'db'), encodeFact('netPolicy', { service: 'db', allow: [{ service: 'api', port: 'pg' }], source: 'spec', at: 1 }));
     await store.put(buildKey('netAddrs', 'api'), encodeFact('netAddrs', { service: 'api', addresses: ['10.88.0.2'], total: 1, at: 1 }));
     const before = await store.revision();
@@ -45,9 +48,12 @@ describe('network policies through the API', () => {
     expect(next.policies.map((p) => p.service)).toEqual(['db']);
     expect(next.addresses).toEqual([{ service: 'api', addresses: ['10.88.0.2'], total: 1, at: 1 }]);
     // An address set the node's policies name wakes it; one they do not name does not.
-    const third = get(next.revision);
+    settled = false;
+    const third = get(next.revision).finally(() => (settled = true));
     await new Promise((r) => setTimeout(r, 100));
     await store.put(buildKey('netAddrs', 'other'), encodeFact('netAddrs', { service: 'other', addresses: ['10.88.0.9'], total: 1, at: 2 }));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(settled).toBe(false);
     const unrelated = await store.revision();
     await store.put(buildKey('netAddrs', 'api'), encodeFact('netAddrs', { service: 'api', addresses: ['10.88.0.2', '10.88.0.3'], total: 2, at: 2 }));
     const woke = await third;
