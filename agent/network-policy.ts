@@ -1,6 +1,7 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { enforcedFor, networkBundleSchema, type NetworkBundle, type ServiceSpec } from '../core/model/index.js';
+import { z } from 'zod';
+import { enforcedFor, networkBundleSchema, networkRuleSchema, type Enforced, type NetworkBundle, type ServiceSpec } from '../core/model/index.js';
 import type { AgentClient } from './client.js';
 import type { NetnsManager } from './netns.js';
 import { renderPolicy } from './nft.js';
@@ -20,6 +21,12 @@ export interface PolicyFollowerOptions {
 
 export { enforcedFor };
 
+/** What agents before the bundle saved: the node's rule set with each replica's allowances and their addresses. */
+const legacyRulesSchema = z.object({
+  node: z.string(),
+  replicas: z.array(z.object({ replica: z.string(), policy: z.enum(['open', 'allow']), rules: z.array(networkRuleSchema) })),
+});
+
 /**
  * Follows the node's network bundle (its rule set, its policed services' policies and the
  * address sets they name; long poll through the agent API) and applies it to each local
@@ -29,6 +36,7 @@ export { enforcedFor };
  */
 export class PolicyFollower {
   private bundle: NetworkBundle | undefined;
+  private legacy: Map<string, Enforced> | undefined;
   private readonly applied = new Map<string, string>();
   private syncing: Promise<void> = Promise.resolve();
   private readonly file: string;
@@ -36,7 +44,12 @@ export class PolicyFollower {
   constructor(private readonly opts: PolicyFollowerOptions) {
     this.file = join(opts.netns.opts.dir, '.rules.json');
     try {
-      this.bundle = networkBundleSchema.parse(JSON.parse(readFileSync(this.file, 'utf8')));
+      const saved: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
+      const bundle = networkBundleSchema.safeParse(saved);
+      const legacy = legacyRulesSchema.safeParse(saved);
+      this.bundle = bundle.success ? bundle.data : undefined;
+      // An older agent's file (rules with their addresses copied in): enforced as it was until the first bundle arrives.
+      if (!bundle.success && legacy.success) this.legacy = new Map(legacy.data.replicas.map((r) => [r.replica, { policy: r.policy, rules: r.rules }]));
     } catch {
       this.bundle = undefined; // never received one
     }
@@ -59,6 +72,7 @@ export class PolicyFollower {
         const r = await this.opts.client.network(after, this.opts.pollWaitMs);
         if (r.changed || after === 0) {
           this.bundle = r.bundle;
+          this.legacy = undefined;
           this.save();
           await this.sync();
         }
@@ -89,7 +103,7 @@ export class PolicyFollower {
     for (const { replica, spec } of this.opts.replicas()) {
       live.add(replica);
       if (!this.opts.netns.info(replica)) continue; // not set up yet: the runtime applies the fallback first
-      const script = renderPolicy(enforcedFor(this.bundle, replica, spec), this.opts.netns.gateway);
+      const script = renderPolicy((this.bundle ? undefined : this.legacy?.get(replica)) ?? enforcedFor(this.bundle, replica, spec), this.opts.netns.gateway);
       if (this.applied.get(replica) === script) continue;
       try {
         await this.opts.netns.apply(replica, script);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, expect, test } from 'vitest';
@@ -58,4 +58,19 @@ test('rule 8: an agent restarted while the server is away re-applies the bundle 
   });
   await third.f.sync();
   expect(third.applied[0]).not.toContain('10.88.0.2');
+});
+
+test("an agent upgraded while the server is away enforces the older agent's saved rule set until the first bundle arrives", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cca-policy-'));
+  dirs.push(dir);
+  const old = { node: 'n1', at: 1, replicas: [{ replica: 'db-1', service: 'db', policy: 'allow', rules: [{ port: 5432, protocol: 'tcp', services: ['api'], from: ['10.88.0.7'] }] }] };
+  writeFileSync(join(dir, '.rules.json'), JSON.stringify(old));
+  const away = follower(dir, async () => {
+    throw new Error('unreachable');
+  });
+  await away.f.sync();
+  expect(away.applied[0]).toContain('tcp dport 5432 ip saddr { 10.88.0.7 } accept');
+  const back = follower(dir, async () => ({ revision: 5, changed: true, bundle }));
+  await back.f.loop();
+  expect(back.applied.at(-1)).toContain('ip saddr { 10.88.0.2, 10.88.0.3 } accept');
 });
