@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { randomUUID } from 'node:crypto';
 import { makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
 import { ServerError, UnreachableError } from './core/errors.js';
@@ -5,9 +6,13 @@ import type { AssignmentsAnswer, ObservedVolume, Registration } from './core/por
 import { schemeMismatch, untrustedReason } from './https.js';
 import { requestSignal } from './request-signal.js';
 import { QUORUM } from '../core/model/quorum.js';
-import type { NetworkRules, NodeEvent, NodeRecordInput, Observation, VolumeRecord } from '../core/model/index.js';
+import { networkBundleSchema, type NetworkBundle } from '../core/model/network.js';
+import type { NodeEvent, NodeRecordInput, Observation, VolumeRecord } from '../core/model/index.js';
 
 export { ServerError, UnreachableError } from './core/errors.js';
+
+/** One page of the agent API's network answer (`/v1/agent/nodes/<node>/network`). */
+const networkPageSchema = networkBundleSchema.extend({ revision: z.int().min(0), changed: z.boolean(), more: z.boolean().optional(), cursor: z.string().optional() });
 
 export type { AssignmentsAnswer, ObservedVolume, Registration } from './core/ports.js';
 
@@ -77,9 +82,22 @@ export class AgentClient {
     return { ...answer, assignments };
   }
 
-  /** The node's network rule set, long-polled: answers at once when it changed after `after`. */
-  network(after: number, waitMs: number): Promise<{ revision: number; changed: boolean; rules: NetworkRules | null }> {
-    return this.call('GET', `${this.path('network')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
+  /**
+   * What the node needs to police its replicas (its rule set, its policed services' policies,
+   * the address sets they name), long-polled: answers at once when any of it changed after
+   * `after`. Later pages are read at once, at the first page's revision; the bundle comes whole.
+   */
+  async network(after: number, waitMs: number): Promise<{ revision: number; changed: boolean; bundle: NetworkBundle }> {
+    const page = (raw: unknown) => networkPageSchema.parse(raw);
+    const first = page(await this.call('GET', `${this.path('network')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs }));
+    const bundle: NetworkBundle = { rules: first.rules, policies: [...first.policies], addresses: [...first.addresses] };
+    let last = first;
+    while (last.more === true && last.cursor !== undefined) {
+      last = page(await this.call('GET', `${this.path('network')}?after=${after}&waitMs=0&revision=${first.revision}&cursor=${encodeURIComponent(last.cursor)}`));
+      bundle.policies.push(...last.policies);
+      bundle.addresses.push(...last.addresses);
+    }
+    return { revision: first.revision, changed: first.changed, bundle };
   }
 
   observations(tenure: number, observations: Observation[]): Promise<{ revision: number }> {

@@ -1,16 +1,17 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { networkRulesSchema, type NetworkRules, type ServiceSpec } from '../core/model/index.js';
+import { z } from 'zod';
+import { enforcedFor, networkBundleSchema, networkRuleSchema, type Enforced, type NetworkBundle, type ServiceSpec } from '../core/model/index.js';
 import type { AgentClient } from './client.js';
 import type { NetnsManager } from './netns.js';
-import { fallbackPolicy, renderPolicy, type Enforced } from './nft.js';
+import { renderPolicy } from './nft.js';
 import { messageOf } from '../core/diagnostics/index.js';
 
 export interface PolicyFollowerOptions {
   client: AgentClient;
   netns: NetnsManager;
   /** The replicas the agent holds now, with the spec each was assigned with. */
-  replicas: () => { replica: string; spec: Pick<ServiceSpec, 'network'> }[];
+  replicas: () => { replica: string; spec: Pick<ServiceSpec, 'network' | 'ports'> }[];
   pollWaitMs: number;
   isClosed: () => boolean;
   sleep: (ms: number) => Promise<void>;
@@ -18,20 +19,24 @@ export interface PolicyFollowerOptions {
   event: (kind: string, message: string, replica?: string) => void;
 }
 
-/** What one replica's namespace should enforce: its entry in the node's rule set, else the fallback. */
-export function enforcedFor(rules: NetworkRules | undefined, replica: string, spec: Pick<ServiceSpec, 'network'>): Enforced {
-  const entry = rules?.replicas.find((r) => r.replica === replica);
-  return entry ?? fallbackPolicy(spec);
-}
+export { enforcedFor };
+
+/** What agents before the bundle saved: the node's rule set with each replica's allowances and their addresses. */
+const legacyRulesSchema = z.object({
+  node: z.string(),
+  replicas: z.array(z.object({ replica: z.string(), policy: z.enum(['open', 'allow']), rules: z.array(networkRuleSchema) })),
+});
 
 /**
- * Follows `/network/<node>` (long poll through the agent API) and applies it to each local
+ * Follows the node's network bundle (its rule set, its policed services' policies and the
+ * address sets they name; long poll through the agent API) and applies it to each local
  * replica's namespace with nft, only where the script changed, without touching the
- * workloads. The last rule set is kept in the state directory: an agent restarted while the
+ * workloads. The last bundle is kept in the state directory: an agent restarted while the
  * server is away re-applies what it last knew, never the deny-all fallback (rule 8).
  */
 export class PolicyFollower {
-  private rules: NetworkRules | undefined;
+  private bundle: NetworkBundle | undefined;
+  private legacy: Map<string, Enforced> | undefined;
   private readonly applied = new Map<string, string>();
   private syncing: Promise<void> = Promise.resolve();
   private readonly file: string;
@@ -39,9 +44,14 @@ export class PolicyFollower {
   constructor(private readonly opts: PolicyFollowerOptions) {
     this.file = join(opts.netns.opts.dir, '.rules.json');
     try {
-      this.rules = networkRulesSchema.parse(JSON.parse(readFileSync(this.file, 'utf8')));
+      const saved: unknown = JSON.parse(readFileSync(this.file, 'utf8'));
+      const bundle = networkBundleSchema.safeParse(saved);
+      const legacy = legacyRulesSchema.safeParse(saved);
+      this.bundle = bundle.success ? bundle.data : undefined;
+      // An older agent's file (rules with their addresses copied in): enforced as it was until the first bundle arrives.
+      if (!bundle.success && legacy.success) this.legacy = new Map(legacy.data.replicas.map((r) => [r.replica, { policy: r.policy, rules: r.rules }]));
     } catch {
-      this.rules = undefined; // never received one
+      this.bundle = undefined; // never received one
     }
   }
 
@@ -61,7 +71,8 @@ export class PolicyFollower {
       try {
         const r = await this.opts.client.network(after, this.opts.pollWaitMs);
         if (r.changed || after === 0) {
-          this.rules = r.rules ?? undefined;
+          this.bundle = r.bundle;
+          this.legacy = undefined;
           this.save();
           await this.sync();
         }
@@ -77,7 +88,7 @@ export class PolicyFollower {
 
   private save(): void {
     const tmp = `${this.file}.tmp`;
-    writeFileSync(tmp, JSON.stringify(this.rules ?? null));
+    writeFileSync(tmp, JSON.stringify(this.bundle ?? null));
     renameSync(tmp, this.file);
   }
 
@@ -92,7 +103,7 @@ export class PolicyFollower {
     for (const { replica, spec } of this.opts.replicas()) {
       live.add(replica);
       if (!this.opts.netns.info(replica)) continue; // not set up yet: the runtime applies the fallback first
-      const script = renderPolicy(enforcedFor(this.rules, replica, spec), this.opts.netns.gateway);
+      const script = renderPolicy((this.bundle ? undefined : this.legacy?.get(replica)) ?? enforcedFor(this.bundle, replica, spec), this.opts.netns.gateway);
       if (this.applied.get(replica) === script) continue;
       try {
         await this.opts.netns.apply(replica, script);

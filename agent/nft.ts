@@ -1,21 +1,9 @@
-import type { ReplicaPolicy, ServiceSpec } from '../core/model/index.js';
+import { IPV4_PATTERN as IPV4, type Enforced } from '../core/model/index.js';
+
+export { fallbackPolicy, type Enforced } from '../core/model/index.js';
 
 /** The table the agent owns inside each replica's network namespace (nothing else uses it). */
 export const NFT_TABLE = 'cca';
-
-/** What a replica's namespace should enforce: open, or only these allowances (the rest dropped). */
-export type Enforced = Pick<ReplicaPolicy, 'policy' | 'rules'>;
-
-/**
- * The policy of a replica the controller has not listed yet (just started, or the store is
- * away): a service whose spec has a policy denies everything until its allowances arrive,
- * so a new replica is never briefly open; one without a policy is open.
- */
-export function fallbackPolicy(spec: Pick<ServiceSpec, 'network'>): Enforced {
-  return spec.network.allow.length > 0 ? { policy: 'allow', rules: [] } : { policy: 'open', rules: [] };
-}
-
-const IPV4 = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
 
 /**
  * The whole nft script for one replica's namespace: recreate the agent's table in one

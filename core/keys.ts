@@ -67,7 +67,9 @@ export const layout = {
   observedVolume: { prefix: '/observed-volumes/', params: ['node', 'service', 'volume'], schema: f.volumeObservationSchema, writer: 'agent of <node>', doc: "the agent's report of a local volume" },
   authToken: { prefix: '/auth/tokens/', params: ['token'], schema: apiTokenSchema, writer: 'api', doc: 'SHA-256 of an API token with its role (admin, deployer, reader, join), expiry, uses left and revocation (never the token itself: reading it grants nothing); the bootstrap tokens are `admin` and `join`, issued ones (`cca token create`) 12 hex digits' },
   nodeCredential: { prefix: '/auth/nodes/', params: ['node'], schema: tokenHashSchema, writer: 'api', doc: "SHA-256 of a node's agent credential: created by enrollment only while absent, replaced by its own rotation, deleted by `cca node reset`" },
-  network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "the node's firewall rule set from services' allow policies" },
+  network: { prefix: '/network/', params: ['node'], schema: f.networkRulesSchema, writer: 'network controller', doc: "which of the node's replicas are policed (`allow`) and which are open; no addresses (bounded by the node's replica cap)" },
+  netPolicy: { prefix: '/netpolicy/', params: ['service'], schema: f.netPolicySchema, writer: 'network controller', doc: "the `allow` policy in force for a policed service's replicas (its current spec's, else the one its replicas were placed with)" },
+  netAddrs: { prefix: '/netaddrs/', params: ['service'], schema: f.netAddrsSchema, writer: 'network controller', doc: "the IPv4 addresses of a client service's admissible live replicas, one set shared by every policy that names the service" },
 } as const satisfies Record<string, KeySpec>;
 
 export type KeyKind = keyof typeof layout;

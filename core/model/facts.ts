@@ -1,7 +1,9 @@
 import { z } from 'zod';
 import { storedServiceSpecSchema } from './service.js';
-import { DEFAULTS } from './defaults.js';
+import { DEFAULTS, LIMITS } from './defaults.js';
 import { NODE_REPLICAS } from './node.js';
+import { allowRuleSchema } from './service-shape.js';
+import { NETWORK_LIMITS } from './network-limits.js';
 import { replacesSchema, replicaEndedSchema, replicaOriginSchema, stopBySchema, withLegacyOutcome } from './replica-outcome.js';
 
 /**
@@ -333,7 +335,7 @@ export const volumeObservationSchema = z.object({
   at: ms,
 });
 
-/** One allowance of a policed replica: these source addresses may reach it on this port. */
+/** One allowance of a policed replica, as the agent enforces it: these source addresses may reach it on this port. */
 export const networkRuleSchema = z.object({
   /** Omitted: every port (an `allow` without `on port`). */
   port: z.int().min(1).max(65_535).optional(),
@@ -341,25 +343,55 @@ export const networkRuleSchema = z.object({
   protocol: z.enum(['tcp', 'udp']).optional(),
   /** The client services this rule admits (for people and `cca why`). */
   services: z.array(z.string()),
-  /** Addresses of those services' replicas, from admissible observations, sorted. */
+  /** Addresses of those services' replicas, from their address sets, sorted. */
   from: z.array(z.string()),
 });
 
+/** A dotted-quad IPv4 address: the only kind an allowance admits (agent/nft.ts renders nothing else). */
+export const IPV4_PATTERN = /^(25[0-5]|2[0-4]\d|1?\d?\d)(\.(25[0-5]|2[0-4]\d|1?\d?\d)){3}$/;
+
 /**
- * `/network/<node>`: the per-node rule set the agent applies with nftables. Every replica
- * assigned to the node is listed: `open` (its service has no policy: every source may reach
- * it) or `allow` (only `rules` may; everything else is dropped).
+ * `/network/<node>`: which replicas of the node are policed. Every replica assigned to the
+ * node is listed: `open` (its service has no policy: every source may reach it) or `allow`
+ * (only what its service's policy, `/netpolicy/<service>`, admits from the address sets it
+ * names, `/netaddrs/<client>`; everything else is dropped). No addresses, no allowances: its
+ * size follows the node's replica cap (core/model/network.ts: networkRulesMaxBytes).
  */
 export const networkRulesSchema = z.object({
   node: z.string(),
-  replicas: z.array(
-    z.object({
-      replica: z.string(),
-      service: z.string(),
-      policy: z.enum(['open', 'allow']),
-      rules: z.array(networkRuleSchema),
-    }),
-  ),
+  replicas: z
+    .array(
+      z.object({
+        replica: z.string(),
+        service: z.string(),
+        policy: z.enum(['open', 'allow']),
+      }),
+    ),
+  at: ms,
+});
+
+/**
+ * `/netpolicy/<service>`: the policy in force for a policed service's replicas: its current
+ * spec's `allow` list (a policy change rolls nothing), or, once the service is deleted, the
+ * one its replicas were placed with. Named ports are resolved by the agent against each
+ * replica's placed spec (core/model/network.ts: allowancesFor).
+ */
+export const netPolicySchema = z.object({
+  service: z.string(),
+  allow: z.array(allowRuleSchema).max(LIMITS.listItems),
+  source: z.enum(['spec', 'placed']),
+  at: ms,
+});
+
+/**
+ * `/netaddrs/<service>`: the IPv4 addresses of a client service's replicas with an
+ * admissible observation in a live state (rule 5), shared by every policy that names the
+ * service. Sorted and distinct; at most NETWORK_LIMITS.maxAddresses listed, `total` counts all.
+ */
+export const netAddrsSchema = z.object({
+  service: z.string(),
+  addresses: z.array(z.string().regex(IPV4_PATTERN)).max(NETWORK_LIMITS.maxAddresses),
+  total: z.int().min(0),
   at: ms,
 });
 
@@ -386,3 +418,5 @@ export type VolumeObservation = z.output<typeof volumeObservationSchema>;
 export type NetworkRules = z.output<typeof networkRulesSchema>;
 export type NetworkRule = z.output<typeof networkRuleSchema>;
 export type ReplicaPolicy = NetworkRules['replicas'][number];
+export type NetPolicy = z.output<typeof netPolicySchema>;
+export type NetAddrs = z.output<typeof netAddrsSchema>;

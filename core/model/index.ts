@@ -21,3 +21,5 @@ export * from './template.js';
 export * from './sealed.js';
 export * from './logs.js';
 export * from './quorum.js';
+export * from './network-limits.js';
+export * from './network.js';

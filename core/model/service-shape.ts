@@ -222,6 +222,7 @@ type Parsed = z.output<typeof serviceInputSchema>;
 export type Probe = z.output<typeof probeSchema>;
 export type HealthCheck = z.output<typeof healthCheckSchema>;
 export type Port = z.output<typeof portSchema>;
+export type AllowRule = z.output<typeof allowRuleSchema>;
 
 /** A validated service with every default filled in: what `/services/<name>` holds. */
 export type ServiceSpec = Omit<Parsed, 'replicas'> & { replicas: number };

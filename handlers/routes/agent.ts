@@ -13,6 +13,7 @@ import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { readFacts } from '../../jobs/facts.js';
+import { NETWORK_WATCH_PREFIX, readNetworkBundle } from '../network-bundle.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 import type { PodLimits } from '../limits/pod-limits.js';
@@ -182,7 +183,13 @@ async function resumedStamp(store: Store, existing: KeyValue, lease: number, ttl
  * stops (`deps.closing`). The
  * caller answers with the current value either way.
  */
-async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 'prefix'>, q: { after: number; waitMs?: number | undefined }, gone: AbortSignal): Promise<boolean> {
+async function changedSince(
+  deps: ServerDeps,
+  watch: Pick<WatchRequest, 'key' | 'prefix'>,
+  q: { after: number; waitMs?: number | undefined },
+  gone: AbortSignal,
+  relevant: (key: string) => boolean = () => true,
+): Promise<boolean> {
   const waitMs = q.waitMs ?? deps.limits.longPollMs;
   if (q.after === 0) return true;
   // A pod that stops answers its long polls at once, while its store is still open.
@@ -193,7 +200,7 @@ async function changedSince(deps: ServerDeps, watch: Pick<WatchRequest, 'key' | 
   deps.closing?.addEventListener('abort', () => ac.abort(), { once: true, signal: ac.signal });
   deps.metrics.watchers.inc();
   try {
-    for await (const _ of deps.store.watch({ ...watch, fromRevision: q.after + 1, signal: ac.signal })) return true;
+    for await (const batch of deps.store.watch({ ...watch, fromRevision: q.after + 1, signal: ac.signal })) if (batch.events.some((e) => relevant(e.kv.key))) return true;
     return false;
   } catch {
     // Compacted past `after`: the current value is the answer anyway.
@@ -326,15 +333,26 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
     return c.json({ revision, changed, membership, assignments: page, ...(more ? { more, cursor: page.at(-1)!.replica } : {}) });
   });
 
-  // The node's network rule set (`/network/<node>`), long-polled like the assignments.
+  // What the node's agent needs to police its replicas, long-polled and paged like the
+  // assignments: the node's rule set, its policed services' policies and the address sets
+  // they name, read at one revision; a change to any of them (not another node's) answers.
   app.get('/v1/agent/nodes/:node/network', requireNode('read network rules'), async (c) => {
     const node = c.req.param('node');
-    const q = parseQuery(c, assignmentsQuery);
-    const key = buildKey('network', node);
-    const changed = await polled(c, () => changedSince(deps, { key }, q, c.req.raw.signal));
-    const revision = await store.revision();
-    const kv = await store.get(key, { revision });
-    return c.json({ revision, changed, rules: kv ? decodeFact('network', key, kv.value) : null });
+    const q = parseQuery(c, assignmentsPageQuery);
+    if ((q.cursor === undefined) !== (q.revision === undefined)) throw new CcaError('CCA-E0603', { where: 'query parameters cursor and revision', reason: 'a later page names both: the first page\'s revision and its cursor' });
+    let changed = true;
+    if (q.cursor === undefined) {
+      const { keys } = await readNetworkBundle(store, node, await store.revision());
+      changed = await polled(c, () => changedSince(deps, { prefix: NETWORK_WATCH_PREFIX }, q, c.req.raw.signal, (k) => keys.has(k)));
+    }
+    const revision = q.revision ?? (await store.revision());
+    const { rules, items } = await readNetworkBundle(store, node, revision);
+    const rest = q.cursor === undefined ? items : items.filter((i) => i.key > q.cursor!);
+    const page = pageByBytes(rest, deps.limits.assignmentsPageBytes);
+    const more = page.length < rest.length;
+    const policies = page.flatMap((i) => ('policy' in i ? [i.policy] : []));
+    const addresses = page.flatMap((i) => ('addresses' in i ? [i.addresses] : []));
+    return c.json({ revision, changed, rules, policies, addresses, ...(more ? { more, cursor: page.at(-1)!.key } : {}) });
   });
 
   app.post('/v1/agent/nodes/:node/observations', requireNode('report observations'), async (c) => {

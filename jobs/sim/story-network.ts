@@ -1,5 +1,6 @@
 import { prefixOf } from '../../core/keys.js';
-import type { NetworkRules } from '../../core/model/facts.js';
+import type { NetworkRule } from '../../core/model/facts.js';
+import { enforcedFor, type NetworkBundle } from '../../core/model/network.js';
 import type { ServiceSpecInput } from '../../core/model/service.js';
 import type { Store } from '../../db/store.js';
 import { NETWORK_CONTROLLER } from '../controllers/network.js';
@@ -49,8 +50,35 @@ export async function currentAddresses(store: Store): Promise<Map<string, Set<st
   return out;
 }
 
-async function ruleSets(store: Store): Promise<NetworkRules[]> {
-  return (await listFacts(store, 'network', prefixOf('network'))).map((f) => f.value);
+/** A node's rule set as its agent enforces it: each replica with its allowances and their addresses. */
+export interface ResolvedRules {
+  node: string;
+  replicas: { replica: string; service: string; policy: 'open' | 'allow'; rules: NetworkRule[] }[];
+}
+
+/**
+ * Every node's rule set resolved the way its agent resolves it (core/model/network.ts:
+ * enforcedFor, over the node's rule set, the policies and the address sets in the store,
+ * and each replica's placed spec): the real code, not a copy.
+ */
+export async function ruleSets(store: Store): Promise<ResolvedRules[]> {
+  const [sets, policies, addresses, assigned] = await Promise.all([
+    listFacts(store, 'network', prefixOf('network')),
+    listFacts(store, 'netPolicy', prefixOf('netPolicy')),
+    listFacts(store, 'netAddrs', prefixOf('netAddrs')),
+    listFacts(store, 'assigned', prefixOf('assigned')),
+  ]);
+  return sets.map(({ value: rules }) => {
+    const bundle: NetworkBundle = { rules, policies: policies.map((p) => p.value), addresses: addresses.map((a) => a.value) };
+    const specs = new Map(assigned.filter((a) => a.value.node === rules.node).map((a) => [a.value.replica, a.value.spec]));
+    return {
+      node: rules.node,
+      replicas: rules.replicas.map((r) => {
+        const spec = specs.get(r.replica);
+        return { ...r, ...(spec ? enforcedFor(bundle, r.replica, spec) : { rules: [] }) };
+      }),
+    };
+  });
 }
 
 const same = (a: readonly string[], b: Iterable<string>) => JSON.stringify([...a].sort()) === JSON.stringify([...b].sort());

@@ -2,7 +2,7 @@ import { describe, expect, test } from 'vitest';
 import { enforcedFor } from '../../agent/network-policy.js';
 import { fallbackPolicy, renderPolicy } from '../../agent/nft.js';
 import { checkPrefix, defaultPrefix, parseCidr } from '../../agent/netns.js';
-import type { NetworkRules } from '../../core/model/index.js';
+import type { NetworkBundle, NetworkRules } from '../../core/model/index.js';
 
 describe('nft ruleset renderer', () => {
   test('an open replica: the table is recreated with an accepting input chain', () => {
@@ -51,14 +51,38 @@ describe('nft ruleset renderer', () => {
   });
 
   test('a replica not listed yet: deny everything when its spec has a policy, else open', () => {
-    const policed = { network: { allow: [{ service: 'api' }] } };
+    const ports = [{ name: 'pg', container: 5432, protocol: 'tcp' as const }];
+    const policed = { network: { allow: [{ service: 'api' }] }, ports };
     expect(fallbackPolicy(policed)).toEqual({ policy: 'allow', rules: [] });
     expect(fallbackPolicy({ network: { allow: [] } })).toEqual({ policy: 'open', rules: [] });
-    const rules: NetworkRules = { node: 'n1', at: 0, replicas: [{ replica: 'db-1', service: 'db', policy: 'open', rules: [] }] };
+    const rules: NetworkRules = { node: 'n1', at: 0, replicas: [{ replica: 'db-1', service: 'db', policy: 'open' }] };
+    const bundle: NetworkBundle = { rules, policies: [], addresses: [] };
     // The node's rule set wins over the spec the replica was placed with (a policy removed since).
-    expect(enforcedFor(rules, 'db-1', policed)).toEqual({ replica: 'db-1', service: 'db', policy: 'open', rules: [] });
-    expect(enforcedFor(rules, 'db-2', policed)).toEqual({ policy: 'allow', rules: [] });
-    expect(enforcedFor(undefined, 'db-2', { network: { allow: [] } })).toEqual({ policy: 'open', rules: [] });
+    expect(enforcedFor(bundle, 'db-1', policed)).toEqual({ policy: 'open', rules: [] });
+    expect(enforcedFor(bundle, 'db-2', policed)).toEqual({ policy: 'allow', rules: [] });
+    expect(enforcedFor(undefined, 'db-2', { network: { allow: [] }, ports })).toEqual({ policy: 'open', rules: [] });
+  });
+
+  test("a policed replica: its service's policy in force, resolved against its placed ports, with the address sets it names", () => {
+    const ports = [{ name: 'pg', container: 5432, protocol: 'tcp' as const }];
+    // Placed with a policy admitting `other`; the service's policy in force now admits `api`.
+    const placed = { network: { allow: [{ service: 'other', port: 'pg' }] }, ports };
+    const rules: NetworkRules = { node: 'n1', at: 0, replicas: [{ replica: 'db-1', service: 'db', policy: 'allow' }] };
+    const addresses = [
+      { service: 'api', addresses: ['10.0.0.2', '10.0.0.3'], total: 2, at: 0 },
+      { service: 'other', addresses: ['10.0.0.9'], total: 1, at: 0 },
+    ];
+    const policy = { service: 'db', allow: [{ service: 'api', port: 'pg' }, { service: 'other', port: 'admin' }], source: 'spec' as const, at: 0 };
+    // `admin` is not a port the running replica declares: it admits nothing.
+    expect(enforcedFor({ rules, policies: [policy], addresses }, 'db-1', placed)).toEqual({
+      policy: 'allow',
+      rules: [{ port: 5432, protocol: 'tcp', services: ['api'], from: ['10.0.0.2', '10.0.0.3'] }],
+    });
+    // No policy record yet (the controller writes it first, but a reader can be between): the placed spec's.
+    expect(enforcedFor({ rules, policies: [], addresses }, 'db-1', { network: { allow: [{ service: 'other' }] }, ports })).toEqual({
+      policy: 'allow',
+      rules: [{ services: ['other'], from: ['10.0.0.9'] }],
+    });
   });
 
   test('network flags: a /24 only, a short prefix, a default prefix per node', () => {

@@ -1,6 +1,7 @@
 import { expect, test } from 'vitest';
 import { buildKey, encodeFact, parseKey, prefixOf } from '../../core/keys.js';
 import { assignmentMaxBytes, storedSpecMaxBytes } from '../../core/model/spec-limits.js';
+import { netAddrsMaxBytes, netPolicyMaxBytes, networkRulesMaxBytes } from '../../core/model/network-limits.js';
 import { limits, utf8Length } from '../../db/keyspace.js';
 import { controllers } from '../../jobs/controllers/index.js';
 import { decisionMaxBytes } from '../../jobs/decisions/bounds.js';
@@ -60,6 +61,9 @@ test('32 replicas of the largest spec on one node, then a repair of the node: ev
     if (kind === 'decision') largestDecision = Math.max(largestDecision, bytes);
     if (kind === 'service') expect(bytes, kv.key).toBeLessThanOrEqual(storedSpecMaxBytes());
     if (kind === 'assigned') expect(bytes, kv.key).toBeLessThanOrEqual(assignmentMaxBytes());
+    if (kind === 'network') expect(bytes, kv.key).toBeLessThanOrEqual(networkRulesMaxBytes());
+    if (kind === 'netPolicy') expect(bytes, kv.key).toBeLessThanOrEqual(netPolicyMaxBytes());
+    if (kind === 'netAddrs') expect(bytes, kv.key).toBeLessThanOrEqual(netAddrsMaxBytes());
   }
   expect(largestDecision).toBeLessThanOrEqual(decisionMaxBytes());
   // Measured, not a threshold on time: the repair decision cites 32 specs in a few kB.

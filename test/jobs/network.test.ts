@@ -1,10 +1,10 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
-import type { NetworkRules } from '../../core/model/facts.js';
 import type { ServiceSpecInput } from '../../core/model/service.js';
 import type { Store } from '../../db/store.js';
 import { auditor, networkController, nodeController, replicaController, scheduler } from '../../jobs/controllers/index.js';
-import { describeChange } from '../../jobs/controllers/network.js';
+import { describeAddresses, planAddresses } from '../../jobs/controllers/network.js';
+import { ruleSets, type ResolvedRules } from '../../jobs/sim/story-network.js';
 import { listFacts } from '../../jobs/facts.js';
 import { Bench } from './harness.js';
 
@@ -32,9 +32,9 @@ async function observeAll(b: Bench, addresses: Map<string, string>): Promise<voi
   }
 }
 
-async function rules(b: Bench, n = 'n1'): Promise<NetworkRules | undefined> {
-  const kv = await b.store.get(buildKey('network', n));
-  return kv ? decodeFact('network', kv.key, kv.value) : undefined;
+/** The node's rule set as its agent resolves it (its rule set, the policies, the address sets). */
+async function rules(b: Bench, n = 'n1'): Promise<ResolvedRules | undefined> {
+  return (await ruleSets(b.store)).find((r) => r.node === n);
 }
 
 async function setup() {
@@ -67,7 +67,14 @@ describe('network controller', () => {
     const decisions = await listFacts(b.store, 'decision', prefixOf('decision', 'node', 'n1'));
     const net = decisions.filter((d) => d.value.controller === 'network');
     expect(net.length).toBeGreaterThan(0);
-    expect(net.some((d) => d.value.reasons.some((x) => x.includes('default deny') && x.includes('tcp/5432 from api')))).toBe(true);
+    expect(net.some((d) => d.value.reasons.some((x) => x.includes('default deny') && x.includes('the policy of db')))).toBe(true);
+    // The addresses are one set per client service, not copied into the node's rule set.
+    const setKv = (await b.store.get(buildKey('netAddrs', 'api')))!;
+    const set = decodeFact('netAddrs', setKv.key, setKv.value);
+    expect(set.addresses).toEqual(await addressesOf(b, 'api', addresses));
+    expect((await b.store.get(buildKey('network', 'n1')))!.value).not.toContain(set.addresses[0]!);
+    const apiDecisions = await listFacts(b.store, 'decision', prefixOf('decision', 'service', 'api'));
+    expect(apiDecisions.some((d) => d.value.action === 'address set updated' && d.value.reasons.some((x) => x.startsWith('api: 2 address(es) (+')))).toBe(true);
     // Converged: another round writes nothing.
     const rev = await b.store.revision();
     await b.step(networkController);
@@ -116,12 +123,12 @@ describe('network controller', () => {
         return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
       },
     });
-    const before = await b.store.get(buildKey('network', 'n1'));
-    expect(decodeFact('network', before!.key, before!.value).replicas.find((x) => x.service === 'db')!.rules[0]!.from).toEqual([]);
+    const before = await b.store.get(buildKey('netAddrs', 'api'));
+    expect(decodeFact('netAddrs', before!.key, before!.value).addresses).toEqual([]);
     const wake = await networkController.reconcile({ store: racing, now: b.t, random: () => 0.5 });
     expect(injected).toBe(true);
     expect(wake.at).toBe(b.t + 100);
-    expect((await b.store.get(buildKey('network', 'n1')))!.modRevision).toBe(before!.modRevision);
+    expect((await b.store.get(buildKey('netAddrs', 'api')))!.modRevision).toBe(before!.modRevision);
     await b.step(networkController);
     const dbRep = (await rules(b))!.replicas.find((x) => x.service === 'db')!;
     expect(dbRep.policy).toBe('allow');
@@ -154,7 +161,7 @@ describe('network controller', () => {
     await b.step(networkController);
     const dbRep = (await rules(b))!.replicas.find((x) => x.service === 'db')!;
     expect(dbRep.rules.map((r) => [r.port, r.protocol, r.services])).toEqual([[undefined, undefined, ['api']]]);
-    const decisions = await listFacts(b.store, 'decision', prefixOf('decision', 'node', 'n1'));
+    const decisions = await listFacts(b.store, 'decision', prefixOf('decision', 'service', 'db'));
     expect(decisions.some((d) => d.value.reasons.some((x) => x.startsWith('CCA-E0423')))).toBe(true);
   });
 
@@ -181,12 +188,11 @@ describe('network controller', () => {
     expect(await rules(empty, 'n9')).toBeUndefined();
   });
 
-  test('describeChange names added and removed addresses', () => {
-    const base = { replica: 'db-1', service: 'db', policy: 'allow' as const };
-    const lines = describeChange(
-      [{ ...base, rules: [{ port: 80, protocol: 'tcp', services: ['api'], from: ['10.0.0.2', '10.0.0.3'] }] }],
-      [{ ...base, rules: [{ port: 80, protocol: 'tcp', services: ['api'], from: ['10.0.0.3', '10.0.0.4'] }] }],
-    );
-    expect(lines).toEqual(['db-1 (db): default deny; tcp/80 from api: 2 address(es) (+10.0.0.4 -10.0.0.2)']);
+  test('describeAddresses names added and removed addresses; a set lists only IPv4 addresses, each once', () => {
+    const c = (replica: string, address: string) => ({ replica, service: 'api', address, facts: [], node: { key: '', tenure: 1 } });
+    const plan = planAddresses([c('api-3', '10.0.0.4'), c('api-2', '10.0.0.3'), c('api-1', '10.0.0.3'), c('api-4', 'fe80::1'), c('api-5', 'host.example')]);
+    expect(plan).toMatchObject({ addresses: ['10.0.0.3', '10.0.0.4'], total: 2 });
+    expect(plan.used.map((u) => u.replica)).toEqual(['api-1', 'api-3']);
+    expect(describeAddresses('api', ['10.0.0.2', '10.0.0.3'], plan)).toEqual(['api: 2 address(es) (+10.0.0.4 -10.0.0.2)']);
   });
 });
