@@ -1,3 +1,5 @@
+import { tieSignals } from '../core/abort.js';
+
 /**
  * One request's signal: aborted by its deadline or by any of the long-lived signals it is
  * tied to, with one listener on each, removed by `done()`. Not `AbortSignal.any`: on Node 20
@@ -12,12 +14,7 @@ export interface RequestSignal {
 
 export function requestSignal(timeoutMs: number | undefined, tiedTo: readonly AbortSignal[]): RequestSignal {
   const ac = new AbortController();
-  const ties = tiedTo.map((s) => {
-    const onAbort = () => ac.abort(s.reason);
-    if (s.aborted) ac.abort(s.reason);
-    else s.addEventListener('abort', onAbort, { once: true });
-    return () => s.removeEventListener('abort', onAbort);
-  });
+  const tie = tieSignals(tiedTo, ac);
   const timer =
     timeoutMs === undefined
       ? undefined
@@ -28,7 +25,7 @@ export function requestSignal(timeoutMs: number | undefined, tiedTo: readonly Ab
     signal: ac.signal,
     done() {
       clearTimeout(timer);
-      for (const untie of ties.splice(0)) untie();
+      tie.done();
     },
   };
 }

@@ -1,6 +1,7 @@
 import { sleep } from '../watch-feed.js';
 import type { IDuplexStream, IEvent, IWatchRequest, IWatchResponse } from 'etcd3';
 import { CcaError } from '../../core/diagnostics/index.js';
+import { tieSignals } from '../../core/abort.js';
 import { watchInterval, type KeyInterval } from '../keyspace.js';
 import type { WatchBatch, WatchEvent, WatchRequest } from '../store.js';
 import type { EtcdKeys } from './keys.js';
@@ -138,7 +139,23 @@ async function* follow(
   start: number,
   explicit: boolean,
 ): AsyncGenerator<WatchBatch> {
-  const signal = req.signal ? AbortSignal.any([req.signal, deps.closing]) : deps.closing;
+  // Tied, not AbortSignal.any: the store's closing signal lives as long as the store (core/abort.ts).
+  const tie = req.signal ? tieSignals([req.signal, deps.closing]) : undefined;
+  try {
+    yield* followTied(deps, req, iv, start, explicit, tie?.signal ?? deps.closing);
+  } finally {
+    tie?.done();
+  }
+}
+
+async function* followTied(
+  deps: WatchDeps,
+  req: WatchRequest,
+  iv: KeyInterval,
+  start: number,
+  explicit: boolean,
+  signal: AbortSignal,
+): AsyncGenerator<WatchBatch> {
   const withPrev = req.prevKv ?? false;
   let next = start;
   /**

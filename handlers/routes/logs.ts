@@ -1,6 +1,7 @@
 import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError, lookup } from '../../core/diagnostics/index.js';
+import { tieSignals } from '../../core/abort.js';
 import { buildKey, decodeFact, segmentProblem } from '../../core/keys.js';
 import { LOG_LIMITS, logFrameSchema, logsQuerySchema, parseSince } from '../../core/model/index.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
@@ -132,10 +133,13 @@ export function logRoutes(deps: ServerDeps, pod: PodLimits, relay = new LogRelay
   app.get('/v1/agent/nodes/:node/log-requests', requireNode('read log requests'), async (c) => {
     const q = parseQuery(c, pollQuery);
     const release = pod.slots.hold(c.get('principal'));
+    // Tied, not AbortSignal.any: the pod's closing signal lives as long as the pod (core/abort.ts).
+    const tie = tieSignals(deps.closing ? [c.req.raw.signal, deps.closing] : [c.req.raw.signal]);
     let requests;
     try {
-      requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, deps.closing ? AbortSignal.any([c.req.raw.signal, deps.closing]) : c.req.raw.signal);
+      requests = await relay.take(c.req.param('node'), q.waitMs ?? deps.limits.longPollMs, tie.signal);
     } finally {
+      tie.done();
       release();
     }
     return c.json({ requests });
