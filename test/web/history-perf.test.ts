@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, startTestPod, type TestPod } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { podAndBrowser } from './support.js';
 
 /**
  * The history views' cost at scale, in Chromium: 10,000 replicas' usage reports (100 services,
@@ -9,20 +9,11 @@ import { launchBrowser, startTestPod, type TestPod } from './support.js';
  * each new decision. The times are printed, not asserted; the bounds are asserted.
  */
 describe('console history views at scale, in headless Chromium', () => {
-  let pod: TestPod;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-  beforeAll(async () => {
-    pod = await startTestPod({ openReads: true });
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await pod?.close();
-  });
+  const fx = podAndBrowser({ openReads: true });
 
   it('keeps its logs bounded and redraws the timeline in place', async () => {
-    const page = await browser.context.newPage();
-    await page.goto(`${pod.url}/?sim=1&seed=1#timeline`);
+    const page = await fx.browser.context.newPage();
+    await page.goto(`${fx.pod.url}/?sim=1&seed=1#timeline`);
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 }).toBe('sim');
     const r = (await page.evaluate(readFileSync(join(import.meta.dirname, 'history-perf.page.js'), 'utf8'))) as Record<string, number>;
     console.log(`history views: usage ${r.usageMsPerObservation!.toFixed(3)} ms per observation (${r.series} series), timeline ${r.timelineMsPerDecision!.toFixed(3)} ms per decision, timeline redraw with ${r.maxEntries} entries: median ${r.timelineUpdateMedianMs!.toFixed(1)} ms`);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, OUTPUT, startTestPod, type TestPod } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { OUTPUT, pageWithErrors, podAndBrowser } from './support.js';
 
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
   return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
@@ -47,25 +47,11 @@ async function applyCca(page: Page, text: string): Promise<void> {
 }
 
 describe('console history views (timeline, usage, rollouts), simulation mode, in headless Chromium', () => {
-  let pod: TestPod;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-
-  beforeAll(async () => {
-    pod = await startTestPod({ openReads: true });
-    browser = await launchBrowser();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await pod?.close();
-  });
+  const fx = podAndBrowser({ openReads: true });
 
   it('a replica moving off a killed node, in order, linked to why; scrubbing; usage sparklines; a rollout to complete and one stuck', async () => {
-    const page = await browser.context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    await page.goto(`${pod.url}/?sim=1&seed=7#services`);
+    const { page, errors } = await pageWithErrors(fx.browser);
+    await page.goto(`${fx.pod.url}/?sim=1&seed=7#services`);
     // As in sim.test.ts: every controller module is transpiled on its first request, slow on a loaded machine.
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 }).toBe('sim').catch((e: unknown) => {
       throw new Error(`${String(e)}; page errors: ${JSON.stringify(errors)}`);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, measureMapScript, OUTPUT, startTestPod, type MapFigures, type TestPod } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { type MapFigures, measureMapScript, OUTPUT, pageWithErrors, podAndBrowser } from './support.js';
 
 /**
  * The cluster map at 1,000 nodes and 10,000 replicas (issue 22), in Chromium: web/scale.js
@@ -12,24 +12,11 @@ import { launchBrowser, measureMapScript, OUTPUT, startTestPod, type MapFigures,
  * what is asserted is that the map drew every node and replica and kept up.
  */
 describe('the cluster map at scale', () => {
-  let pod: TestPod;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-
-  beforeAll(async () => {
-    pod = await startTestPod({ openReads: true });
-    browser = await launchBrowser();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await pod?.close();
-  });
+  const fx = podAndBrowser({ openReads: true });
 
   it('1,000 nodes and 10,000 replicas: per-batch update time (printed)', async () => {
-    const page = await browser.context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(`${pod.url}/#map`);
+    const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
+    await page.goto(`${fx.pod.url}/#map`);
     await page.waitForSelector('#view-map');
     const r = (await page.evaluate(measureMapScript({ nodes: 1_000, replicas: 10_000, rounds: 20, seed: 1 }))) as MapFigures;
     await page.screenshot({ path: join(OUTPUT, 'map-scale.png') });

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { HttpTestAgent } from '../server/http-agent.js';
-import { launchBrowser, OUTPUT, startTestPod, webService, type TestPod } from './support.js';
+import { OUTPUT, pageWithErrors, podAndBrowser, webService } from './support.js';
 
 /** The chips of a node box on the map: `id:class-state` (ghosts included). */
 async function chips(page: Page, node: string): Promise<{ id: string; state: string; replaces?: string; movedTo?: string }[]> {
@@ -21,25 +21,11 @@ async function keys(page: Page, ...k: string[]): Promise<void> {
 }
 
 describe('console: the shell and the cluster map, in headless Chromium', () => {
-  let pod: TestPod;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-
-  beforeAll(async () => {
-    pod = await startTestPod({ openReads: true });
-    browser = await launchBrowser();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await pod?.close();
-  });
+  const fx = podAndBrowser({ openReads: true });
 
   it('simulation: a killed node greys out and the map shows its replicas moving, in place', async () => {
-    const page = await browser.context.newPage();
-    const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-    await page.goto(`${pod.url}/?sim=1&seed=7#map`);
+    const { page, errors } = await pageWithErrors(fx.browser);
+    await page.goto(`${fx.pod.url}/?sim=1&seed=7#map`);
     // Loading every controller module, transpiled on first request, is slow on a loaded machine (see sim.test.ts).
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 }).toBe('sim');
     expect(await page.locator('#tabs a.active').innerText()).toBe('map');
@@ -106,21 +92,18 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
   }, 270_000);
 
   it('live: the map shows the running replicas and the pending tray; a filter in the URL survives a reload; keys move around', async () => {
-    const agent = new HttpTestAgent(pod.url, pod.join, 'node1', 'a');
-    const agent2 = new HttpTestAgent(pod.url, pod.join, 'node2', 'b');
+    const agent = new HttpTestAgent(fx.pod.url, fx.pod.join, 'node1', 'a');
+    const agent2 = new HttpTestAgent(fx.pod.url, fx.pod.join, 'node2', 'b');
     try {
       await agent.start();
       await agent2.start();
-      await pod.api('POST', '/v1/apply', { services: [webService('web', 3), webService('api', 2), webService('ghost', 1, 'ghost:9')] });
-      const page = await browser.context.newPage();
-      const errors: string[] = [];
-      page.on('pageerror', (e) => errors.push(String(e)));
-      page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-      await page.goto(`${pod.url}/#map`);
+      await fx.pod.api('POST', '/v1/apply', { services: [webService('web', 3), webService('api', 2), webService('ghost', 1, 'ghost:9')] });
+      const { page, errors } = await pageWithErrors(fx.browser);
+      await page.goto(`${fx.pod.url}/#map`);
       await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
 
       // Every running replica the API lists is a running chip on its node.
-      const running = async () => ((await pod.api('GET', '/v1/replicas')).replicas as { id: string; node?: string; state: string }[]).filter((r) => r.state === 'running');
+      const running = async () => ((await fx.pod.api('GET', '/v1/replicas')).replicas as { id: string; node?: string; state: string }[]).filter((r) => r.state === 'running');
       await expect.poll(async () => (await running()).length, { timeout: 15_000 }).toBe(5);
       await expect.poll(async () => {
         const drawn = [...(await chips(page, 'node1')), ...(await chips(page, 'node2'))].filter((c) => c.state === 'running').map((c) => c.id).sort();
@@ -132,7 +115,7 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
       await page.screenshot({ path: join(OUTPUT, 'map-live.png') });
 
       // A change arrives without a reload: scale api to 3.
-      await pod.api('POST', '/v1/apply', { services: [webService('web', 3), webService('api', 3), webService('ghost', 1, 'ghost:9')] });
+      await fx.pod.api('POST', '/v1/apply', { services: [webService('web', 3), webService('api', 3), webService('ghost', 1, 'ghost:9')] });
       await expect.poll(() => page.locator('#view-map .chip.s-running[data-service=api]').count(), { timeout: 15_000 }).toBe(3);
 
       // The search box filters the map and goes into the URL …
@@ -160,7 +143,7 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
       await expect.poll(() => page.locator('#view-why h2').innerText()).toContain('why service web');
 
       // Another filter through the URL: state:pending on the replicas view.
-      await page.goto(`${pod.url}/#replicas?q=state:unplaced`);
+      await page.goto(`${fx.pod.url}/#replicas?q=state:unplaced`);
       await expect.poll(() => page.locator('table[data-id="replicas"] tbody tr').evaluateAll((rows) => rows.map((r) => (r as HTMLElement).innerText.split('\t')[1]))).toEqual(['ghost']);
       expect(errors).toEqual([]);
       await page.close();

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchBrowser, OUTPUT, startTestPod, type TestPod } from './support.js';
+import { describe, expect, it } from 'vitest';
+import { OUTPUT, podAndBrowser } from './support.js';
 
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
   return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
@@ -20,21 +20,10 @@ async function replicasByNode(page: Page): Promise<Record<string, string[]>> {
 }
 
 describe('console, simulation mode, in headless Chromium', () => {
-  let pod: TestPod;
-  let browser: Awaited<ReturnType<typeof launchBrowser>>;
-
-  beforeAll(async () => {
-    pod = await startTestPod({ openReads: false });
-    browser = await launchBrowser();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-    await pod?.close();
-  });
+  const fx = podAndBrowser({ openReads: false });
 
   it('runs the real controllers on virtual time: apply, converge, kill a node, replace, invariants hold', async () => {
-    const page = await browser.context.newPage();
+    const page = await fx.browser.context.newPage();
     const errors: string[] = [];
     const apiCalls: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
@@ -42,9 +31,9 @@ describe('console, simulation mode, in headless Chromium', () => {
     page.on('request', (r) => {
       const path = new URL(r.url()).pathname;
       // Only the console's own files: nothing in this mode talks to the API.
-      if (!r.url().startsWith(pod.url) || !/^\/(web\/|src\/|vendor\/zod\/|$|\?)/.test(path)) apiCalls.push(r.url());
+      if (!r.url().startsWith(fx.pod.url) || !/^\/(web\/|src\/|vendor\/zod\/|$|\?)/.test(path)) apiCalls.push(r.url());
     });
-    await page.goto(`${pod.url}/?sim=1&seed=7#services`);
+    await page.goto(`${fx.pod.url}/?sim=1&seed=7#services`);
     // Simulation mode loads every controller module, each transpiled on its first request: on a
     // loaded machine that is slow, so this bound is generous (it is a bound, not a measure).
     // (Seen once at 60 s while the fresh-clone test compiled better-sqlite3 on both cores; a

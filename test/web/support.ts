@@ -3,7 +3,8 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { chromium, type BrowserContext } from 'playwright-core';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll } from 'vitest';
 import { MemoryStore } from '../../db/memory.js';
 import { controllers } from '../../jobs/controllers/index.js';
 import { startDriver, type Driver } from '../../jobs/driver.js';
@@ -154,4 +155,41 @@ export function measureMapScript(o: { nodes: number; replicas: number; rounds: n
     const scale = await import('/web/scale.js');
     return scale.measureMap(el, ${JSON.stringify(o)});
   })()`;
+}
+
+export type TestBrowser = Awaited<ReturnType<typeof launchBrowser>>;
+
+/**
+ * A test pod and a headless Chromium for the describe block that calls this: started before
+ * its tests, closed after them (browser first). Read them through the returned getters.
+ */
+export function podAndBrowser(opts: { openReads: boolean }): { readonly pod: TestPod; readonly browser: TestBrowser } {
+  const held: { pod?: TestPod; browser?: TestBrowser } = {};
+  beforeAll(async () => {
+    held.pod = await startTestPod(opts);
+    held.browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await held.browser?.close();
+    await held.pod?.close();
+  });
+  return {
+    get pod() {
+      if (!held.pod) throw new Error('the test pod is not started (used outside a test?)');
+      return held.pod;
+    },
+    get browser() {
+      if (!held.browser) throw new Error('Chromium is not started (used outside a test?)');
+      return held.browser;
+    },
+  };
+}
+
+/** A new page whose uncaught errors (and, unless told otherwise, console errors) are collected: a test asserts `errors` empty. */
+export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors?: boolean } = {}): Promise<{ page: Page; errors: string[] }> {
+  const page = await browser.context.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(String(e)));
+  if (opts.consoleErrors ?? true) page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  return { page, errors };
 }
