@@ -497,6 +497,7 @@ export class AgentCore {
       } else {
         if (slot.handle) await this.o.runtime.remove(slot.handle);
         this.slots.delete(slot.replica);
+        this.log(`removed ${slot.replica}`);
       }
     }
     if (toStart.length === 0) return;

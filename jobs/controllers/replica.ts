@@ -88,13 +88,14 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   // A changed template rolls (jobs/controllers/replica-roll.ts); otherwise plain scaling.
   const roll = spec ? await planRollStep(ctx, spec, remaining, desired - completed, drafted) : undefined;
   // The roll's size came from `desired` too, so it compares the autoscale intent it read.
-  if (roll?.rolling && roll.step) roll.step.txn.compares.push(...intentRead);
+  if (roll?.rolling && roll.step) for (const w of roll.step.txns) w.compares.push(...intentRead);
+  if (roll?.rolling && roll.recheckAt !== undefined) timer = Math.min(timer ?? Infinity, roll.recheckAt);
   // A stateful replica stopped by a drain holds its replacement back until it retired (its
   // node reported the stop): placed meanwhile, the replacement would start on other data.
   const drainedStateful = spec && spec.value.volumes.length > 0 ? remaining.filter((s) => s.record.value.drained && s.record.value.desired === 'stop' && !s.record.value.retired) : [];
   const short = desired - live - completed;
   const diff = short > 0 ? Math.max(0, short - drainedStateful.length) : short;
-  const rollStep = roll?.rolling && roll.step ? { ...roll.step, txns: [roll.step.txn] } : undefined;
+  const rollStep = roll?.rolling ? roll.step : undefined;
   const scale = roll?.rolling ? rollStep : planScale(ctx, service, spec, remaining, diff, { desired, intent, compares: [...intentRead, ...drainedStateful.map((s) => unchanged(s.record))] });
   if (scale) {
     // Replicas stopped now retire when their grace runs out: wake then without waiting to be woken.

@@ -17,6 +17,8 @@ import { retrySoon } from '../retry.js';
 
 export const ROLLOUT_CONTROLLER = 'rollout';
 
+/** Replica records compared by a rollout write: room under 128 for the spec, the rollout and a decision. */
+const MAX_RECORD_COMPARES = 100;
 /**
  * The rollout controller: the single writer of `/rollouts/<service>`, one step per service.
  * It tracks the service's latest roll (the replica controller performs it, see
@@ -62,7 +64,12 @@ async function reconcileRollout(ctx: StepContext, service: string): Promise<Wake
   const counts = { desired, newReady: freshReady.length, newLive: fresh.length, oldLive: old.length };
   const deadlineMs = spec.value.update.progressDeadlineMs;
   const r = rollout?.value;
-  const readSet: Compare[] = [unchanged(spec), unchanged(rollout, key), ...states.map((s) => unchanged(s.record))];
+  // The records (the counts) are compared while they fit one txn (128 compares). Above that the
+  // record is bookkeeping read at one revision: this controller wakes on every record change and
+  // writes the counts again, and "complete" needs no old record left, which only a new spec
+  // (compared) can bring back (docs/rollouts.md).
+  const recordReads = states.length <= MAX_RECORD_COMPARES ? states.map((s) => unchanged(s.record)) : [];
+  const readSet: Compare[] = [unchanged(spec), unchanged(rollout, key), ...recordReads];
   const evidence = [evidenceOf(spec), rollout ? evidenceOf(rollout) : absentEvidence(key)];
 
   if (!r || r.toTemplate !== target) {

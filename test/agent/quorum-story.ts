@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { expect, onTestFailed } from 'vitest';
 import { Agent } from '../../agent/agent.js';
 import { FENCE } from '../../agent/core/fence.js';
 import { ProcessRuntime } from '../../agent/runtime-process.js';
@@ -39,6 +39,8 @@ export async function quorumStory(store: (dir: string) => Promise<string>, opts:
   const agents = new Map<string, { agent: Agent; state: StateDir }>();
   const logs: string[] = [];
   cleanups.push(() => { if (process.env.CCA_TEST_DEBUG) writeFileSync('/tmp/qe2e-agents.log', logs.join('\n')); });
+  // A failure here has been seen only under a loaded CI run: say what the agents saw.
+  onTestFailed(() => console.log(`agents' log (${logs.length} lines):\n${logs.slice(-200).join('\n')}`));
   for (const node of ['n1', 'n2', 'n3']) {
     const state = new StateDir(join(tmp.dir, node));
     const runtime = new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, pollMs: 100 });
