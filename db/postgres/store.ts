@@ -153,7 +153,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   async keepAlive(id: number): Promise<{ ttl: number }> {
     this.enter();
-    const ttl = await this.q(() => leaseSql.keepAliveLease(this.pool, id));
+    const ttl = await this.q(() => leaseSql.keepAliveLease(this.pool, id, this.opts.leaseSilenceMs));
     if (ttl === null) throw new CcaError('CCA-E0107', { lease: id });
     return { ttl };
   }

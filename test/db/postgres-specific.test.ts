@@ -155,6 +155,23 @@ describe('PostgresStore specifics', () => {
     await store.close();
   });
 
+  test("after a silence, a keepalive that comes before the reaper's first pass renews its lease (a returning pod's agents keep their tenure)", async () => {
+    const { url, store } = await freshStore('silence-keepalive', { leaseReaperMs: 0 });
+    const { id } = await store.grantLease(2);
+    const other = (await store.grantLease(2)).id;
+    await store.put('held', 'x', { lease: id });
+    await store.expireLeases();
+    await sql(url, `UPDATE cca_reaper SET last_reap_at = clock_timestamp() - interval '30 seconds'; UPDATE cca_lease SET expires_at = clock_timestamp() - interval '1 second'`);
+    expect((await store.keepAlive(id)).ttl).toBe(2);
+    expect((await store.leaseTimeToLive(id)).ttl).toBeGreaterThanOrEqual(1);
+    // Without a silence an expired lease stays dead: the reaper has just passed.
+    await store.expireLeases(); // notes the silence: renews every lease once
+    await sql(url, `UPDATE cca_lease SET expires_at = clock_timestamp() - interval '1 second' WHERE id = ${other}`);
+    await expect(store.keepAlive(other)).rejects.toMatchObject({ code: 'CCA-E0107' });
+    expect(await store.get('held')).not.toBeNull();
+    await store.close();
+  });
+
   test('batched writers: a conflict fails only its own client, every other client gets its own revision', async () => {
     const { store } = await freshStore('batch');
     await store.put('shared', '0');
