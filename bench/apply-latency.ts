@@ -3,22 +3,23 @@
  * latency (the dry-run diff and the apply, the two requests `cca apply --yes` sends) on an
  * idle cluster, then while a rolling update replaces every replica of a large service.
  * One real server pod (`server/main.ts`, two workers) on Postgres (embedded, fsync on, or
- * DATABASE_URL); the agents are `Agent`s on the fake runtime hosted in this process, as in
- * bench/system.ts. Prints a table and, last, one JSON line (with the load average).
+ * DATABASE_URL); the agents are `Agent`s on the fake runtime in two load-generator processes
+ * (bench/support/agent-host.ts), so the latencies measured here are not this process's queue.
+ * Prints a table, where the workers' time went during the roll, and, last, one JSON line
+ * (with the load average).
  *
  *   npx tsx bench/apply-latency.ts [--agents 100] [--replicas 1000] [--samples 100] [--surge 100]
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { Agent } from '../agent/agent.js';
-import { FakeRuntime } from '../agent/runtime-fake.js';
-import { StateDir } from '../agent/state.js';
 import { messageOf } from '../core/diagnostics/index.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { Proc } from '../demo/procs.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
+import { Workers } from './support/workers.js';
+import { workerTime, workerTimeJson, workerTimeSince, workerTimeText } from './support/worker-time.js';
 
 // any: the API's answers, read loosely (as bench/system.ts does).
 type Json = Record<string, any>;
@@ -52,7 +53,8 @@ async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs
 const dir = mkdtempSync(join(os.tmpdir(), 'cca-bench-apply-'));
 const admin = newRoleToken('admin');
 const joinToken = newRoleToken('join');
-const agents: Agent[] = [];
+type HostMsg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' };
+let hosts: Workers<HostMsg> | undefined;
 let pg: RunningPostgres | undefined;
 let pod: Proc | undefined;
 
@@ -82,16 +84,12 @@ try {
 
   // Room for twice the replicas (the surge needs some): 0.1 CPU / 32Mi each.
   const perNode = Math.ceil((2 * REPLICAS) / AGENTS);
-  for (let n = 0; n < AGENTS; n++) {
-    const name = `n${String(n + 1).padStart(3, '0')}`;
-    agents.push(new Agent({
-      server, node: name, token: joinToken, state: new StateDir(join(dir, 'agents', name)),
-      runtime: new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } }),
-      record: { address: '127.0.0.1', zone: 'a', capacity: { cpuMillis: perNode * 100, memoryBytes: perNode * 32 * 2 ** 20 } },
-      log: () => undefined,
-    }));
-  }
-  await Promise.all(agents.map((a) => a.start()));
+  const names = Array.from({ length: AGENTS }, (_, n) => `n${String(n + 1).padStart(3, '0')}`);
+  hosts = new Workers<HostMsg>('agent-host.ts', [0, 1].map((w) => ({
+    server, join: joinToken, nodes: names.filter((_, i) => i % 2 === w), zones: ['a'],
+    cpuMillis: perNode * 100, memoryBytes: perNode * 32 * 2 ** 20,
+  })));
+  await hosts.collect('ready', 300_000);
   let ready = 0;
   await until(`${AGENTS} ready nodes`, async () => {
     ready = ((await call('GET', '/v1/nodes')).nodes as Json[]).filter((n) => n.state === 'ready').length;
@@ -129,6 +127,7 @@ try {
   log(`idle: ${idle.length} applies, p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms`);
 
   const rollStart = performance.now();
+  const timeBefore = await workerTime(server);
   await apply(spec('v2'));
   // Sample inside the roll: from its first replaced replica on.
   await until('the roll to begin', async () => {
@@ -151,28 +150,30 @@ try {
     return rolled(s) ? (performance.now() - rollStart) / 1000 : undefined;
   }, 300_000).catch(() => null); // reported as unfinished
 
+  const rollTime = workerTimeSince(await workerTime(server), timeBefore);
   const load = os.loadavg().map((x) => Number(x.toFixed(2)));
   const rows: [string, string, string, string][] = [
     ['phase', 'applies', 'p50 ms', 'p99 ms'],
     ['idle', String(idle.length), pct(idle, 50).toFixed(1), pct(idle, 99).toFixed(1)],
     [`rolling update of ${REPLICAS}`, String(rolling.length), pct(rolling, 50).toFixed(1), pct(rolling, 99).toFixed(1)],
   ];
-  console.log(`apply latency: one pod (2 workers), ${AGENTS} agents (fake runtime, in this process), ${REPLICAS} replicas, max_surge ${SURGE}; ${os.cpus().length} cores, load ${load.join(' ')}`);
+  console.log(`apply latency: one pod (2 workers), ${AGENTS} agents (fake runtime, in 2 processes), ${REPLICAS} replicas, max_surge ${SURGE}; ${os.cpus().length} cores, load ${load.join(' ')}`);
   for (const r of rows) console.log(`${r[0].padEnd(28)} ${r[1].padStart(8)} ${r[2].padStart(8)} ${r[3].padStart(8)}`);
   console.log(`apply → all ${REPLICAS} running took ${converge.toFixed(1)} s`);
   console.log(`the roll ${roll === null ? 'had not finished 300 s after the samples' : `took ${roll.toFixed(1)} s`}; ${rolling.length < SAMPLES ? 'it ended before the samples did' : `${updatedAtEnd}/${REPLICAS} replaced when the samples ended`}`);
+  console.log(`worker time during the roll: ${workerTimeText(rollTime)}`);
   console.log(JSON.stringify({
     bench: 'apply-latency', agents: AGENTS, replicas: REPLICAS, surge: SURGE, samples: SAMPLES,
     idle: { n: idle.length, p50Ms: pct(idle, 50), p99Ms: pct(idle, 99) },
     rolling: { n: rolling.length, p50Ms: pct(rolling, 50), p99Ms: pct(rolling, 99), replacedWhenSamplingEnded: updatedAtEnd },
-    convergeSeconds: converge, rollSeconds: roll, loadAverage: load,
+    convergeSeconds: converge, rollSeconds: roll, rollWorkerSeconds: workerTimeJson(rollTime), loadAverage: load,
   }));
 } catch (e) {
   log(`bench:apply-latency failed: ${messageOf(e)}`);
   if (pod) log(`--- server output ---\n${pod.output.slice(-3000)}`);
   process.exitCode = 1;
 } finally {
-  await Promise.allSettled(agents.map((a) => a.close()));
+  await hosts?.stop(5_000);
   await pod?.kill('SIGTERM');
   await pg?.stop().catch(() => undefined);
   rmSync(dir, { recursive: true, force: true });

@@ -25,6 +25,7 @@ import { Proc } from '../demo/procs.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { messageOf } from '../core/diagnostics/index.js';
+import { workerTime, workerTimeJson, workerTimeText } from './support/worker-time.js';
 
 type Json = Record<string, any>;
 
@@ -215,21 +216,14 @@ try {
   });
   const recovery = (performance.now() - t1) / 1000;
   // Where the workers' time went: step count and seconds per controller (the pod's /metrics).
-  const metrics = await (await fetch(`${server}/metrics`)).text();
-  const steps = new Map<string, { n: number; s: number }>();
-  for (const m of metrics.matchAll(/^cca_controller_step_duration_seconds_(sum|count)\{controller="([^"]+)"\} ([\d.e+-]+)$/gm)) {
-    const e = steps.get(m[2]!) ?? { n: 0, s: 0 };
-    if (m[1] === 'sum') e.s = Number(m[3]);
-    else e.n = Number(m[3]);
-    steps.set(m[2]!, e);
-  }
-  log(`worker time by controller: ${[...steps].sort((a, b) => b[1].s - a[1].s).map(([c, e]) => `${c} ${e.s.toFixed(1)} s over ${e.n} steps`).join('; ')}`);
+  const steps = await workerTime(server);
+  log(`worker time by controller: ${workerTimeText(steps)}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL 10 s)`);
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)),
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
-    workerSeconds: Object.fromEntries([...steps].map(([c, e]) => [c, { seconds: Number(e.s.toFixed(2)), steps: e.n }])),
+    workerSeconds: workerTimeJson(steps),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,
     loadAverage: { atApply: loadAtApply, atEnd: load() },
     nodeLoss: { leaseTtlSeconds: 10, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },

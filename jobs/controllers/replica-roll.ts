@@ -13,7 +13,7 @@ import { isReadyReplica, splitByTemplate } from './rollout-state.js';
 import { readyCount } from './endpoints.js';
 
 /** Replicas created per step during a roll, in txns that fit the store's bounds; the rest next step, at once. */
-const MAX_CREATE = 250;
+export const MAX_CREATE = 250;
 
 /**
  * Compares and ops per roll txn: the store takes 128 of each (etcd's --max-txn-ops); the
@@ -22,7 +22,7 @@ const MAX_CREATE = 250;
 const ROLL_COMPARES = 120;
 const ROLL_OPS = 120;
 /** Old replicas stopped per step under the endpoint-set proof (each carries its own facts' compares). */
-const MAX_BOUNDED_STOPS = 100;
+export const MAX_BOUNDED_STOPS = 100;
 /** When the endpoint set lags the facts (shows fewer ready), look again this soon. */
 const ENDPOINTS_RECHECK_MS = 1_000;
 

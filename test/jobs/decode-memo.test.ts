@@ -1,0 +1,40 @@
+import { expect, test } from 'vitest';
+import { buildKey, decodeFact, encodeFact } from '../../core/keys.js';
+import { DecodeMemo } from '../../jobs/decode-memo.js';
+
+const record = (id: string, reason = '') => encodeFact('replica', { id, service: 'web', specRevision: 1, template: 't', desired: 'run', createdAt: 1, retired: false, reason, origin: { by: 'scale' } });
+
+test("the memo answers exactly decodeFact's value, once per value, frozen", () => {
+  const memo = new DecodeMemo();
+  const key = buildKey('replica', 'web', 'web-a');
+  const v1 = record('web-a');
+  const a = memo.decode('replica', key, v1);
+  expect(a).toEqual(decodeFact('replica', key, v1));
+  // The same value (another string with the same text, as a new read returns) is the same object.
+  expect(memo.decode('replica', key, `${v1}`.slice(0))).toBe(a);
+  expect(Object.isFrozen(a)).toBe(true);
+  expect(Object.isFrozen(a.origin)).toBe(true);
+  expect(() => {
+    (a as { reason: string }).reason = 'changed';
+  }).toThrow(TypeError);
+  // A changed value is decoded again; the old one is gone.
+  const b = memo.decode('replica', key, record('web-a', 'r'));
+  expect(b.reason).toBe('r');
+  expect(memo.size().entries).toBe(1);
+});
+
+test('a value the schema refuses is refused every time, never remembered', () => {
+  const memo = new DecodeMemo();
+  const key = buildKey('replica', 'web', 'web-b');
+  expect(() => memo.decode('replica', key, '{"id":3}')).toThrow();
+  expect(() => memo.decode('replica', key, '{"id":3}')).toThrow();
+  expect(memo.size().entries).toBe(0);
+});
+
+test('it holds at most its bytes, the oldest going first', () => {
+  const one = buildKey('replica', 'web', 'web-00').length + record('web-00').length;
+  const memo = new DecodeMemo(one * 10);
+  for (let i = 0; i < 25; i++) memo.decode('replica', buildKey('replica', 'web', `web-${String(i).padStart(2, '0')}`), record(`web-${String(i).padStart(2, '0')}`));
+  expect(memo.size().entries).toBe(10);
+  expect(memo.size().bytes).toBeLessThanOrEqual(one * 10);
+});
