@@ -9,6 +9,7 @@
  * (with the load average).
  *
  *   npx tsx bench/apply-latency.ts [--agents 100] [--replicas 1000] [--samples 100] [--surge 100]
+ *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -68,7 +69,12 @@ try {
   const storeUrl = process.env.DATABASE_URL ?? (pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freePort(), persistent: false })).url;
   const port = await freePort();
   const server = `http://127.0.0.1:${port}`;
-  pod = new Proc('server', 'server/main.ts', ['--store', storeUrl, '--port', String(port), '--workers', '2'], { CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: joinToken });
+  pod = new Proc('server', 'server/main.ts', ['--store', storeUrl, '--port', String(port), '--workers', '2'], {
+    CCA_ADMIN_TOKEN: admin,
+    CCA_JOIN_TOKEN: joinToken,
+    // BENCH_POD_PROFILE=DIR: the pod writes a V8 CPU profile there when it exits (as in bench:system).
+    ...(process.env.BENCH_POD_PROFILE ? { NODE_OPTIONS: `--import ${join(import.meta.dirname, 'cpu-profile.mjs')}`, CCA_CPU_PROFILE_DIR: process.env.BENCH_POD_PROFILE } : {}),
+  });
   const call = async (method: string, path: string, body?: unknown): Promise<Json> => {
     const r = await fetch(`${server}${path}`, {
       method,

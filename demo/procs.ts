@@ -16,10 +16,7 @@ export class Proc {
     args: string[],
     env: NodeJS.ProcessEnv = {},
   ) {
-    // CCA_PROC_NODE_ARGS: extra Node flags for these processes (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p`
-    // to profile a benchmark's pod; Node refuses --cpu-prof in NODE_OPTIONS).
-    const nodeArgs = (process.env.CCA_PROC_NODE_ARGS ?? '').split(' ').filter(Boolean);
-    this.child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', path.join(root, script), ...args], {
+    this.child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script), ...args], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
