@@ -7,7 +7,7 @@
  *       the pod exactly as a separate agent process would.
  *   (b) node-loss recovery: one agent stopped without deregistering (the SIGKILL equivalent:
  *       its loops end, its lease is not revoked) → all of its replicas running elsewhere under
- *       new ids, seconds, with the default 10 s lease TTL and 1 s grace.
+ *       new ids, seconds, with the agents' default lease TTL (QUORUM.defaultTtlSeconds, 30 s) and 1 s grace.
  * The last line is JSON.
  *
  *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]
@@ -26,6 +26,7 @@ import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { messageOf } from '../core/diagnostics/index.js';
 import { workerTime, workerTimeJson, workerTimeText } from './support/worker-time.js';
+import { QUORUM } from '../core/model/quorum.js';
 
 type Json = Record<string, any>;
 
@@ -218,7 +219,7 @@ try {
   // Where the workers' time went: step count and seconds per controller (the pod's /metrics).
   const steps = await workerTime(server);
   log(`worker time by controller: ${workerTimeText(steps)}`);
-  if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL 10 s)`);
+  if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)),
@@ -226,7 +227,7 @@ try {
     workerSeconds: workerTimeJson(steps),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,
     loadAverage: { atApply: loadAtApply, atEnd: load() },
-    nodeLoss: { leaseTtlSeconds: 10, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
+    nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);
 } catch (e) {
   log(`bench:system failed: ${messageOf(e)}`);
