@@ -21,25 +21,18 @@ import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { Workers } from './support/workers.js';
 import { workerTime, workerTimeJson, workerTimeSince, workerTimeText } from './support/worker-time.js';
+import { numberArg, pct, sleep } from './support/usage.js';
 
 // any: the API's answers, read loosely (as bench/system.ts does).
 type Json = Record<string, any>;
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = numberArg;
 const AGENTS = arg('agents', 100);
 const REPLICAS = arg('replicas', 1000);
 const SAMPLES = arg('samples', 100);
 const SURGE = arg('surge', 100);
 const GAP_MS = 50;
 const log = (l: string) => process.stderr.write(`${l}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const pct = (xs: number[], p: number) => {
-  const s = xs.slice().sort((a, b) => a - b);
-  return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]! : NaN;
-};
 
 async function until<T>(what: string, f: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
   const start = performance.now();

@@ -18,11 +18,9 @@ import type { Controller } from '../jobs/controller.js';
 import { controllers } from '../jobs/controllers/index.js';
 import { listFacts } from '../jobs/facts.js';
 import { Rng } from '../jobs/sim/rng.js';
+import { numberArg } from './support/usage.js';
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = numberArg;
 const R = arg('replicas', 1000);
 const N = arg('nodes', Math.max(1, Math.round(R / 10)));
 const load = () => loadavg().map((x) => Number(x.toFixed(2)));

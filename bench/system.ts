@@ -27,18 +27,15 @@ import { freePort } from '../test/support/postgres-server.js';
 import { messageOf } from '../core/diagnostics/index.js';
 import { workerTime, workerTimeJson, workerTimeText } from './support/worker-time.js';
 import { QUORUM } from '../core/model/quorum.js';
+import { numberArg, sleep } from './support/usage.js';
 
 type Json = Record<string, any>;
 
-const arg = (name: string, dflt: number) => {
-  const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
-};
+const arg = numberArg;
 const AGENTS = arg('agents', 100);
 const REPLICAS = arg('replicas', 1000);
 const ZONES = ['a', 'b', 'c', 'd'];
 const log = (l: string) => process.stderr.write(`${l}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const dir = mkdtempSync(join(tmpdir(), 'cca-bench-system-'));
 const admin = newRoleToken('admin');

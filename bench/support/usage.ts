@@ -22,3 +22,9 @@ export const load = (): number => Number(os.loadavg()[0]!.toFixed(2));
 export const mib = (bytes: number): number => Number((bytes / 2 ** 20).toFixed(1));
 
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** `--name N` from the command line, or `dflt`. */
+export function numberArg(name: string, dflt: number): number {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 ? Number(process.argv[i + 1]) : dflt;
+}

@@ -5,8 +5,8 @@ import { describe, expect, it } from 'vitest';
 const root = path.resolve(import.meta.dirname, '..', '..');
 
 /** Run a benchmark at a tiny size; its last line must be its JSON. Not timed: only that it runs and reports. */
-async function bench(script: string, env: Record<string, string>): Promise<{ code: number | null; out: string; json: Record<string, unknown> }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', script], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+async function bench(script: string, env: Record<string, string>, args: string[] = []): Promise<{ code: number | null; out: string; json: Record<string, unknown> }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
@@ -22,6 +22,20 @@ async function bench(script: string, env: Record<string, string>): Promise<{ cod
 }
 
 describe('benchmarks at a tiny size', () => {
+  it('bench:controller-steps steps the real controllers for one service and reports each one\'s CPU and keys', async () => {
+    const r = await bench('bench/controller-steps.ts', {}, ['--replicas', '20']);
+    expect(r.code, r.out).toBe(0);
+    expect(r.json).toMatchObject({ bench: 'controller-steps', replicas: 20 });
+    expect(Object.keys(r.json.placing as object)).toEqual(expect.arrayContaining(['replica', 'scheduler', 'endpoints']));
+  }, 120_000);
+
+  it('bench:system converges a tiny cluster, recovers a lost node and reports the workers\' time', async () => {
+    const r = await bench('bench/system.ts', {}, ['--agents', '3', '--replicas', '6']);
+    expect(r.code, r.out.slice(-3000)).toBe(0);
+    expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
+    expect(r.json.workerSeconds).toHaveProperty('replica');
+  }, 240_000);
+
   it('bench:server runs its watch fan-out and agents in separate processes and reports', async () => {
     const r = await bench('bench/server.ts', { BENCH_WATCHERS: '3', BENCH_WATCH_WORKERS: '2', BENCH_RATE: '20', BENCH_SECONDS: '1', BENCH_AGENTS: '2', BENCH_AGENT_WORKERS: '2' });
     expect(r.code, r.out).toBe(0);
