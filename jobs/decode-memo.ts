@@ -7,6 +7,12 @@ import { decodeFact, type FactOf, type KeyKind } from '../core/keys.js';
 export const DECODE_MEMO_MAX_BYTES = 24 * 2 ** 20;
 
 /**
+ * Append-only histories, read whole only by retention and `why`: remembering them would push
+ * out the state every step reads (and hold the pod's heap at the bound).
+ */
+const UNREMEMBERED: ReadonlySet<KeyKind> = new Set<KeyKind>(['decision', 'repeat', 'event']);
+
+/**
  * `decodeFact`, remembered per key while the value stays the same. Controllers read whole
  * prefixes every step (every assignment carries its spec), and validating them again each
  * time was a fifth of a pod's CPU during a 1,000-replica roll (docs/benchmarks.md). The
@@ -20,6 +26,7 @@ export class DecodeMemo {
   constructor(private readonly maxBytes = DECODE_MEMO_MAX_BYTES) {}
 
   decode<K extends KeyKind>(kind: K, key: string, value: string): FactOf<K> {
+    if (UNREMEMBERED.has(kind)) return decodeFact(kind, key, value);
     const hit = this.memo.get(key);
     if (hit !== undefined && hit.value === value) return hit.decoded as FactOf<K>;
     const decoded = deepFreeze(decodeFact(kind, key, value));

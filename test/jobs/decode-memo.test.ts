@@ -38,3 +38,11 @@ test('it holds at most its bytes, the oldest going first', () => {
   expect(memo.size().entries).toBe(10);
   expect(memo.size().bytes).toBeLessThanOrEqual(one * 10);
 });
+
+test('decisions and events are decoded every time, never held (only retention and why read them whole)', () => {
+  const memo = new DecodeMemo();
+  const key = buildKey('event', 'n1', 'e1');
+  const value = encodeFact('event', { node: 'n1', kind: 'started', message: 'started', at: 1 });
+  expect(memo.decode('event', key, value)).toEqual(decodeFact('event', key, value));
+  expect(memo.size().entries).toBe(0);
+});
