@@ -1,7 +1,7 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import { templateHash } from '../../core/model/template.js';
 import { stopByText, type StopBy } from '../../core/model/replica-outcome.js';
-import type { Compare, Op } from '../../db/store.js';
+import type { Compare } from '../../db/store.js';
 import type { StepContext } from '../controller.js';
 import { absentEvidence, causedBy, causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import { absent, getFact, listFacts, present, putFact, sameTenure, unchanged, uniqueCompares, type Fact } from '../facts.js';
@@ -162,7 +162,8 @@ export async function planRollStep(ctx: StepContext, spec: Fact<'service'>, stat
     w.compares.push(...add.compares);
     w.ops.push(...add.ops);
   };
-  const laterStops = (): Write => ({ compares: [...common, present(sd.key), bounded!.endpoints], ops: [] });
+  // (The exact proof fits one txn with its stops, so only the bounded one reaches a later stop txn.)
+  const laterStops = (): Write => ({ compares: [...common, present(sd.key), ...(bounded ? [bounded.endpoints] : exact)], ops: [] });
   const laterCreates = (): Write => ({ compares: [...common, present(sd.key)], ops: [] });
   for (const s of victims) {
     const stop = stopOps(s);
