@@ -19,6 +19,7 @@ export const ROLLOUT_CONTROLLER = 'rollout';
 
 /** Replica records compared by a rollout write: room under 128 for the spec, the rollout and a decision. */
 const MAX_RECORD_COMPARES = 100;
+
 /**
  * The rollout controller: the single writer of `/rollouts/<service>`, one step per service.
  * It tracks the service's latest roll (the replica controller performs it, see
