@@ -17,7 +17,7 @@ const UNREMEMBERED: ReadonlySet<KeyKind> = new Set<KeyKind>(['decision', 'repeat
  * prefixes every step (every assignment carries its spec), and validating them again each
  * time was a fifth of a pod's CPU during a 1,000-replica roll (docs/benchmarks.md). The
  * answer is exactly decodeFact's (the value string is compared, not a revision), frozen so
- * that no reader can change what another reads; oldest first out past the byte bound.
+ * that no reader can change what another reads; least recently used first out past the byte bound.
  */
 export class DecodeMemo {
   private readonly memo = new Map<string, { value: string; decoded: unknown }>();
@@ -28,7 +28,13 @@ export class DecodeMemo {
   decode<K extends KeyKind>(kind: K, key: string, value: string): FactOf<K> {
     if (UNREMEMBERED.has(kind)) return decodeFact(kind, key, value);
     const hit = this.memo.get(key);
-    if (hit !== undefined && hit.value === value) return hit.decoded as FactOf<K>;
+    if (hit !== undefined && hit.value === value) {
+      // Least recently used first out: a key deleted from the store is never read again and
+      // drifts to the front, while a stable one read every step stays.
+      this.memo.delete(key);
+      this.memo.set(key, hit);
+      return hit.decoded as FactOf<K>;
+    }
     const decoded = deepFreeze(decodeFact(kind, key, value));
     if (hit !== undefined) this.forget(key, hit.value);
     this.memo.set(key, { value, decoded });

@@ -31,12 +31,23 @@ test('a value the schema refuses is refused every time, never remembered', () =>
   expect(memo.size().entries).toBe(0);
 });
 
-test('it holds at most its bytes, the oldest going first', () => {
+test('it holds at most its bytes, the least recently used going first', () => {
   const one = buildKey('replica', 'web', 'web-00').length + record('web-00').length;
   const memo = new DecodeMemo(one * 10);
-  for (let i = 0; i < 25; i++) memo.decode('replica', buildKey('replica', 'web', `web-${String(i).padStart(2, '0')}`), record(`web-${String(i).padStart(2, '0')}`));
+  const id = (i: number) => `web-${String(i).padStart(2, '0')}`;
+  const read = (i: number) => memo.decode('replica', buildKey('replica', 'web', id(i)), record(id(i)));
+  const first = read(0);
+  const early = read(1);
+  for (let i = 2; i < 25; i++) {
+    read(i);
+    expect(read(0)).toBe(first); // read every time: never the one to go
+  }
   expect(memo.size().entries).toBe(10);
   expect(memo.size().bytes).toBeLessThanOrEqual(one * 10);
+  expect(read(0)).toBe(first);
+  const again = read(1); // not read since early on: it went, and is decoded again
+  expect(again).toEqual(early);
+  expect(again).not.toBe(early);
 });
 
 test('decisions and events are decoded every time, never held (only retention and why read them whole)', () => {
