@@ -153,7 +153,11 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   async keepAlive(id: number): Promise<{ ttl: number }> {
     this.enter();
-    const ttl = await this.q(() => leaseSql.keepAliveLease(this.pool, id, this.opts.leaseSilenceMs));
+    let ttl = await this.q(() => leaseSql.keepAliveLease(this.pool, id));
+    // After a silence (every pod or the store down) the reaper's next pass renews every lease;
+    // a keepalive that comes first makes that pass now, for all leases at once, so no agent is
+    // refused for a lease about to be renewed and none is renewed ahead of its peers.
+    if (ttl === null && (await this.renewAfterSilence()) > 0) ttl = await this.q(() => leaseSql.keepAliveLease(this.pool, id));
     if (ttl === null) throw new CcaError('CCA-E0107', { lease: id });
     return { ttl };
   }
@@ -199,14 +203,17 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   /** Expire due leases now (the reaper also does this on its timer). Returns how many it expired. */
   async expireLeases(): Promise<number> {
-    const renewed = await this.q(() => leaseSql.renewAfterSilence(this.pool, this.opts.leaseSilenceMs));
-    if (renewed > 0) {
-      this.opts.onDiagnostic(new CcaError('CCA-E0123', { renewed, seconds: Math.round(this.opts.leaseSilenceMs / 1000) }).diagnostic);
-      return 0;
-    }
+    if ((await this.renewAfterSilence()) > 0) return 0;
     const due = await this.q(() => leaseSql.listExpiredLeases(this.pool, 100));
     const done = await Promise.all(due.map((lease) => this.write<boolean>({ kind: 'expire', lease }).catch(() => false)));
     return done.filter(Boolean).length;
+  }
+
+  /** Renew every lease once if nobody reaped for `leaseSilenceMs` (CCA-E0123); how many it renewed. */
+  private async renewAfterSilence(): Promise<number> {
+    const renewed = await this.q(() => leaseSql.renewAfterSilence(this.pool, this.opts.leaseSilenceMs));
+    if (renewed > 0) this.opts.onDiagnostic(new CcaError('CCA-E0123', { renewed, seconds: Math.round(this.opts.leaseSilenceMs / 1000) }).diagnostic);
+    return renewed;
   }
 
   private startReaper(): void {

@@ -8,22 +8,12 @@ export async function grantLease(db: Db, ttl: number): Promise<number> {
   return r.rows[0]!.id;
 }
 
-/**
- * Extends a live lease; a lease past its expiry stays dead even before the reaper deletes it,
- * except after a silence (no reap for `gapMs`: the store or every pod was down, and nobody
- * could keep leases alive). Then the reaper's next pass renews every lease
- * (`renewAfterSilence`), and a keepalive that comes first (a returning pod answers before its
- * reaper's first tick) renews its own: refused, its agent would stop its workloads and
- * register again although its lease is about to be renewed.
- */
-export async function keepAliveLease(db: Db, id: number, gapMs: number): Promise<number | null> {
+/** Extends a live lease; a lease past its expiry stays dead even before the reaper deletes it. */
+export async function keepAliveLease(db: Db, id: number): Promise<number | null> {
   const r = await db.query<{ ttl: number }>(
     `UPDATE cca_lease SET expires_at = clock_timestamp() + ttl * interval '1 second'
-      WHERE id = $1
-        AND (expires_at > clock_timestamp()
-             OR (SELECT last_reap_at FROM cca_reaper WHERE id = 1) < clock_timestamp() - $2::bigint * interval '1 millisecond')
-      RETURNING ttl`,
-    [id, gapMs],
+      WHERE id = $1 AND expires_at > clock_timestamp() RETURNING ttl`,
+    [id],
   );
   return r.rows[0]?.ttl ?? null;
 }
