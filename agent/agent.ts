@@ -8,6 +8,7 @@ import { LogServer, type LogServerOptions } from './log-server.js';
 import { materialize } from './materialize.js';
 import type { NetnsManager } from './netns.js';
 import { PolicyFollower } from './network-policy.js';
+import { VolumeFeed } from './volume-feed.js';
 import type { Runtime } from './runtime.js';
 import type { StateDir } from './state.js';
 import { VolumeDir } from './volumes.js';
@@ -66,6 +67,7 @@ export class Agent {
   private readonly loops: Promise<void>[] = [];
   private readonly sleepers = new Set<() => void>();
   private readonly control: HttpControlPlane;
+  private readonly volumeFeed: VolumeFeed;
   private readonly policy: PolicyFollower | undefined;
   private readonly logServer: LogServer;
   /** The quorum rule's shell half: peer endpoint, membership copy, peer rounds; the core's outage oracle. */
@@ -78,7 +80,13 @@ export class Agent {
     const clock: AgentClock = { mono: now, wall: now };
     const volumes = new VolumeDir(opts.state.dir);
     this.client = new AgentClient(opts.server, opts.node, undefined, opts.fetch);
-    this.control = new HttpControlPlane(this.client, opts.state, opts.token);
+    this.volumeFeed = new VolumeFeed({
+      client: this.client,
+      pollWaitMs: opts.pollWaitMs ?? 30_000,
+      isClosed: () => this.closed,
+      sleep: (ms) => this.sleep(ms),
+    });
+    this.control = new HttpControlPlane(this.client, opts.state, opts.token, this.volumeFeed);
     const workspace: Workspace = {
       prepare: (a) => {
         checkAssignment(a);
@@ -157,7 +165,7 @@ export class Agent {
     await this.core.start();
     this.timer = setInterval(() => void this.core.tick(), FENCE.checkMs);
     this.budgetTimer = setInterval(() => this.trimLogs(), LOG_BUDGET_CHECK_MS);
-    this.loops.push(this.leaseLoop(), this.pollLoop(), this.logLoop(), this.peer.loop(() => this.closed, (ms) => this.sleep(ms), () => this.core.outageChanged()));
+    this.loops.push(this.leaseLoop(), this.pollLoop(), this.logLoop(), this.volumeFeed.loop(), this.peer.loop(() => this.closed, (ms) => this.sleep(ms), () => this.core.outageChanged()));
     if (this.policy) this.loops.push(this.policy.loop());
   }
 

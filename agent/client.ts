@@ -108,9 +108,12 @@ export class AgentClient {
     return this.call('POST', this.path('events'), { tenure, events });
   }
 
-  /** The volumes the storage controller wants on this node (`/volumes/<node>/`). */
-  volumes(): Promise<{ revision: number; volumes: VolumeRecord[] }> {
-    return this.call('GET', this.path('volumes'));
+  /**
+   * The volumes the storage controller wants on this node (`/volumes/<node>/`): at once with
+   * `after` 0, else long-polled (answers when they changed after `after`, or after `waitMs`).
+   */
+  volumes(after = 0, waitMs = 0): Promise<{ revision: number; changed?: boolean; volumes: VolumeRecord[] }> {
+    return this.call('GET', `${this.path('volumes')}?after=${after}&waitMs=${waitMs}`, undefined, { timeoutMs: waitMs + this.timeoutMs });
   }
 
   /** Report the node's volumes; the server deletes reports of volumes not in the list. */

@@ -2,6 +2,7 @@ import type { NodeEvent, NodeRecordInput, Observation, VolumeRecord } from '../c
 import type { AgentClient } from './client.js';
 import type { AssignmentsAnswer, ControlPlane, ObservedVolume, Registration } from './core/ports.js';
 import type { StateDir } from './state.js';
+import type { VolumeFeed } from './volume-feed.js';
 
 /**
  * The core's control plane over HTTP: the agent routes through AgentClient, the credential
@@ -12,6 +13,8 @@ export class HttpControlPlane implements ControlPlane {
     private readonly client: AgentClient,
     private readonly state: StateDir,
     private readonly token: string,
+    /** The long-polled volume list; without it every call asks the server. */
+    private readonly volumeFeed?: VolumeFeed,
   ) {
     this.client.credential = state.credential() ?? '';
   }
@@ -56,7 +59,7 @@ export class HttpControlPlane implements ControlPlane {
   }
 
   async volumes(): Promise<VolumeRecord[]> {
-    return (await this.client.volumes()).volumes;
+    return this.volumeFeed?.current() ?? (await this.client.volumes()).volumes;
   }
 
   async observedVolumes(tenure: number, volumes: ObservedVolume[]): Promise<void> {

@@ -6,13 +6,14 @@ import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
-import type { Compare, KeyValue, Store, WatchRequest } from '../../db/store.js';
+import type { Compare, KeyValue, Op, Store, WatchRequest } from '../../db/store.js';
 import { backFromSilence, QUORUM, stampOnResume } from '../../core/model/quorum.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { readFacts } from '../../jobs/facts.js';
+import { staleObservationWrites } from '../../jobs/stale-observations.js';
 import { NETWORK_WATCH_PREFIX, readNetworkBundle } from '../network-bundle.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
@@ -70,7 +71,7 @@ const STOPPED = new Set(['exited', 'failed', 'lost']);
  * (docs/volumes.md), under a past one. Returns compares on every assignment relied on, so a
  * release racing the report makes it write nothing rather than leave a key nobody owns.
  */
-async function admit(store: Store, node: string, tenure: number, observations: Observation[]): Promise<Compare[]> {
+async function admit(store: Store, node: string, tenure: number, observations: Observation[]): Promise<{ compares: Compare[]; assigned: Set<string> }> {
   const { facts } = await readFacts(store, 'assigned', [node]);
   const byReplica = new Map(facts.map((f) => [f.value.replica, f]));
   const compares = new Map<string, Compare>();
@@ -84,7 +85,7 @@ async function admit(store: Store, node: string, tenure: number, observations: O
     }
     compares.set(a.key, { key: a.key, target: 'modRevision', op: '=', value: a.kv.modRevision });
   }
-  return [...compares.values()];
+  return { compares: [...compares.values()], assigned: new Set(byReplica.keys()) };
 }
 
 async function notAssignedReason(store: Store, node: string, replica: string): Promise<string> {
@@ -94,15 +95,25 @@ async function notAssignedReason(store: Store, node: string, replica: string): P
   return other !== undefined && other !== node ? `it is placed on node ${other}` : 'it is not assigned to this node';
 }
 
-async function writeObservations(store: Store, node: string, tenure: number, observations: Observation[]): Promise<number> {
+/** A report's txn stays under the store's 128 compares and ops (tenure compare included). */
+const TXN_ROOM = 127;
+
+async function writeObservations(store: Store, node: string, tenure: number, observations: Observation[], withCleanup: boolean): Promise<number> {
   for (let attempt = 0; attempt < 5; attempt++) {
     // A stale tenure is refused before anything else is judged.
     const current = await tenureOf(store, node);
     if (current !== tenure) throw new CcaError('CCA-E0613', { node, tenure, current });
-    const also = await admit(store, node, tenure, observations);
+    const { compares, assigned } = await admit(store, node, tenure, observations);
     // Keys only for admitted replicas: a name that is no key segment was refused above.
-    const ops = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
-    const revision = await tryUnderTenure(store, node, tenure, ops, also);
+    const ops: Op[] = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
+    // The first part of a report also deletes what the node reported of replicas released since.
+    if (withCleanup) {
+      const room = TXN_ROOM - Math.max(ops.length, compares.length + 1);
+      const stale = await staleObservationWrites(store, node, assigned, new Set(observations.map((o) => o.replica)), room);
+      compares.push(...stale.compares);
+      ops.push(...stale.ops);
+    }
+    const revision = await tryUnderTenure(store, node, tenure, ops, compares);
     if (revision !== undefined) return revision;
     // The tenure or an assignment changed between the read and the write: judge again.
   }
@@ -373,14 +384,22 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
     // The whole batch is judged first, so a refused replica leaves nothing of it written.
     await admit(store, node, body.tenure, observations);
     let revision = 0;
-    for (const part of chunks(observations, OPS_PER_TXN)) revision = await writeObservations(store, node, body.tenure, part);
+    let first = true;
+    for (const part of chunks(observations, OPS_PER_TXN)) {
+      revision = await writeObservations(store, node, body.tenure, part, first);
+      first = false;
+    }
     return c.json({ revision });
   });
 
 
+  // Long-polled like the assignments when `after` is given (the agent follows it so); at once without.
   app.get('/v1/agent/nodes/:node/volumes', requireNode('read volumes'), async (c) => {
-    const { revision, facts } = await readFacts(store, 'volume', [c.req.param('node')]);
-    return c.json({ revision, volumes: facts.map((f) => f.value) });
+    const node = c.req.param('node');
+    const q = parseQuery(c, assignmentsQuery);
+    const changed = await polled(c, () => changedSince(deps, { prefix: prefixOf('volume', node) }, q, c.req.raw.signal));
+    const { revision, facts } = await readFacts(store, 'volume', [node]);
+    return c.json({ revision, changed, volumes: facts.map((f) => f.value) });
   });
 
   /** The node's volumes as its agent sees them: each one put, reports of volumes no longer there deleted. */

@@ -5,6 +5,7 @@ import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import type { Assignment, NodeEvent, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
 import type { Op, Store } from '../../db/store.js';
+import { staleObservationWrites } from '../stale-observations.js';
 import { backFromSilence, membershipCopySchema, QUORUM, stampOnResume, type MembershipVersion } from '../../core/model/quorum.js';
 import type { SimPeer } from './peer-net.js';
 
@@ -373,8 +374,24 @@ class StoreControlPlane implements ControlPlane {
     });
   }
 
+  /** As the route: the report also deletes what the node reported of replicas released since (jobs/stale-observations.ts). */
   observations(tenure: number, observations: Observation[]): Promise<void> {
-    return this.underTenure(tenure, observations.map((o) => ({ put: { key: buildKey('observed', this.node, o.replica), value: encodeFact('observed', o) } })));
+    if (observations.length === 0) return Promise.resolve();
+    return this.call(async () => {
+      const puts: Op[] = observations.map((o) => ({ put: { key: buildKey('observed', this.node, o.replica), value: encodeFact('observed', o) } }));
+      const nodeKey = buildKey('node', this.node);
+      for (let attempt = 0; attempt < 5; attempt++) {
+        const prefix = prefixOf('assigned', this.node);
+        const assigned = new Set((await this.store.range({ prefix, keysOnly: true })).kvs.map((kv) => kv.key.slice(prefix.length)));
+        const stale = await staleObservationWrites(this.store, this.node, assigned, new Set(observations.map((o) => o.replica)), 127 - puts.length);
+        const r = await this.store.txn({ compare: [{ key: nodeKey, target: 'createRevision', op: '=', value: tenure }, ...stale.compares], success: [...puts, ...stale.ops] });
+        if (r.succeeded) return;
+        const current = (await this.store.get(nodeKey))?.createRevision ?? 0;
+        if (current !== tenure) throw new ServerError(409, makeDiagnostic('CCA-E0613', { node: this.node, tenure, current }));
+        // A replica was assigned between the reads and the write: judge again.
+      }
+      throw new ServerError(409, makeDiagnostic('CCA-E0611', { what: `the assignments of node ${this.node}` }));
+    });
   }
 
   /** Events go to the trace (SimAgent's onEvent), not the store. */

@@ -68,7 +68,7 @@ export const LAYERS: Layer[] = [
   },
   {
     name: 'step kit',
-    paths: ['jobs/controller.ts', 'jobs/facts.ts', 'jobs/decode-memo.ts', 'jobs/ids.ts', 'jobs/write.ts', 'jobs/retry.ts', 'jobs/decisions/', 'jobs/placement/'],
+    paths: ['jobs/controller.ts', 'jobs/facts.ts', 'jobs/decode-memo.ts', 'jobs/ids.ts', 'jobs/write.ts', 'jobs/retry.ts', 'jobs/stale-observations.ts', 'jobs/decisions/', 'jobs/placement/'],
     what: "the controllers' kit: the step contract, typed fact reads and writes (the one read layer, one write type, one retry policy), decision records and `why`, the placement solver",
     imports: ['core', 'store interface', 'store kit'],
     builtins: false,

@@ -204,6 +204,29 @@ describe('agent API', () => {
     expect(await errorOf(wrongNode)).toMatchObject({ code: 'CCA-E0603' });
   });
 
+  test("a report deletes the node's reports of replicas released since, 25 a report, never one still assigned", async () => {
+    const { call, credential, record, store } = await enrolled();
+    const reg = await (await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: credential })).json();
+    const spec = (await import('../../core/model/index.js')).validateService({ name: 'web', image: 'busybox:1.35' });
+    if (!spec.ok) throw new Error('fixture');
+    const assign = (id: string) =>
+      store.put(buildKey('assigned', 'n1', id), encodeFact('assigned', { replica: id, service: 'web', node: 'n1', tenure: reg.tenure, resources: { cpuMillis: 1, memoryBytes: 1 }, specRevision: 1, spec: spec.value, placedAt: 0 }));
+    const obs = (id: string) => ({ replica: id, service: 'web', node: 'n1', tenure: reg.tenure, state: 'exited', exitCode: 0, at: 1 });
+    const ids = Array.from({ length: 40 }, (_, i) => `web-${String(i).padStart(2, '0')}`);
+    for (const id of ids) await assign(id);
+    expect((await call('POST', '/v1/agent/nodes/n1/observations', { json: { tenure: reg.tenure, observations: ids.map(obs) }, token: credential })).status).toBe(200);
+    // The scheduler releases 30 of them (their assignments deleted); another node's report stays.
+    for (const id of ids.slice(0, 30)) await store.delete(buildKey('assigned', 'n1', id));
+    await store.put(buildKey('observed', 'n2', 'web-00'), encodeFact('observed', { ...obs('web-00'), node: 'n2' }));
+    const observed = async () => (await store.range({ prefix: '/observed/n1/' })).kvs.map((kv) => kv.key.slice('/observed/n1/'.length));
+    const report = async () => expect((await call('POST', '/v1/agent/nodes/n1/observations', { json: { tenure: reg.tenure, observations: [obs('web-39')] }, token: credential })).status).toBe(200);
+    await report();
+    expect(await observed()).toEqual([...ids.slice(25, 30), ...ids.slice(30)]);
+    await report();
+    expect(await observed()).toEqual(ids.slice(30));
+    expect(await store.get(buildKey('observed', 'n2', 'web-00'))).not.toBeNull();
+  });
+
   test('a report larger than one store transaction is written whole: every event kept (a resend does not double), every observation admitted', async () => {
     const { call, credential, record, store } = await enrolled();
     const reg = await (await call('POST', '/v1/agent/nodes/n1/register', { json: record, token: credential })).json();

@@ -1,7 +1,9 @@
 import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
 import type { Store } from '../../db/store.js';
-import { ADMIN, securedApp } from './harness.js';
+import { ADMIN, JOIN, securedApp } from './harness.js';
+import { AgentClient } from '../../agent/client.js';
+import { VolumeFeed } from '../../agent/volume-feed.js';
 
 const errorOf = async (r: Response) => ((await r.json()) as { error: { code: string } }).error;
 const MI = 1024 * 1024;
@@ -97,5 +99,66 @@ describe('GET /v1/volumes', () => {
     expect(await errorOf(bad)).toMatchObject({ code: 'CCA-E0603' });
     const extra = await call('GET', '/v1/volumes?node=n1', { token: ADMIN });
     expect(extra.status).toBe(400);
+  });
+});
+
+describe("an agent follows its node's volumes", () => {
+  test('long-polled: at once with after 0, else when a volume of this node changes (not another node\'s)', async () => {
+    const { call, store } = await securedApp();
+    const cred = (await (await call('POST', '/v1/agent/enroll', { json: { node: 'n1' }, token: JOIN })).json()) as { credential: string };
+    type Wanted = { revision: number; changed: boolean; volumes: { volume: string }[] };
+    const get = async (after: number, waitMs = 5000) => (await (await call('GET', `/v1/agent/nodes/n1/volumes?after=${after}&waitMs=${waitMs}`, { token: cred.credential })).json()) as Wanted;
+    const first = await get(0);
+    expect(first).toMatchObject({ changed: true, volumes: [] });
+    let settled = false;
+    const waiting = get(first.revision).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 100));
+    await want(store, 'n2', 'db', 'data'); // another node's: no answer
+    await new Promise((r) => setTimeout(r, 300));
+    expect(settled).toBe(false);
+    await want(store, 'n1', 'db', 'data');
+    const next = await waiting;
+    expect(next.changed).toBe(true);
+    expect(next.volumes.map((v) => v.volume)).toEqual(['data']);
+    // Nothing changes: the poll answers after its wait, unchanged.
+    expect(await get(next.revision, 200)).toMatchObject({ changed: false, revision: next.revision });
+    // Another node's credential cannot read them.
+    const other = (await (await call('POST', '/v1/agent/enroll', { json: { node: 'n2' }, token: JOIN })).json()) as { credential: string };
+    expect((await call('GET', '/v1/agent/nodes/n1/volumes?after=0', { token: other.credential })).status).toBe(403);
+  });
+
+  test("the agent's feed asks once, then only when the list changes; the core reads the last answer", async () => {
+    const { app, store, call } = await securedApp();
+    const cred = (await (await call('POST', '/v1/agent/enroll', { json: { node: 'n1' }, token: JOIN })).json()) as { credential: string };
+    let asked = 0;
+    const fetchApp: typeof fetch = async (input, init) => {
+      if (String(input).includes('/volumes')) asked++;
+      return app.request(String(input).replace('http://pod', ''), init as RequestInit);
+    };
+    const client = new AgentClient('http://pod', 'n1', undefined, fetchApp);
+    client.credential = cred.credential;
+    let closed = false;
+    const feed = new VolumeFeed({ client, pollWaitMs: 60_000, isClosed: () => closed, sleep: (ms) => new Promise((r) => setTimeout(r, ms)) });
+    const loop = feed.loop();
+    const until = async (ok: () => boolean) => {
+      for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+      expect(ok()).toBe(true);
+    };
+    await until(() => feed.current() !== undefined);
+    expect(feed.current()).toEqual([]);
+    // Quiet: one request held open, not one every sync.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(asked).toBe(2);
+    await want(store, 'n1', 'db', 'data');
+    await until(() => feed.current()?.length === 1);
+    expect(feed.current()![0]).toMatchObject({ node: 'n1', service: 'db', volume: 'data' });
+    expect(asked).toBe(3);
+    // A dropped credential forgets the list: it may be another enrollment's.
+    client.credential = '';
+    await want(store, 'n1', 'db', 'logs'); // the poll in flight answers
+    await until(() => feed.current() === undefined);
+    closed = true;
+    client.abort();
+    await loop;
   });
 });
