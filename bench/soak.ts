@@ -9,7 +9,13 @@
  *
  *   BENCH_MINUTES=30  BENCH_AGENTS=100  BENCH_WORKERS=4  BENCH_WARMUP_MINUTES=5
  *   BENCH_MINUTE_MS=60000 (a "minute", shortened by the test that keeps this runnable)
+ *   BENCH_HEAP_SNAPSHOTS=6,30  BENCH_HEAP_DIR=/tmp/x  (the pod writes a V8 heap snapshot after
+ *   those minutes' samples; compare two with `npx tsx bench/heap-diff.ts A B`)
  */
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
 import { z } from 'zod';
 import { startPod, type BenchPod } from './support/pod.js';
 import { load, mib, sleep, usage } from './support/usage.js';
@@ -22,6 +28,12 @@ const env = z
     BENCH_WORKERS: z.coerce.number().int().positive().default(4),
     BENCH_WARMUP_MINUTES: z.coerce.number().int().nonnegative().default(5),
     BENCH_MINUTE_MS: z.coerce.number().int().positive().default(60_000),
+    BENCH_HEAP_SNAPSHOTS: z
+      .string()
+      .regex(/^\d+(,\d+)*$/, 'minutes, comma-separated')
+      .optional()
+      .transform((s) => new Set((s ?? '').split(',').filter(Boolean).map(Number))),
+    BENCH_HEAP_DIR: z.string().min(1).default(path.join(os.tmpdir(), 'cca-soak-heap')),
   })
   .parse(process.env);
 const MINUTES = env.BENCH_MINUTES;
@@ -34,18 +46,32 @@ interface Sample {
   minute: number;
   podRssMiB: number;
   podHeapMiB: number;
+  /** What V8 holds for the heap (used + garbage + free): RSS follows this, not the used part. */
+  podHeapTotalMiB: number;
+  /** Buffers and other memory V8 accounts for outside its heap. */
+  podExternalMiB: number;
   podCores: number;
   agentRssMiB: number[];
   running: number;
+  /** Rows and bytes of the store's tables (cca_kv, cca_log): a pod that reads whole prefixes grows with them. */
+  kvRows: number;
+  kvMiB: number;
+  logRows: number;
+  logMiB: number;
+  /** Postgres sessions of the pod's database, those waiting on a lock, those idle in a transaction. */
+  pgConnections: number;
+  pgLockWaits: number;
+  pgIdleInTxn: number;
   /** How long the pod took to answer GET /v1/services/soak. */
   answerMs: number;
   load: number;
 }
 
-/** `nodejs_heap_size_used_bytes` from the pod's /metrics (prom-client's default metrics). */
-async function heapUsed(url: string): Promise<number> {
+/** Heap used and reserved, and memory outside the heap, from the pod's /metrics (prom-client's default metrics). */
+async function heapOf(url: string): Promise<{ used: number; total: number; external: number }> {
   const text = await (await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(60_000) })).text();
-  return Number(/^nodejs_heap_size_used_bytes (\S+)$/m.exec(text)?.[1] ?? NaN);
+  const metric = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+  return { used: metric('nodejs_heap_size_used_bytes'), total: metric('nodejs_heap_size_total_bytes'), external: metric('nodejs_external_memory_bytes') };
 }
 
 async function api(pod: BenchPod, method: string, path: string, body?: string): Promise<Record<string, unknown>> {
@@ -72,6 +98,47 @@ async function tryApi(pod: BenchPod, method: string, path: string, body?: string
   }
 }
 
+type StoreSample = { kvRows: number; kvMiB: number; logRows: number; logMiB: number; pgConnections: number; pgLockWaits: number; pgIdleInTxn: number };
+async function storeSize(pgUrl: string): Promise<StoreSample> {
+  const c = new pg.Client({ connectionString: pgUrl, application_name: 'cca-bench-soak' });
+  await c.connect();
+  try {
+    const size = async (t: string) => {
+      const r = await c.query<{ n: string; b: string }>(`SELECT count(*) AS n, pg_total_relation_size('${t}') AS b FROM ${t}`);
+      return { rows: Number(r.rows[0]!.n), mib: mib(Number(r.rows[0]!.b)) };
+    };
+    const kv = await size('cca_kv');
+    const log = await size('cca_log');
+    // A pod slow to answer while its CPU is low is waiting: on a lock, or on a connection held idle in a transaction.
+    const a = await c.query<{ lock: string; idle: string; total: string }>(
+      `SELECT count(*) FILTER (WHERE wait_event_type = 'Lock') AS lock, count(*) FILTER (WHERE state = 'idle in transaction') AS idle, count(*) AS total
+         FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+    );
+    const r = a.rows[0]!;
+    return { kvRows: kv.rows, kvMiB: kv.mib, logRows: log.rows, logMiB: log.mib, pgConnections: Number(r.total), pgLockWaits: Number(r.lock), pgIdleInTxn: Number(r.idle) };
+  } finally {
+    await c.end();
+  }
+}
+
+/** Ask the pod for a heap snapshot (--heapsnapshot-signal) and wait until its file stops growing. */
+async function heapSnapshot(pid: number, dir: string, minute: number): Promise<string> {
+  const before = new Set(readdirSync(dir));
+  process.kill(pid, 'SIGUSR2');
+  for (let i = 0; i < 600; i++) {
+    await sleep(1000);
+    const file = readdirSync(dir).find((f) => !before.has(f) && f.endsWith('.heapsnapshot'));
+    if (!file) continue;
+    const size = statSync(path.join(dir, file)).size;
+    await sleep(2000);
+    if (statSync(path.join(dir, file)).size === size && size > 0) {
+      process.stderr.write(`minute ${minute}: heap snapshot ${path.join(dir, file)} (${mib(size).toFixed(0)} MiB)\n`);
+      return path.join(dir, file);
+    }
+  }
+  return '';
+}
+
 const spec = (replicas: number) => `service soak {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${replicas}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
 
 /** Least-squares slope of ys over xs. */
@@ -86,7 +153,10 @@ function slope(xs: number[], ys: number[]): number {
 }
 
 async function main() {
-  const pod = await startPod('soak');
+  const snapshots = env.BENCH_HEAP_SNAPSHOTS;
+  if (snapshots.size) mkdirSync(env.BENCH_HEAP_DIR, { recursive: true });
+  const pod = await startPod('soak', snapshots.size ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${env.BENCH_HEAP_DIR}`] : []);
+  const heapFiles: string[] = [];
   let workers: Workers<Msg> | undefined;
   const samples: Sample[] = [];
   let registered = 0;
@@ -112,7 +182,7 @@ async function main() {
     await api(pod, 'POST', '/v1/apply', spec(REPLICAS));
 
     console.log(`soak: one pod, ${env.BENCH_AGENTS} agents (fake runtime) in ${WORKERS} processes, ${REPLICAS} replicas, ${MINUTES} × ${env.BENCH_MINUTE_MS / 1000} s`);
-    console.log('minute  pod RSS MiB  pod heap MiB  pod cores  agent proc RSS MiB (mean / max)  running  answer ms  load');
+    console.log('minute  pod RSS MiB  heap used / total / external MiB  pod cores  agent proc RSS MiB (mean / max)  running  answer ms  kv rows / MiB  log rows / MiB  pg conns / lock waits / idle in txn  load');
     let cpu = (await usage(pod.pid)).cpu;
     let t = performance.now();
     for (let minute = 1; minute <= MINUTES; minute++) {
@@ -129,13 +199,17 @@ async function main() {
       const agentRss = await Promise.all(workers.pids.map(async (pid) => (await usage(pid)).rss));
       const asked = performance.now();
       const svc = (await tryApi(pod, 'GET', '/v1/services/soak'))?.service as { running?: number } | undefined;
+      const heap = await heapOf(pod.url).catch(() => ({ used: NaN, total: NaN, external: NaN }));
       const s: Sample = {
         minute,
         podRssMiB: mib(p.rss),
-        podHeapMiB: mib(await heapUsed(pod.url).catch(() => NaN)),
+        podHeapMiB: mib(heap.used),
+        podHeapTotalMiB: mib(heap.total),
+        podExternalMiB: mib(heap.external),
         podCores: Number(((p.cpu - cpu) / ((now - t) / 1000)).toFixed(3)),
         agentRssMiB: agentRss.map(mib),
         running: svc?.running ?? -1,
+        ...(await storeSize(pod.pgUrl).catch((): StoreSample => ({ kvRows: NaN, kvMiB: NaN, logRows: NaN, logMiB: NaN, pgConnections: NaN, pgLockWaits: NaN, pgIdleInTxn: NaN }))),
         answerMs: Math.round(performance.now() - asked),
         load: load(),
       };
@@ -144,8 +218,13 @@ async function main() {
       samples.push(s);
       const mean = s.agentRssMiB.reduce((a, b) => a + b, 0) / s.agentRssMiB.length;
       console.log(
-        `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${s.podHeapMiB.toFixed(1).padStart(12)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${s.load.toFixed(1)}`,
+        `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${`${s.podHeapMiB.toFixed(0)} / ${s.podHeapTotalMiB.toFixed(0)} / ${s.podExternalMiB.toFixed(0)}`.padStart(32)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${`${s.kvRows} / ${s.kvMiB.toFixed(1)}`.padStart(13)}  ${`${s.logRows} / ${s.logMiB.toFixed(1)}`.padStart(14)}  ${`${s.pgConnections} / ${s.pgLockWaits} / ${s.pgIdleInTxn}`.padStart(34)}  ${s.load.toFixed(1)}`,
       );
+      if (snapshots.has(minute)) {
+        heapFiles.push(await heapSnapshot(pod.pid, env.BENCH_HEAP_DIR, minute));
+        // The snapshot's pause is not the minute's work.
+        t = performance.now();
+      }
     }
   } finally {
     await workers?.stop();
@@ -173,9 +252,11 @@ async function main() {
     replicas: REPLICAS,
     podRssMiB: { afterWarmup: first.podRssMiB, last: last.podRssMiB, growth: growth(first.podRssMiB, last.podRssMiB), slopeMiBPerHour: perHour(after.map((s) => s.podRssMiB)) },
     podHeapMiB: { afterWarmup: first.podHeapMiB, last: last.podHeapMiB, growth: growth(first.podHeapMiB, last.podHeapMiB), slopeMiBPerHour: perHour(after.map((s) => s.podHeapMiB)) },
+    podHeapTotalMiB: { afterWarmup: first.podHeapTotalMiB, last: last.podHeapTotalMiB, growth: growth(first.podHeapTotalMiB, last.podHeapTotalMiB) },
     agentProcessRssMiB: { afterWarmup: agentMax(first), last: agentMax(last), growth: growth(agentMax(first), agentMax(last)), slopeMiBPerHour: perHour(after.map(agentMax)), totalPerAgentMiB: Number(((last.agentRssMiB.reduce((a, b) => a + b, 0)) / env.BENCH_AGENTS).toFixed(2)) },
     unansweredRequests: unanswered,
     ...(podEnded ? { podEnded } : {}),
+    ...(heapFiles.length ? { heapSnapshots: heapFiles } : {}),
     podCoresMean: Number((after.reduce((a, s) => a + s.podCores, 0) / after.length).toFixed(3)),
   };
   console.log(`growth after warm-up (minute ${first.minute} → ${last.minute}): pod RSS ${(results.podRssMiB.growth * 100).toFixed(1)} % (${results.podRssMiB.slopeMiBPerHour} MiB/h), pod heap ${(results.podHeapMiB.growth * 100).toFixed(1)} %, largest agent process RSS ${(results.agentProcessRssMiB.growth * 100).toFixed(1)} %`);
