@@ -11,6 +11,8 @@
  *   BENCH_MINUTE_MS=60000 (a "minute", shortened by the test that keeps this runnable)
  *   BENCH_HEAP_SNAPSHOTS=6,30  BENCH_HEAP_DIR=/tmp/x  (the pod writes a V8 heap snapshot after
  *   those minutes' samples; compare two with `npx tsx bench/heap-diff.ts A B`)
+ *   BENCH_TRACE_GC=1  (the pod runs with --trace-gc; each minute's row gets the heap left after
+ *   the minute's last full collection: the live set, which RSS and heap used do not show)
  */
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -34,6 +36,7 @@ const env = z
       .optional()
       .transform((s) => new Set((s ?? '').split(',').filter(Boolean).map(Number))),
     BENCH_HEAP_DIR: z.string().min(1).default(path.join(os.tmpdir(), 'cca-soak-heap')),
+    BENCH_TRACE_GC: z.enum(['0', '1']).default('0'),
   })
   .parse(process.env);
 const MINUTES = env.BENCH_MINUTES;
@@ -46,6 +49,8 @@ interface Sample {
   minute: number;
   podRssMiB: number;
   podHeapMiB: number;
+  /** With BENCH_TRACE_GC: the heap after the last full collection (MB as V8 prints them). */
+  liveAfterGcMiB: number;
   /** What V8 holds for the heap (used + garbage + free): RSS follows this, not the used part. */
   podHeapTotalMiB: number;
   /** Buffers and other memory V8 accounts for outside its heap. */
@@ -141,6 +146,15 @@ async function heapSnapshot(pid: number, dir: string, minute: number): Promise<s
 
 const spec = (replicas: number) => `service soak {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${replicas}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
 
+/**
+ * The heap left by the last full collection in the pod's log so far (--trace-gc lines such as
+ * `Mark-Compact 450.1 (600.3) -> 180.2 (590.1) MB`), MiB; NaN when none yet.
+ */
+function liveAfterLastMarkCompact(log: string): number {
+  const all = [...log.matchAll(/Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/g)];
+  return all.length ? Number(all.at(-1)![1]) : NaN;
+}
+
 /** Least-squares slope of ys over xs. */
 function slope(xs: number[], ys: number[]): number {
   const n = xs.length;
@@ -155,7 +169,8 @@ function slope(xs: number[], ys: number[]): number {
 async function main() {
   const snapshots = env.BENCH_HEAP_SNAPSHOTS;
   if (snapshots.size) mkdirSync(env.BENCH_HEAP_DIR, { recursive: true });
-  const pod = await startPod('soak', snapshots.size ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${env.BENCH_HEAP_DIR}`] : []);
+  const traceGc = env.BENCH_TRACE_GC === '1';
+  const pod = await startPod('soak', [...(snapshots.size ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${env.BENCH_HEAP_DIR}`] : []), ...(traceGc ? ['--trace-gc'] : [])]);
   const heapFiles: string[] = [];
   let workers: Workers<Msg> | undefined;
   const samples: Sample[] = [];
@@ -182,7 +197,7 @@ async function main() {
     await api(pod, 'POST', '/v1/apply', spec(REPLICAS));
 
     console.log(`soak: one pod, ${env.BENCH_AGENTS} agents (fake runtime) in ${WORKERS} processes, ${REPLICAS} replicas, ${MINUTES} × ${env.BENCH_MINUTE_MS / 1000} s`);
-    console.log('minute  pod RSS MiB  heap used / total / external MiB  pod cores  agent proc RSS MiB (mean / max)  running  answer ms  kv rows / MiB  log rows / MiB  pg conns / lock waits / idle in txn  load');
+    console.log('minute  pod RSS MiB  heap used / total / external / live after GC MiB  pod cores  agent proc RSS MiB (mean / max)  running  answer ms  kv rows / MiB  log rows / MiB  pg conns / lock waits / idle in txn  load');
     let cpu = (await usage(pod.pid)).cpu;
     let t = performance.now();
     for (let minute = 1; minute <= MINUTES; minute++) {
@@ -205,6 +220,7 @@ async function main() {
         podRssMiB: mib(p.rss),
         podHeapMiB: mib(heap.used),
         podHeapTotalMiB: mib(heap.total),
+        liveAfterGcMiB: traceGc ? liveAfterLastMarkCompact(pod.log()) : NaN,
         podExternalMiB: mib(heap.external),
         podCores: Number(((p.cpu - cpu) / ((now - t) / 1000)).toFixed(3)),
         agentRssMiB: agentRss.map(mib),
@@ -218,7 +234,7 @@ async function main() {
       samples.push(s);
       const mean = s.agentRssMiB.reduce((a, b) => a + b, 0) / s.agentRssMiB.length;
       console.log(
-        `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${`${s.podHeapMiB.toFixed(0)} / ${s.podHeapTotalMiB.toFixed(0)} / ${s.podExternalMiB.toFixed(0)}`.padStart(32)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${`${s.kvRows} / ${s.kvMiB.toFixed(1)}`.padStart(13)}  ${`${s.logRows} / ${s.logMiB.toFixed(1)}`.padStart(14)}  ${`${s.pgConnections} / ${s.pgLockWaits} / ${s.pgIdleInTxn}`.padStart(34)}  ${s.load.toFixed(1)}`,
+        `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${`${s.podHeapMiB.toFixed(0)} / ${s.podHeapTotalMiB.toFixed(0)} / ${s.podExternalMiB.toFixed(0)} / ${Number.isNaN(s.liveAfterGcMiB) ? '-' : s.liveAfterGcMiB.toFixed(0)}`.padStart(46)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${`${s.kvRows} / ${s.kvMiB.toFixed(1)}`.padStart(13)}  ${`${s.logRows} / ${s.logMiB.toFixed(1)}`.padStart(14)}  ${`${s.pgConnections} / ${s.pgLockWaits} / ${s.pgIdleInTxn}`.padStart(34)}  ${s.load.toFixed(1)}`,
       );
       if (snapshots.has(minute)) {
         heapFiles.push(await heapSnapshot(pod.pid, env.BENCH_HEAP_DIR, minute));
@@ -253,6 +269,7 @@ async function main() {
     podRssMiB: { afterWarmup: first.podRssMiB, last: last.podRssMiB, growth: growth(first.podRssMiB, last.podRssMiB), slopeMiBPerHour: perHour(after.map((s) => s.podRssMiB)) },
     podHeapMiB: { afterWarmup: first.podHeapMiB, last: last.podHeapMiB, growth: growth(first.podHeapMiB, last.podHeapMiB), slopeMiBPerHour: perHour(after.map((s) => s.podHeapMiB)) },
     podHeapTotalMiB: { afterWarmup: first.podHeapTotalMiB, last: last.podHeapTotalMiB, growth: growth(first.podHeapTotalMiB, last.podHeapTotalMiB) },
+    ...(traceGc ? { liveAfterGcMiB: { afterWarmup: first.liveAfterGcMiB, last: last.liveAfterGcMiB, growth: growth(first.liveAfterGcMiB, last.liveAfterGcMiB) } } : {}),
     agentProcessRssMiB: { afterWarmup: agentMax(first), last: agentMax(last), growth: growth(agentMax(first), agentMax(last)), slopeMiBPerHour: perHour(after.map(agentMax)), totalPerAgentMiB: Number(((last.agentRssMiB.reduce((a, b) => a + b, 0)) / env.BENCH_AGENTS).toFixed(2)) },
     unansweredRequests: unanswered,
     ...(podEnded ? { podEnded } : {}),

@@ -2,23 +2,21 @@
  * npm run bench:system — the system as a whole, default settings:
  *   (a) convergence: 1,000 replicas across 100 agents on one server pod (a real `server/main.ts`
  *       process, two workers) and Postgres (embedded, fsync on): seconds from `POST /v1/apply`
- *       to the service reporting all replicas running. The 100 agents are real `Agent`s
- *       (agent/agent.ts) hosted in this one process, each on the fake runtime, talking HTTP to
- *       the pod exactly as a separate agent process would.
- *   (b) node-loss recovery: one agent stopped without deregistering (the SIGKILL equivalent:
- *       its loops end, its lease is not revoked) → all of its replicas running elsewhere under
+ *       to the service reporting all replicas running. The agents are real `Agent`s
+ *       (agent/agent.ts) on the fake runtime, talking HTTP to the pod, in load processes of
+ *       their own (bench/support/agent-host.ts, BENCH_AGENT_WORKERS of them, 2 by default): in
+ *       this process, 300 agents took a whole core and starved the bench's own polls.
+ *   (b) node-loss recovery: the first node's agent, alone in its process, is killed (SIGKILL:
+ *       no deregistration, its lease runs out) → all of its replicas running elsewhere under
  *       new ids, seconds, with the agents' default lease TTL (QUORUM.defaultTtlSeconds, 30 s) and 1 s grace.
  * The last line is JSON.
  *
- *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]
+ *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]   BENCH_AGENT_WORKERS=2
  *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Agent } from '../agent/agent.js';
-import { FakeRuntime } from '../agent/runtime-fake.js';
-import { StateDir } from '../agent/state.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import pg_ from 'pg';
 import { Proc } from '../demo/procs.js';
@@ -28,6 +26,7 @@ import { messageOf } from '../core/diagnostics/index.js';
 import { workerTime, workerTimeJson, workerTimeText } from './support/worker-time.js';
 import { QUORUM } from '../core/model/quorum.js';
 import { numberArg, sleep } from './support/usage.js';
+import { Workers } from './support/workers.js';
 
 type Json = Record<string, any>;
 
@@ -40,7 +39,9 @@ const log = (l: string) => process.stderr.write(`${l}\n`);
 const dir = mkdtempSync(join(tmpdir(), 'cca-bench-system-'));
 const admin = newRoleToken('admin');
 const joinToken = newRoleToken('join');
-const agents: Agent[] = [];
+type HostMsg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' };
+const HOSTS = Math.max(1, Number(process.env.BENCH_AGENT_WORKERS ?? 2));
+let hosts: Workers<HostMsg> | undefined;
 let pg: RunningPostgres | undefined;
 let pod: Proc | undefined;
 
@@ -121,22 +122,17 @@ try {
 
   // Room for twice the replicas: 0.1 CPU / 32Mi each.
   const perNode = Math.ceil((2 * REPLICAS) / AGENTS);
-  for (let n = 0; n < AGENTS; n++) {
-    const name = `n${String(n + 1).padStart(3, '0')}`;
-    const agent = new Agent({
-      server, node: name, token: joinToken, state: new StateDir(join(dir, 'agents', name)),
-      runtime: new FakeRuntime({ catalogue: { 'busybox:1.35': 'sha256:fake' } }),
-      record: { address: '127.0.0.1', zone: ZONES[n % ZONES.length]!, capacity: { cpuMillis: perNode * 100, memoryBytes: perNode * 32 * 2 ** 20 } },
-      log: () => undefined,
-    });
-    agents.push(agent);
-  }
-  await Promise.all(agents.map((a) => a.start()));
+  const names = Array.from({ length: AGENTS }, (_, n) => `n${String(n + 1).padStart(3, '0')}`);
+  const host = (nodes: string[]) => ({ server, join: joinToken, nodes, zones: ZONES, cpuMillis: perNode * 100, memoryBytes: perNode * 32 * 2 ** 20 });
+  // The victim of (b) alone in the first process, so that killing it kills that agent only.
+  const rest = names.slice(1);
+  hosts = new Workers<HostMsg>('agent-host.ts', [host([names[0]!]), ...Array.from({ length: HOSTS }, (_, w) => rest.filter((_, i) => i % HOSTS === w)).filter((n) => n.length > 0).map(host)]);
+  await hosts.collect('ready', 600_000);
   await waitFor(`${AGENTS} ready nodes`, async () => {
     const nodes = (await api('GET', '/v1/nodes')).nodes as Json[];
     return nodes.filter((n) => n.state === 'ready').length === AGENTS ? true : undefined;
   }, 120_000, 250);
-  log(`${AGENTS} agents registered (fake runtime, one process); server pod ${server}, Postgres (embedded, fsync on)`);
+  log(`${AGENTS} agents registered (fake runtime, ${hosts.pids.length} processes); server pod ${server}, Postgres (embedded, fsync on)`);
 
   // (a) convergence
   const spec = `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
@@ -169,8 +165,7 @@ try {
   // (b) node-loss recovery
   const replicas = async () => (await api('GET', '/v1/replicas?service=bench')).replicas as Json[];
   const all = await replicas();
-  const victimNode = agents[0]!;
-  const victimName = 'n001';
+  const victimName = names[0]!;
   const victims = all.filter((r) => r.node === victimName && r.state === 'running').map((r) => r.id as string);
   // What the pod's job queue holds (graphile-worker): the lease reaper is one of its tasks.
   const queue = async (): Promise<string> => {
@@ -191,7 +186,7 @@ try {
   };
   const renewalsBefore = renewals();
   const t1 = performance.now();
-  await victimNode.close(); // no deregistration: the lease runs out, as after a SIGKILL
+  process.kill(hosts.pids[0]!, 'SIGKILL'); // no deregistration: the lease runs out
   const stoppedAt = performance.now();
   let lostAt: number | undefined;
   let expiredAt: number | undefined;
@@ -218,7 +213,7 @@ try {
   log(`worker time by controller: ${workerTimeText(steps)}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
-    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: 'one process, fake runtime', replicas: REPLICAS,
+    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: `${hosts.pids.length} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)),
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
     workerSeconds: workerTimeJson(steps),
@@ -231,7 +226,7 @@ try {
   if (pod) log(`--- server output (CCA-E0123 lines: ${(pod.output.match(/CCA-E0123/g) ?? []).length}) ---\n${pod.output.replace(/.*CCA-E0123.*\n.*\n/g, '').slice(-3000)}`);
   process.exitCode = 1;
 } finally {
-  await Promise.allSettled(agents.map((a) => a.close()));
+  await hosts?.stop(5_000);
   await pod?.kill('SIGTERM');
   await pg?.stop().catch(() => undefined);
   rmSync(dir, { recursive: true, force: true });

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { loopbackNetworks, type Cidr } from '../core/model/peer-address.js';
 import { openStore } from '../db/index.js';
@@ -104,6 +105,9 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const stops: (() => Promise<void>)[] = [];
   const drain = new AbortController();
   const closing = new AbortController();
+  // Every open watch and long poll listens on these two (removed when it ends): hundreds at
+  // once is normal, bounded by the stream limits (docs/limits.md), not a leak to warn about.
+  setMaxListeners(0, drain.signal, closing.signal);
   const inflight = new InFlight();
   let store: Store;
   let leading = () => false;

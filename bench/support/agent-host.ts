@@ -1,5 +1,5 @@
 /**
- * A load-generator process for bench:server and bench:soak: real `Agent`s (agent/agent.ts)
+ * A load-generator process for bench:server, bench:soak, bench:system and bench:apply-latency: real `Agent`s (agent/agent.ts)
  * on the fake runtime, as many as its settings say, each talking HTTP to the pod exactly as
  * a separate `cca agent` would, started a batch at a time. Messages: `ready` once all are
  * started (with how many registered), `stopped` at the end.
@@ -28,7 +28,10 @@ const config = z
   })
   .parse(JSON.parse(process.env[WORKER_CONFIG] ?? 'null'));
 
-const send = (m: object) => process.send?.(m);
+// The parent may be gone (killed, or it stopped first): a message then has nowhere to go.
+const send = (m: object) => {
+  if (process.connected) process.send?.(m);
+};
 const dir = mkdtempSync(path.join(os.tmpdir(), 'cca-bench-agents-'));
 const agents: Agent[] = [];
 let stopping = false;

@@ -22,7 +22,8 @@ export class Workers<M extends { type: string }> {
     this.forget = onInterrupt(() => this.stop(5_000));
     configs.forEach((config, i) => {
       const child = fork(path.join(import.meta.dirname, script), [], {
-        execArgv: ['--import', 'tsx'],
+        // BENCH_WORKER_PROFILE=DIR: each load process writes a V8 CPU profile there when it exits.
+        execArgv: ['--import', 'tsx', ...(process.env.BENCH_WORKER_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WORKER_PROFILE}`] : [])],
         env: { ...process.env, [WORKER_CONFIG]: JSON.stringify(config) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });

@@ -27,7 +27,10 @@ export function planRetention(decisions: readonly ChainLink[], live: (kind: stri
   const bySubject = new Map<string, ChainLink[]>();
   for (const d of decisions) {
     const k = `${d.decision.kind}/${d.decision.subject}`;
-    bySubject.set(k, [...(bySubject.get(k) ?? []), d]);
+    const list = bySubject.get(k);
+    // Appended in place: copying the list per decision made a subject with m decisions cost m².
+    if (list) list.push(d);
+    else bySubject.set(k, [d]);
   }
   const keep = new Set<string>();
   for (const list of bySubject.values()) {

@@ -211,7 +211,7 @@ describe('agent API', () => {
     if (!spec.ok) throw new Error('fixture');
     const assign = (id: string) =>
       store.put(buildKey('assigned', 'n1', id), encodeFact('assigned', { replica: id, service: 'web', node: 'n1', tenure: reg.tenure, resources: { cpuMillis: 1, memoryBytes: 1 }, specRevision: 1, spec: spec.value, placedAt: 0 }));
-    const obs = (id: string) => ({ replica: id, service: 'web', node: 'n1', tenure: reg.tenure, state: 'exited', exitCode: 0, at: 1 });
+    const obs = (id: string) => ({ replica: id, service: 'web', node: 'n1', tenure: reg.tenure as number, state: 'exited' as const, exitCode: 0, at: 1 });
     const ids = Array.from({ length: 40 }, (_, i) => `web-${String(i).padStart(2, '0')}`);
     for (const id of ids) await assign(id);
     expect((await call('POST', '/v1/agent/nodes/n1/observations', { json: { tenure: reg.tenure, observations: ids.map(obs) }, token: credential })).status).toBe(200);
