@@ -1,4 +1,6 @@
 import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
@@ -27,6 +29,25 @@ describe('benchmarks at a tiny size', () => {
     expect(r.code, r.out).toBe(0);
     expect(r.json).toMatchObject({ bench: 'controller-steps', replicas: 20 });
     expect(Object.keys(r.json.placing as object)).toEqual(expect.arrayContaining(['replica', 'scheduler', 'endpoints']));
+  }, 120_000);
+
+  it('bench/heap-diff.ts finds what is new in the second of two heap snapshots, and who holds it', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'cca-heap-diff-'));
+    try {
+      // Between the two snapshots the script keeps 20,000 objects of a class of its own in an array.
+      const script = `const v8 = require('node:v8'); class Kept { constructor(i) { this.i = i; } }
+        v8.writeHeapSnapshot(${JSON.stringify(path.join(dir, 'a.heapsnapshot'))});
+        globalThis.kept = Array.from({ length: 20000 }, (_, i) => new Kept(i));
+        v8.writeHeapSnapshot(${JSON.stringify(path.join(dir, 'b.heapsnapshot'))});`;
+      await new Promise((r) => spawn(process.execPath, ['-e', script], { stdio: 'ignore' }).on('exit', r));
+      const r = await bench('bench/heap-diff.ts', {}, [path.join(dir, 'a.heapsnapshot'), path.join(dir, 'b.heapsnapshot'), '--retainers', 'Kept']);
+      expect(r.code, r.out).toBe(0);
+      const top = r.json.top as { group: string; newCount: number }[];
+      expect(top.find((t) => t.group === 'Kept')?.newCount, r.out).toBe(20000);
+      expect((r.json.retainers as Record<string, number>)['Array .[element]'], r.out).toBe(20000);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }, 120_000);
 
   it('bench:system converges a tiny cluster, recovers a lost node and reports the workers\' time', async () => {
