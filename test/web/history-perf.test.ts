@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { podAndBrowser } from './support.js';
+import { openSim, podAndBrowser } from './support.js';
 
 /**
  * The history views' cost at scale, in Chromium: 10,000 replicas' usage reports (100 services,
@@ -13,8 +13,7 @@ describe('console history views at scale, in headless Chromium', () => {
 
   it('keeps its logs bounded and redraws the timeline in place', async () => {
     const page = await fx.browser.context.newPage();
-    await page.goto(`${fx.pod.url}/?sim=1&seed=1#timeline`);
-    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 }).toBe('sim');
+    await openSim(page, `${fx.pod.url}/?sim=1&seed=1#timeline`);
     const r = (await page.evaluate(readFileSync(join(import.meta.dirname, 'history-perf.page.js'), 'utf8'))) as Record<string, number>;
     console.log(`history views: usage ${r.usageMsPerObservation!.toFixed(3)} ms per observation (${r.series} series), timeline ${r.timelineMsPerDecision!.toFixed(3)} ms per decision, timeline redraw with ${r.maxEntries} entries: median ${r.timelineUpdateMedianMs!.toFixed(1)} ms`);
     expect(r.series).toBe(1_100);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { OUTPUT, pageWithErrors, podAndBrowser } from './support.js';
+import { OUTPUT, openSim, pageWithErrors, podAndBrowser } from './support.js';
 
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
   return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
@@ -51,11 +51,7 @@ describe('console history views (timeline, usage, rollouts), simulation mode, in
 
   it('a replica moving off a killed node, in order, linked to why; scrubbing; usage sparklines; a rollout to complete and one stuck', async () => {
     const { page, errors } = await pageWithErrors(fx.browser);
-    await page.goto(`${fx.pod.url}/?sim=1&seed=7#services`);
-    // As in sim.test.ts: every controller module is transpiled on its first request, slow on a loaded machine.
-    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 }).toBe('sim').catch((e: unknown) => {
-      throw new Error(`${String(e)}; page errors: ${JSON.stringify(errors)}`);
-    });
+    await openSim(page, `${fx.pod.url}/?sim=1&seed=7#services`, errors);
     await page.click('button[data-fixture=web]');
     await page.selectOption('#speed', '100');
     await play(page, async () => (await cell(page, 'services', 'web', 3)) === '6', 30_000);

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { OUTPUT, podAndBrowser } from './support.js';
+import { OUTPUT, openSim, podAndBrowser } from './support.js';
 
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
   return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
@@ -33,17 +33,8 @@ describe('console, simulation mode, in headless Chromium', () => {
       // Only the console's own files: nothing in this mode talks to the API.
       if (!r.url().startsWith(fx.pod.url) || !/^\/(web\/|src\/|vendor\/zod\/|$|\?)/.test(path)) apiCalls.push(r.url());
     });
-    await page.goto(`${fx.pod.url}/?sim=1&seed=7#services`);
-    // Simulation mode loads every controller module, each transpiled on its first request: on a
-    // loaded machine that is slow, so this bound is generous (it is a bound, not a measure).
-    // (Seen once at 60 s while the fresh-clone test compiled better-sqlite3 on both cores; a
-    // module that failed to load shows in the message.)
-    await expect
-      .poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 150_000 })
-      .toBe('sim')
-      .catch((e: unknown) => {
-        throw new Error(`${String(e)}; page errors: ${JSON.stringify(errors)}`);
-      });
+    // Seen once at 60 s while the fresh-clone test compiled better-sqlite3 on both cores.
+    await openSim(page, `${fx.pod.url}/?sim=1&seed=7#services`, errors);
     expect(await page.locator('#conn').innerText()).toContain('seed 7');
 
     // Apply a fixture and let virtual time run until every replica runs.

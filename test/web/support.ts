@@ -193,3 +193,36 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
   if (opts.consoleErrors ?? true) page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
   return { page, errors };
 }
+
+/**
+ * Open the console in simulation mode and wait until it runs. Chromium fails the loads in
+ * flight with net::ERR_NETWORK_CHANGED when the host's addresses change — other tests of the
+ * suite create and delete network namespaces — and a module graph with one failed import never
+ * starts (the page stays "connecting"; seen in full runs, never alone). Then the page is loaded
+ * again, at most three times, and those failures are taken out of `errors`: a host's network
+ * change is not the console's error. Every controller module is transpiled on its first
+ * request, slow on a loaded machine, hence the generous bound.
+ */
+export async function openSim(page: Page, url: string, errors: string[] = [], timeoutMs = 150_000): Promise<void> {
+  const CHANGED = 'ERR_NETWORK_CHANGED';
+  let changed = false;
+  page.on('requestfailed', (r) => {
+    if (r.failure()?.errorText.includes(CHANGED)) changed = true;
+  });
+  const deadline = Date.now() + timeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    changed = false;
+    await page.goto(url).catch((e: unknown) => {
+      if (!String(e).includes(CHANGED)) throw e;
+      changed = true;
+    });
+    for (;;) {
+      const state = await page.locator('#conn').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
+      if (state === 'sim') return;
+      if (changed && attempt < 3) break;
+      if (Date.now() > deadline) throw new Error(`the console did not reach simulation mode within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    errors.splice(0, errors.length, ...errors.filter((e) => !e.includes(CHANGED)));
+  }
+}
