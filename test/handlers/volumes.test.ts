@@ -152,6 +152,9 @@ describe("an agent follows its node's volumes", () => {
     await want(store, 'n1', 'db', 'data');
     await until(() => feed.current()?.length === 1);
     expect(feed.current()![0]).toMatchObject({ node: 'n1', service: 'db', volume: 'data' });
+    // One more request, held open again: nothing is asked until the next change.
+    await until(() => asked === 3);
+    await new Promise((r) => setTimeout(r, 300));
     expect(asked).toBe(3);
     // A dropped credential forgets the list: it may be another enrollment's.
     client.credential = '';
