@@ -1,5 +1,6 @@
 import type { VolumeRecord } from '../core/model/index.js';
 import type { AgentClient } from './client.js';
+import { ServerError } from './core/errors.js';
 import { VOLUME_SYNC_MS } from './core/volumes.js';
 
 export interface VolumeFeedOptions {
@@ -44,7 +45,9 @@ export class VolumeFeed {
         backoff = 200;
         // A server from before the long poll answers at once, without `changed`: ask it at the old pace.
         if (r.changed === undefined) await this.opts.sleep(VOLUME_SYNC_MS);
-      } catch {
+      } catch (e) {
+        // A server without the volume routes (an older version): the core says so once and stops asking; so do we.
+        if (e instanceof ServerError && e.status === 404 && e.diagnostic.code === 'CCA-E0604') return;
         // The core's own calls report an unreachable server; keep the last answer meanwhile.
         await this.opts.sleep(backoff);
         backoff = Math.min(backoff * 2, 5_000);
