@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, onTestFailed } from 'vitest';
 import { FENCE } from '../../agent/core/fence.js';
 import { FakeAgentServer } from './fake-server.js';
 import { tempDir } from './support.js';
@@ -58,6 +58,10 @@ describe('agent as a real process with the process runtime', () => {
   };
 
   beforeEach(async () => {
+    // A failure under load (seen once in a full run: a re-adopted workload restarted) is explained only by the agents' log.
+    onTestFailed(() => {
+      process.stderr.write(`--- agents' stderr ---\n${stderr.slice(-20_000)}\n`);
+    });
     server = new FakeAgentServer();
     await server.listen();
     state = tempDir('proc');
