@@ -1,9 +1,13 @@
 import { buildKey, prefixOf } from '../core/keys.js';
+import { limits } from '../db/keyspace.js';
 import type { Compare, Op, Store } from '../db/store.js';
 import { absent } from './facts.js';
 
 /** Reports of released replicas one report deletes at most: a backlog (an upgrade) goes over several reports. */
 export const STALE_OBSERVATIONS_PER_REPORT = 25;
+
+/** What a report's txn may hold of compares and of ops: the store's bound, less the tenure compare. */
+export const REPORT_TXN_ROOM = limits.maxTxnOps - 1;
 
 /**
  * A node's reports of replicas no longer assigned to it, as writes its agent's next report

@@ -13,7 +13,7 @@ import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
 import { readFacts } from '../../jobs/facts.js';
-import { staleObservationWrites } from '../../jobs/stale-observations.js';
+import { REPORT_TXN_ROOM, staleObservationWrites } from '../../jobs/stale-observations.js';
 import { NETWORK_WATCH_PREFIX, readNetworkBundle } from '../network-bundle.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
@@ -95,9 +95,6 @@ async function notAssignedReason(store: Store, node: string, replica: string): P
   return other !== undefined && other !== node ? `it is placed on node ${other}` : 'it is not assigned to this node';
 }
 
-/** A report's txn stays under the store's 128 compares and ops (tenure compare included). */
-const TXN_ROOM = 127;
-
 async function writeObservations(store: Store, node: string, tenure: number, observations: Observation[], withCleanup: boolean): Promise<number> {
   for (let attempt = 0; attempt < 5; attempt++) {
     // A stale tenure is refused before anything else is judged.
@@ -108,7 +105,7 @@ async function writeObservations(store: Store, node: string, tenure: number, obs
     const ops: Op[] = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
     // The first part of a report also deletes what the node reported of replicas released since.
     if (withCleanup) {
-      const room = TXN_ROOM - Math.max(ops.length, compares.length + 1);
+      const room = REPORT_TXN_ROOM - Math.max(ops.length, compares.length);
       const stale = await staleObservationWrites(store, node, assigned, new Set(observations.map((o) => o.replica)), room);
       compares.push(...stale.compares);
       ops.push(...stale.ops);

@@ -5,7 +5,7 @@ import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import type { Assignment, NodeEvent, Observation } from '../../core/model/facts.js';
 import type { NodeRecordInput } from '../../core/model/node.js';
 import type { Op, Store } from '../../db/store.js';
-import { staleObservationWrites } from '../stale-observations.js';
+import { REPORT_TXN_ROOM, staleObservationWrites } from '../stale-observations.js';
 import { backFromSilence, membershipCopySchema, QUORUM, stampOnResume, type MembershipVersion } from '../../core/model/quorum.js';
 import type { SimPeer } from './peer-net.js';
 
@@ -383,7 +383,7 @@ class StoreControlPlane implements ControlPlane {
       for (let attempt = 0; attempt < 5; attempt++) {
         const prefix = prefixOf('assigned', this.node);
         const assigned = new Set((await this.store.range({ prefix, keysOnly: true })).kvs.map((kv) => kv.key.slice(prefix.length)));
-        const stale = await staleObservationWrites(this.store, this.node, assigned, new Set(observations.map((o) => o.replica)), 127 - puts.length);
+        const stale = await staleObservationWrites(this.store, this.node, assigned, new Set(observations.map((o) => o.replica)), REPORT_TXN_ROOM - puts.length);
         const r = await this.store.txn({ compare: [{ key: nodeKey, target: 'createRevision', op: '=', value: tenure }, ...stale.compares], success: [...puts, ...stale.ops] });
         if (r.succeeded) return;
         const current = (await this.store.get(nodeKey))?.createRevision ?? 0;
