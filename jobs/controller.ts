@@ -33,6 +33,11 @@ export interface Controller {
   /** Prefixes whose changes always wake this controller. */
   readonly watches: readonly string[];
   /**
+   * Prefixes where only a deletion wakes it: its plan depends on what goes away there, never
+   * on what is added or updated (the node controller and the scheduler's placements).
+   */
+  readonly watchesDeletes?: readonly string[];
+  /**
    * For controllers split by subject (several pods work in parallel on different
    * subjects): the subject a changed key belongs to, or undefined when the change
    * concerns every subject (then each known subject runs; see `subjects`).
@@ -48,9 +53,16 @@ export function stepKey(controller: string, subject: string | undefined): string
   return subject === undefined ? controller : `${controller}:${subject}`;
 }
 
-/** Does a change to `key` concern a controller waiting on these prefixes? */
-export function wakesOn(prefixes: readonly string[], key: string): boolean {
-  return prefixes.some((p) => key.startsWith(p));
+/** One committed change as the drivers route it: its key, and whether it was a deletion. */
+export interface Change {
+  key: string;
+  deleted: boolean;
+}
+
+/** Does this change concern a controller with these watches? */
+export function wakesOn(c: Pick<Controller, 'watches' | 'watchesDeletes'>, change: Change): boolean {
+  const under = (p: string) => change.key.startsWith(p);
+  return c.watches.some(under) || (change.deleted && (c.watchesDeletes ?? []).some(under));
 }
 
 /**
@@ -60,14 +72,14 @@ export function wakesOn(prefixes: readonly string[], key: string): boolean {
 export type Route = { controller: Controller; fanout: false; subject: string | undefined } | { controller: Controller; fanout: true };
 
 /**
- * The steps a change to `key` wakes, in controller order. The one routing every driver uses:
+ * The steps a change wakes, in controller order. The one routing every driver uses:
  * the in-process driver's and the simulation's wake table, and graphile-worker's commit hook.
  */
-export function route(controllers: readonly Controller[], key: string): Route[] {
+export function route(controllers: readonly Controller[], change: Change): Route[] {
   const out: Route[] = [];
   for (const controller of controllers) {
-    if (!wakesOn(controller.watches, key)) continue;
-    const subject = controller.subjectOf?.(key);
+    if (!wakesOn(controller, change)) continue;
+    const subject = controller.subjectOf?.(change.key);
     out.push(controller.subjectOf && subject === undefined ? { controller, fanout: true } : { controller, fanout: false, subject });
   }
   return out;

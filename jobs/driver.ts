@@ -83,7 +83,7 @@ export function startDriver(opts: DriverOptions): Driver {
         poke();
         for await (const batch of store.watch({ prefix: '', fromRevision: from + 1, signal: stopper.signal })) {
           attempt = 0;
-          table.changed(batch.events.map((e) => e.kv.key), clock.now());
+          table.changed(batch.events.map((e) => ({ key: e.kv.key, deleted: e.type === 'delete' })), clock.now());
           seenRevision = batch.revision;
           poke();
         }

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { CommitHook } from '../db/postgres/batch-apply.js';
-import { route, stepKey, type Controller } from './controller.js';
+import { route, stepKey, type Change, type Controller } from './controller.js';
 
 export const STEP_TASK = 'cca-step';
 export const FANOUT_TASK = 'cca-fanout';
@@ -13,11 +13,11 @@ export interface JobSpec {
   runAt?: number;
 }
 
-/** Which steps a set of changed keys wakes (`route`): one job per controller and subject, or a fan-out. */
-export function jobsForChanges(controllers: readonly Controller[], keys: readonly string[]): JobSpec[] {
+/** Which steps a set of changes wakes (`route`): one job per controller and subject, or a fan-out. */
+export function jobsForChanges(controllers: readonly Controller[], changes: readonly Change[]): JobSpec[] {
   const jobs = new Map<string, JobSpec>();
-  for (const key of keys) {
-    for (const r of route(controllers, key)) {
+  for (const change of changes) {
+    for (const r of route(controllers, change)) {
       const job = r.fanout ? fanoutJob(r.controller) : stepJob(r.controller, r.subject);
       jobs.set(job.key, job);
     }
@@ -58,7 +58,7 @@ export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], s
   );
 }
 
-/** The commit hook that turns a transaction's changed keys into controller jobs. */
+/** The commit hook that turns a transaction's changes into controller jobs. */
 export function jobHook(controllers: readonly Controller[]): CommitHook {
-  return async (client, keys) => addJobs(client, jobsForChanges(controllers, keys));
+  return async (client, changes) => addJobs(client, jobsForChanges(controllers, changes));
 }

@@ -1,4 +1,4 @@
-import { route, stepKey, type Controller } from './controller.js';
+import { route, stepKey, type Change, type Controller } from './controller.js';
 
 export interface DueStep {
   controller: Controller;
@@ -31,9 +31,9 @@ export class WakeTable {
     }
   }
 
-  changed(keys: Iterable<string>, now: number): void {
-    for (const key of keys) {
-      for (const r of route(this.controllers, key)) {
+  changed(changes: Iterable<Change>, now: number): void {
+    for (const change of changes) {
+      for (const r of route(this.controllers, change)) {
         if (r.fanout) this.fanouts.add(r.controller);
         else this.wake(r.controller, r.subject, now);
       }

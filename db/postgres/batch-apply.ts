@@ -20,8 +20,8 @@ export type WriteOutcome = { ok: true; value: TxnResponse | { revision: number }
  * batch of client writes or a controller step's own transaction.
  */
 export interface CommitHook {
-  /** Called before COMMIT with the keys the transaction changed, on its connection. */
-  (client: pg.ClientBase, changedKeys: string[]): Promise<void>;
+  /** Called before COMMIT with what the transaction changed (each key once), on its connection. */
+  (client: pg.ClientBase, changes: { key: string; deleted: boolean }[]): Promise<void>;
 }
 
 /**
@@ -43,7 +43,7 @@ export async function applyWrites(
   const { outcomes, rows, dropped } = await evaluate(client, view, requests);
   if (rows.length > 0 || dropped.length > 0) {
     await writeChanges(client, rows, dropped, view.revision);
-    if (hook && rows.length > 0) await hook(client, [...new Set(rows.map((r) => r.key))]);
+    if (hook && rows.length > 0) await hook(client, changesOf(rows));
   }
   return { outcomes, before: head.revision, after: view.revision };
 }
@@ -176,7 +176,7 @@ export async function commitPlan(
     await client.query('ROLLBACK');
     return false;
   }
-  await opts.hook(client, [...new Set(plan.rows.map((r) => r.key))]);
+  await opts.hook(client, changesOf(plan.rows));
   opts.committing();
   await client.query('COMMIT');
   return true;
@@ -280,4 +280,11 @@ function toLogRow(revision: number, seq: number, e: WatchEvent): LogRow {
     lease: deleted ? 0 : e.kv.lease,
     prevRevision: e.prevKv?.modRevision ?? 0,
   };
+}
+
+/** What the rows changed, each key once: deleted when any of its rows deleted it (a wake for deletions must not be lost). */
+function changesOf(rows: readonly LogRow[]): { key: string; deleted: boolean }[] {
+  const out = new Map<string, boolean>();
+  for (const r of rows) out.set(r.key, (out.get(r.key) ?? false) || r.deleted);
+  return [...out].map(([key, deleted]) => ({ key, deleted }));
 }

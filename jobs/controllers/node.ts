@@ -33,7 +33,11 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
   const grace = opts.lostGraceMs ?? 1_000;
   return {
     name: NODE_CONTROLLER,
-    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('assigned'), prefixOf('fence'), prefixOf('nodeOp'), prefixOf('membership')],
+    watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('fence'), prefixOf('nodeOp'), prefixOf('membership')],
+    // A placement never changes this plan (it is made under the node's current tenure, which a
+    // change here would end); a release does: a lost record's end, a removed node's last replica.
+    // Woken by each placement, a step read every node's lease at every scheduler commit.
+    watchesDeletes: [prefixOf('assigned')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
       const [view, lostList, fenceList, membership] = await Promise.all([readClusterView(store), listFacts(store, 'lost', prefixOf('lost')), listFacts(store, 'fence', prefixOf('fence')), getFact(store, 'membership', 'nodes')]);

@@ -486,7 +486,7 @@ export class SimWorld {
       if (r.done) return;
       const batch = r.value;
       this.consumed = batch.revision;
-      this.table.changed(batch.events.map((e) => e.kv.key), this.t);
+      this.table.changed(batch.events.map((e) => ({ key: e.kv.key, deleted: e.type === 'delete' })), this.t);
       for (const e of batch.events) {
         const p = parseKey(e.kv.key);
         if (e.type === 'delete' && p?.kind === 'decision') this.evicted.add(e.kv.key);

@@ -25,7 +25,8 @@ test("docs/controllers.md lists each controller once, with the prefixes it wakes
   expect(names.slice().sort()).toEqual(controllers().map((c) => c.name).sort());
   for (const r of doc) {
     const c = controllers().find((x) => x.name === (byWriter.get(r.name) ?? r.name))!;
-    expect(r.wakes.slice().sort(), r.name).toEqual([...c.watches].sort());
+    // Prefixes it wakes on for deletions only are listed too (the row says so).
+    expect(r.wakes.slice().sort(), r.name).toEqual([...c.watches, ...(c.watchesDeletes ?? [])].sort());
     const writer = CONTROLLER_WRITERS[c.name];
     const owned = Object.values(layout).filter((k) => (k.writer as Writer) === writer).map((k) => k.prefix);
     // retention deletes old decisions (the controllers named in them wrote them).

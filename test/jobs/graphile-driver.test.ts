@@ -55,7 +55,7 @@ const broken: Controller = {
 };
 
 test('changed keys route to one job per controller and subject, or a fan-out', () => {
-  const jobs = jobsForChanges([mirror, ticker, broken], ['/src/a', '/src/a', '/src/b', '/src/', '/trigger', '/other']);
+  const jobs = jobsForChanges([mirror, ticker, broken], ['/src/a', '/src/a', '/src/b', '/src/', '/trigger', '/other'].map((key) => ({ key, deleted: false })));
   expect(jobs.map((j) => `${j.task} ${j.key}`)).toEqual(['cca-step mirror:a', 'cca-step mirror:b', 'cca-fanout mirror:*', 'cca-step broken']);
 });
 
@@ -166,4 +166,27 @@ test('writers do not wait on a step: its writes commit one by one, and the revis
   release();
   const second = await waitFor('the step\'s second write', () => store.get('/slow/second'));
   expect(second!.modRevision).toBeGreaterThan(user.revision);
+}, 60_000);
+
+test('the commit hook is told which keys a transaction deleted: a controller woken by deletions only hears of them', async () => {
+  const db = await createTestDatabase('commit-hook-changes');
+  cleanups.push(db.drop);
+  const seen: { key: string; deleted: boolean }[][] = [];
+  const store = await PostgresStore.open(db.url, { commitHook: async (_client, changes) => void seen.push(changes) });
+  cleanups.push(() => store.close());
+  await store.put('/a', '1');
+  await store.put('/b', '1');
+  await store.delete('/a');
+  await store.txn({ compare: [], success: [{ delete: { key: '/b' } }, { put: { key: '/c', value: '1' } }] });
+  const lease = await store.grantLease(60);
+  await store.put('/d', '1', { lease: lease.id });
+  await store.revokeLease(lease.id);
+  expect(seen).toEqual([
+    [{ key: '/a', deleted: false }],
+    [{ key: '/b', deleted: false }],
+    [{ key: '/a', deleted: true }],
+    [{ key: '/b', deleted: true }, { key: '/c', deleted: false }],
+    [{ key: '/d', deleted: false }],
+    [{ key: '/d', deleted: true }],
+  ]);
 }, 60_000);

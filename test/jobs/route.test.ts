@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildKey, layout, prefixOf, type KeyKind, type KeyParams } from '../../core/keys.js';
-import { route, type Controller } from '../../jobs/controller.js';
+import { route, type Change, type Controller } from '../../jobs/controller.js';
 import { controllers as allControllers } from '../../jobs/controllers/index.js';
 import { jobsForChanges } from '../../jobs/job-hook.js';
 import { WakeTable } from '../../jobs/wake-table.js';
@@ -14,16 +14,19 @@ const sampleKeys = (Object.keys(layout) as KeyKind[]).flatMap((kind) => {
   return [buildKey(kind, ...params), prefixOf(kind)];
 });
 
-/** What the in-process driver and the simulation run for these changed keys. */
-function woken(keys: string[]): string[] {
+/** Every sample key as a put and as a deletion: some controllers wake on deletions only. */
+const sampleChanges: Change[] = sampleKeys.flatMap((key) => [{ key, deleted: false }, { key, deleted: true }]);
+
+/** What the in-process driver and the simulation run for these changes. */
+function woken(changes: Change[]): string[] {
   const table = new WakeTable(controllers);
-  table.changed(keys, 0);
+  table.changed(changes, 0);
   return [...table.take(0).map((s) => s.key), ...[...table.fanouts].map((c) => `${c.name}:*`)].sort();
 }
 
 /** What graphile-worker is asked to run for them. */
-function enqueued(keys: string[]): string[] {
-  return jobsForChanges(controllers, keys)
+function enqueued(changes: Change[]): string[] {
+  return jobsForChanges(controllers, changes)
     .map((j) => {
       // The payload must name the same step as the job's key, or the dedup key and the run disagree.
       expect(j.key).toBe(j.task === 'cca-fanout' ? `${j.payload.controller}:*` : j.payload.subject === undefined ? j.payload.controller : `${j.payload.controller}:${j.payload.subject}`);
@@ -33,16 +36,16 @@ function enqueued(keys: string[]): string[] {
 }
 
 describe('route: one key-to-step routing for every driver', () => {
-  it.each(sampleKeys)('the wake table and graphile job routing wake the same steps for %s', (key) => {
-    expect(enqueued([key])).toEqual(woken([key]));
+  it.each(sampleChanges)('the wake table and graphile job routing wake the same steps for %o', (change) => {
+    expect(enqueued([change])).toEqual(woken([change]));
   });
 
   it('the sample keys reach every controller, so the comparison above covers them all', () => {
-    const reached = new Set(sampleKeys.flatMap((k) => route(controllers, k).map((r) => r.controller.name)));
+    const reached = new Set(sampleChanges.flatMap((c) => route(controllers, c).map((r) => r.controller.name)));
     const watching = controllers.filter((c) => c.watches.length > 0); // the rest wake on timers only
     expect(watching.length).toBeGreaterThan(5);
     expect([...reached].sort()).toEqual(watching.map((c) => c.name).sort());
-    expect(enqueued(sampleKeys)).toEqual(woken(sampleKeys));
+    expect(enqueued(sampleChanges)).toEqual(woken(sampleChanges));
   });
 
   it('routes a keyed controller to its subject, or to a fan-out when the key names none', () => {
@@ -53,9 +56,30 @@ describe('route: one key-to-step routing for every driver', () => {
       reconcile: async () => ({}),
     };
     const global: Controller = { name: 'global', watches: ['/a/x'], reconcile: async () => ({}) };
-    const brief = (key: string) => route([keyed, global], key).map((r) => (r.fanout ? `${r.controller.name}:*` : `${r.controller.name}:${r.subject ?? '-'}`));
+    const brief = (key: string) => route([keyed, global], { key, deleted: false }).map((r) => (r.fanout ? `${r.controller.name}:*` : `${r.controller.name}:${r.subject ?? '-'}`));
     expect(brief('/a/x')).toEqual(['keyed:x', 'global:-']);
     expect(brief('/a/')).toEqual(['keyed:*']);
     expect(brief('/b/x')).toEqual([]);
+  });
+
+  it('wakes a controller on a deletion only under its watchesDeletes, in both routings', () => {
+    const reaper: Controller = { name: 'reaper', watches: ['/a/'], watchesDeletes: ['/b/'], reconcile: async () => ({}) };
+    const both = (change: Change) => {
+      const table = new WakeTable([reaper]);
+      table.changed([change], 0);
+      const a = table.take(0).map((s) => s.key);
+      expect(jobsForChanges([reaper], [change]).map((j) => j.key)).toEqual(a);
+      return a;
+    };
+    expect(both({ key: '/b/x', deleted: false })).toEqual([]);
+    expect(both({ key: '/b/x', deleted: true })).toEqual(['reaper']);
+    expect(both({ key: '/a/x', deleted: false })).toEqual(['reaper']);
+  });
+
+  it('the node controller is not woken by a placement, and is by a release', () => {
+    const node = controllers.find((c) => c.name === 'node')!;
+    const key = buildKey('assigned', 'n1', 'web-1');
+    expect(route([node], { key, deleted: false })).toEqual([]);
+    expect(route([node], { key, deleted: true }).map((r) => r.controller.name)).toEqual(['node']);
   });
 });
