@@ -1,5 +1,5 @@
 import { CcaError } from '../core/diagnostics/index.js';
-import type { Compare, KeyValue, RangeRequest, WatchRequest } from './store.js';
+import { MAX_LEASES_PER_READ, type Compare, type KeyValue, type RangeRequest, type WatchRequest } from './store.js';
 
 /** Limits shared by every backend, so the conformance suite holds everywhere. */
 export const limits = {
@@ -10,7 +10,14 @@ export const limits = {
   /** etcd's default --max-txn-ops. */
   maxTxnOps: 128,
   maxLeaseTtl: 9_000_000_000,
+  /** Leases one leasesTimeToLive call reads: one statement on Postgres, bounded like a txn's keys. */
+  maxLeasesPerRead: MAX_LEASES_PER_READ,
 } as const;
+
+/** A leasesTimeToLive call's ids, checked the same on every backend (CCA-E0128). */
+export function checkLeaseIds(ids: readonly number[]): void {
+  if (ids.length > limits.maxLeasesPerRead) throw new CcaError('CCA-E0128', { count: ids.length, max: limits.maxLeasesPerRead });
+}
 
 /**
  * Order keys as etcd does: by their UTF-8 bytes. UTF-8 byte order equals code point

@@ -1,5 +1,5 @@
 import { CcaError } from '../core/diagnostics/index.js';
-import { checkCompactRevision, checkCompactTarget, checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf, shapeRange, type KeyInterval } from './keyspace.js';
+import { checkCompactRevision, checkLeaseIds, checkCompactTarget, checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf, shapeRange, type KeyInterval } from './keyspace.js';
 import type {
   KeyValue,
   RangeRequest,
@@ -9,6 +9,7 @@ import type {
   TxnResponse,
   WatchBatch,
   WatchRequest,
+  LeaseTtl,
 } from './store.js';
 import { evaluateTxn, readAt, validateTxn, type TxnView } from './txn-eval.js';
 import { followWatch, type WatchSource } from './watch-feed.js';
@@ -121,6 +122,15 @@ export class MemoryStore extends StoreShortcuts implements Store {
     if (!lease) return { ttl: -1, grantedTtl: 0, keys: [] };
     const remaining = Math.max(0, Math.floor((lease.expiresAt - this.now()) / 1000));
     return { ttl: remaining, grantedTtl: lease.ttl, keys: [...lease.keys].sort(compareKeys) };
+  }
+
+  async leasesTimeToLive(ids: readonly number[]): Promise<LeaseTtl[]> {
+    this.enter();
+    checkLeaseIds(ids);
+    return ids.map((id) => {
+      const lease = this.leaseTable.get(id);
+      return lease ? { ttl: Math.max(0, Math.floor((lease.expiresAt - this.now()) / 1000)), grantedTtl: lease.ttl } : { ttl: -1, grantedTtl: 0 };
+    });
   }
 
   async leases(): Promise<{ id: number }[]> {

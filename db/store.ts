@@ -94,6 +94,15 @@ export interface WatchRequest {
   signal?: AbortSignal;
 }
 
+/** Leases one leasesTimeToLive call reads at most (`limits.maxLeasesPerRead`; callers chunk by it). */
+export const MAX_LEASES_PER_READ = 1_000;
+
+/** A lease's remaining and granted TTL in seconds; -1 and 0 for a lease that is gone. */
+export interface LeaseTtl {
+  ttl: number;
+  grantedTtl: number;
+}
+
 export interface Store {
   revision(): Promise<number>;
   get(key: string, opts?: { revision?: number }): Promise<KeyValue | null>;
@@ -115,6 +124,12 @@ export interface Store {
   revokeLease(id: number): Promise<{ revision: number }>;
   /** For an unknown lease: ttl -1, grantedTtl 0, no keys (as etcd answers). */
   leaseTimeToLive(id: number): Promise<{ ttl: number; grantedTtl: number; keys: string[] }>;
+  /**
+   * Several leases' TTLs (no keys), in the order asked, an unknown one as ttl -1, grantedTtl 0:
+   * one read where the backend can (the node controller reads every node's lease each step).
+   * At most `limits.maxLeasesPerRead` ids (CCA-E0128).
+   */
+  leasesTimeToLive(ids: readonly number[]): Promise<LeaseTtl[]>;
   leases(): Promise<{ id: number }[]>;
   compact(revision: number): Promise<void>;
   close(): Promise<void>;

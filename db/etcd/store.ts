@@ -1,7 +1,8 @@
 import { Etcd3, type IDuplexStream, type ILeaseKeepAliveRequest, type ILeaseKeepAliveResponse, type IOptions } from 'etcd3';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
-import { checkCompactRevision, checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseIds, checkLeaseTtl, checkRangeOptions, compareKeys, intervalOf } from '../keyspace.js';
+import { mapLimit } from '../../core/map-limit.js';
 import { StoreShortcuts } from '../store-shortcuts.js';
 import type {
   Op,
@@ -12,6 +13,7 @@ import type {
   TxnResponse,
   WatchBatch,
   WatchRequest,
+  LeaseTtl,
 } from '../store.js';
 import { checkLease, deleteInterval, validateTxn } from '../txn-eval.js';
 import { classify, translate } from './errors.js';
@@ -93,6 +95,9 @@ export function etcdConnection(t: EtcdTarget): Pick<IOptions, 'hosts' | 'auth' |
     ...(t.tls ? { credentials: etcdCredentials(t.tls) } : {}),
   };
 }
+
+/** Lease reads in flight at once for leasesTimeToLive (etcd answers each on its own). */
+const LEASE_READS = 8;
 
 /** etcd3 retries "recoverable" failures, which could apply a write twice: every call here runs once. */
 const once = {
@@ -288,6 +293,18 @@ export class EtcdStore extends StoreShortcuts implements Store {
     if (ttl < 0) return unknown;
     const keys = r.keys.filter((k) => this.keys.owns(k)).map((k) => this.keys.unkey(k));
     return { ttl, grantedTtl: Number(r.grantedTTL), keys: keys.sort(compareKeys) };
+  }
+
+  /** etcd has no batched lease read: one call per lease, a few at a time. */
+  async leasesTimeToLive(ids: readonly number[]): Promise<LeaseTtl[]> {
+    this.enter();
+    checkLeaseIds(ids);
+    return mapLimit(ids, LEASE_READS, async (id) => {
+      if (!ownsLease(this.tag, id)) return { ttl: -1, grantedTtl: 0 };
+      const r = await this.call(false, () => this.client.leaseClient.leaseTimeToLive({ ID: id, keys: false }));
+      const ttl = Number(r.TTL);
+      return ttl < 0 ? { ttl: -1, grantedTtl: 0 } : { ttl, grantedTtl: Number(r.grantedTTL) };
+    });
   }
 
   async leases(): Promise<{ id: number }[]> {

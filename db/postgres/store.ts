@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { CcaError, type Diagnostic } from '../../core/diagnostics/index.js';
-import { checkCompactRevision, checkLeaseTtl, intervalOf } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseIds, checkLeaseTtl, intervalOf } from '../keyspace.js';
 import type {
   RangeRequest,
   RangeResponse,
@@ -9,6 +9,7 @@ import type {
   TxnResponse,
   WatchBatch,
   WatchRequest,
+  LeaseTtl,
 } from '../store.js';
 import { validateTxn } from '../txn-eval.js';
 import { StoreShortcuts } from '../store-shortcuts.js';
@@ -170,6 +171,14 @@ export class PostgresStore extends StoreShortcuts implements Store {
   async leaseTimeToLive(id: number): Promise<{ ttl: number; grantedTtl: number; keys: string[] }> {
     this.enter();
     return (await this.q(() => leaseSql.leaseTimeToLive(this.pool, id))) ?? { ttl: -1, grantedTtl: 0, keys: [] };
+  }
+
+  async leasesTimeToLive(ids: readonly number[]): Promise<LeaseTtl[]> {
+    this.enter();
+    checkLeaseIds(ids);
+    if (ids.length === 0) return [];
+    const live = await this.q(() => leaseSql.leasesTimeToLive(this.pool, ids));
+    return ids.map((id) => live.get(id) ?? { ttl: -1, grantedTtl: 0 });
   }
 
   async leases(): Promise<{ id: number }[]> {

@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { CcaError, isCcaError, messageOf } from '../../core/diagnostics/index.js';
-import { checkCompactRevision, checkCompactTarget, checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseIds, checkCompactTarget, checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
 import type {
   KeyValue,
   RangeRequest,
@@ -12,6 +12,7 @@ import type {
   WatchBatch,
   WatchEvent,
   WatchRequest,
+  LeaseTtl,
 } from '../store.js';
 import { evaluateTxn, readAt, validateTxn, type TxnView } from '../txn-eval.js';
 import { StoreShortcuts } from '../store-shortcuts.js';
@@ -243,6 +244,17 @@ export class SqliteStore extends StoreShortcuts implements Store {
       const remaining = Math.max(0, Math.floor((lease.expires_at - this.now()) / 1000));
       return { ttl: remaining, grantedTtl: lease.ttl, keys: this.st.leaseKeys.all(id).map((r) => r.key.toString('utf8')) };
     });
+  }
+
+  async leasesTimeToLive(ids: readonly number[]): Promise<LeaseTtl[]> {
+    this.enter();
+    checkLeaseIds(ids);
+    return this.read(() =>
+      ids.map((id) => {
+        const lease = this.st.leaseGet.get(id);
+        return lease ? { ttl: Math.max(0, Math.floor((lease.expires_at - this.now()) / 1000)), grantedTtl: lease.ttl } : { ttl: -1, grantedTtl: 0 };
+      }),
+    );
   }
 
   async leases(): Promise<{ id: number }[]> {

@@ -1,10 +1,9 @@
 import { buildKey } from '../../core/keys.js';
 import { historyWindowMs, isMajority, QUORUM, renewingWithinMs, settledFrom, type Member, type Membership, type MembershipVersion } from '../../core/model/quorum.js';
-import type { Compare, Op, Store } from '../../db/store.js';
+import { MAX_LEASES_PER_READ, type Compare, type LeaseTtl, type Op, type Store } from '../../db/store.js';
 import { putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { causedByFact, decide, evidenceOf } from '../decisions/record.js';
 import type { ClusterView } from './view.js';
-import { mapLimit } from '../../core/map-limit.js';
 
 /**
  * The node controller's half of the quorum rule (docs/fencing.md): it expires a node's lease
@@ -37,15 +36,13 @@ export interface Renewal {
   renewingSince?: number;
 }
 
-/** Lease reads in flight at once (the store's pool is 10 connections by default). */
-const RENEWAL_READS = 4;
-
-/** One leaseTimeToLive per registered node: lease keepalives write no revision, so they are read, not watched. */
+/** One read of every registered node's lease: lease keepalives write no revision, so they are read, not watched. */
 export async function readRenewals(store: Store, view: ClusterView): Promise<Map<string, Renewal>> {
   const out = new Map<string, Renewal>();
-  // Side by side: one after another, each waited its turn for a connection (3 s a step at 100 nodes under load).
+  // One statement on Postgres per chunk (it was one per node: 100 a step at 100 nodes, queued for connections).
   const held = [...view.nodes].filter(([, node]) => node.kv.lease !== 0);
-  const ttls = await mapLimit(held, RENEWAL_READS, ([, node]) => store.leaseTimeToLive(node.kv.lease));
+  const ttls: LeaseTtl[] = [];
+  for (let i = 0; i < held.length; i += MAX_LEASES_PER_READ) ttls.push(...(await store.leasesTimeToLive(held.slice(i, i + MAX_LEASES_PER_READ).map(([, node]) => node.kv.lease))));
   for (const [i, [name, node]] of held.entries()) {
     const t = ttls[i]!;
     if (t.ttl < 0) continue;

@@ -119,6 +119,7 @@ export class AttributingStore implements Store {
   keepAlive(id: number) { return this.inner.keepAlive(id); }
   revokeLease(id: number) { return this.inner.revokeLease(id); }
   leaseTimeToLive(id: number) { return this.inner.leaseTimeToLive(id); }
+  leasesTimeToLive(ids: readonly number[]) { return this.inner.leasesTimeToLive(ids); }
   leases() { return this.inner.leases(); }
   compact(rev: number) { return this.inner.compact(rev); }
   close() { return this.inner.close(); }

@@ -40,6 +40,7 @@ export class GatedStore implements Store {
   async keepAlive(id: number) { this.gate(); return this.inner.keepAlive(id); }
   async revokeLease(id: number) { this.gate(); return this.inner.revokeLease(id); }
   async leaseTimeToLive(id: number) { this.gate(); return this.inner.leaseTimeToLive(id); }
+  async leasesTimeToLive(ids: readonly number[]) { this.gate(); return this.inner.leasesTimeToLive(ids); }
   async leases() { this.gate(); return this.inner.leases(); }
   async compact(rev: number) { this.gate(); return this.inner.compact(rev); }
   async close() { return this.inner.close(); }

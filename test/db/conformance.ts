@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, test } from 'vitest';
 import { isCcaError } from '../../core/diagnostics/index.js';
 import { waitFor } from '../support/wait.js';
 import type { KeyValue, Store, WatchBatch } from '../../db/store.js';
+import { limits } from '../../db/keyspace.js';
 
 export interface Backend {
   name: string;
@@ -342,6 +343,27 @@ export function defineConformance(backend: Backend): void {
       const empty = await s.grantLease(30);
       expect(await s.revokeLease(empty.id)).toEqual({ revision: 5 });
       expect(await codeOf(s.grantLease(0))).toBe('CCA-E0108');
+    });
+
+    test('leasesTimeToLive reads several leases at once, in the order asked, as leaseTimeToLive does each', async () => {
+      const a = await s.grantLease(30);
+      const b = await s.grantLease(90);
+      const gone = await s.grantLease(30);
+      await s.revokeLease(gone.id);
+      const asked = [b.id, 987_654_321, a.id, gone.id, b.id];
+      const got = await s.leasesTimeToLive(asked);
+      expect(got.map((t) => t.grantedTtl)).toEqual([90, 0, 30, 0, 90]);
+      expect(got.map((t) => t.ttl < 0)).toEqual([false, true, false, true, false]);
+      for (const [i, id] of asked.entries()) {
+        const one = await s.leaseTimeToLive(id);
+        expect(got[i]!.grantedTtl).toBe(one.grantedTtl);
+        // Read a moment apart: a second may have gone by.
+        expect(Math.abs(got[i]!.ttl - one.ttl)).toBeLessThanOrEqual(1);
+      }
+      expect(await s.leasesTimeToLive([])).toEqual([]);
+      expect(await codeOf(s.leasesTimeToLive(Array.from({ length: limits.maxLeasesPerRead + 1 }, (_, i) => i + 1)))).toBe('CCA-E0128');
+      await s.revokeLease(a.id);
+      await s.revokeLease(b.id);
     });
 
     test('moving a key to another lease detaches it from the first', async () => {

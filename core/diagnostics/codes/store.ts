@@ -192,6 +192,13 @@ export const storeCodes = [
     fix: 'read the log lines above; a port in use means another Postgres (set CCA_PG_PORT), a full disk or a damaged data directory means moving or removing {dir}',
   },
   {
+    code: 'CCA-E0128',
+    blame: 'bug',
+    title: 'too many leases in one read',
+    cause: 'one lease read asked for {count} leases; the limit is {max}',
+    fix: 'read them in chunks of at most {max} (report this: the caller should have)',
+  },
+  {
     code: 'CCA-E0140',
     blame: 'environment',
     title: 'store TLS failed',
