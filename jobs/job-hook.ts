@@ -37,13 +37,16 @@ export function fanoutJob(c: Controller): JobSpec {
 
 /**
  * Enqueue keyed jobs on the given connection, inside the caller's transaction, deduplicated
- * by job key (graphile-worker's add_jobs): a burst of writes is one pending run.
+ * by job key (graphile-worker's add_jobs), in key order: a burst of writes is one pending run.
  * `preserveRunAt`: a pending job with the same key keeps its run_at (a watchdog's re-add
  * never postpones it); in every mode a job locked by a worker (running, or held by a dead
  * pod) loses its key and a new one is made.
  */
-export async function addJobs(client: pg.ClientBase, jobs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
-  if (jobs.length === 0) return;
+export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
+  if (specs.length === 0) return;
+  // In one order everywhere: add_jobs inserts or updates one row per key, and two calls that
+  // met the same keys in opposite orders (a fan-out's subjects, a commit's changes) deadlocked.
+  const jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   await client.query(
     `SELECT ${schema}.add_jobs(array(
        SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec

@@ -66,6 +66,12 @@ export class WriteBatcher {
   }
 
   private async runBatch(items: WriteItem[]): Promise<void> {
+    let attempt = 1;
+    while (await this.tryBatch(items, attempt < ABORTED_ATTEMPTS)) attempt++;
+  }
+
+  /** One attempt; true when Postgres aborted it (deadlock, serialization) and it may go again. */
+  private async tryBatch(items: WriteItem[], mayRetry: boolean): Promise<boolean> {
     const started = performance.now();
     let client: pg.PoolClient;
     try {
@@ -73,7 +79,7 @@ export class WriteBatcher {
     } catch (e) {
       const err = pgFailure(e, this.opts.target);
       for (const it of items) it.reject(err);
-      return;
+      return false;
     }
     let committing = false;
     let broken: unknown;
@@ -94,13 +100,17 @@ export class WriteBatcher {
         if (o.ok) (it.resolve as (v: unknown) => void)(o.value);
         else it.reject(o.error);
       });
+      return false;
     } catch (e) {
-      broken = e;
       this.known.forget(); // the outcome may be unknown
-
-      const err = pgFailure(e, this.opts.target, committing);
       await client.query('ROLLBACK').catch(() => undefined);
+      // Postgres chose this transaction as a deadlock's victim (or a serialization failure):
+      // it rolled back, nothing was written, and the same batch can simply go again.
+      if (mayRetry && abortedByPostgres(e)) return true;
+      broken = e;
+      const err = pgFailure(e, this.opts.target, committing);
       for (const it of items) it.reject(err);
+      return false;
     } finally {
       client.off('error', onError);
       client.release(broken instanceof Error && !isCcaError(broken) ? broken : undefined);
@@ -140,4 +150,13 @@ export class WriteBatcher {
     return out;
   }
 
+}
+
+/** Attempts of a batch that Postgres aborts as a deadlock's victim or a serialization failure. */
+export const ABORTED_ATTEMPTS = 3;
+
+/** SQLSTATE 40P01 (deadlock detected) or 40001 (serialization failure): the transaction was rolled back. */
+function abortedByPostgres(e: unknown): boolean {
+  const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
+  return code === '40P01' || code === '40001';
 }

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
-import type { Compare, KeyValue, Op, Store, WatchRequest } from '../../db/store.js';
+import type { Compare, KeyValue, LeaseTtl, Op, Store, WatchRequest } from '../../db/store.js';
 import { backFromSilence, QUORUM, stampOnResume } from '../../core/model/quorum.js';
 import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
@@ -167,7 +167,8 @@ function sourceAddress(c: Context): string | undefined {
  * the renewal, so the controller never sees the renewal without the stamp.
  */
 async function stampReturn(store: Store, key: string, record: NodeRecord, lease: number): Promise<void> {
-  const t = await store.leaseTimeToLive(lease);
+  // Without its keys: every keepalive asks.
+  const [t] = (await store.leasesTimeToLive([lease])) as [LeaseTtl];
   if (t.ttl < 0 || !backFromSilence((t.grantedTtl - t.ttl) * 1000, (record.leaseTtlSeconds ?? t.grantedTtl) * 1000)) return;
   const r = await store.txn({
     compare: [{ key, target: 'lease', op: '=', value: lease }],
@@ -178,7 +179,7 @@ async function stampReturn(store: Store, key: string, record: NodeRecord, lease:
 
 /** The stamp a registration under the record's own lease keeps or renews (stampOnResume). */
 async function resumedStamp(store: Store, existing: KeyValue, lease: number, ttlSeconds: number): Promise<number> {
-  const t = await store.leaseTimeToLive(lease);
+  const [t] = (await store.leasesTimeToLive([lease])) as [LeaseTtl];
   const previous = decodeFact('node', existing.key, existing.value);
   // The shorter of the two TTLs judges the silence: the smaller R, the more stamps.
   const ttlMs = Math.min(previous.leaseTtlSeconds ?? t.grantedTtl, ttlSeconds) * 1000;

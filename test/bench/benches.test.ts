@@ -70,6 +70,9 @@ describe('benchmarks at a tiny size', () => {
     expect(res['watch.pod_cpu_s_per_10k_events']).toBeGreaterThan(0);
     expect(res['agents.registered']).toBe(2);
     expect(res['agents.process_rss_mib_max']).toBeGreaterThan(0);
+    // The agents' cost is measured apart from the applies' (which wake controllers).
+    expect(res['agents.pod_cpu_ms_per_agent_second']).toBeGreaterThan(0);
+    expect(res['agents_and_applies.pod_cpu_cores']).toBeGreaterThan(0);
   }, 300_000);
 
   it('bench:soak samples the pod and agent processes each "minute" and reports the growth', async () => {

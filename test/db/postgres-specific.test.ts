@@ -298,4 +298,37 @@ describe('PostgresStore specifics', () => {
     if (process.env.CCA_UPDATE_SNAPSHOTS) await writeFile(file, actual);
     expect(actual).toBe(await readFile(file, 'utf8'));
   });
+
+  test("a write batch Postgres picks as a deadlock's victim goes again: the client's write lands once, no revision lost", async () => {
+    // The commit hook (the job enqueue in production) deadlocks with another session once.
+    let hookCalls = 0;
+    let waiting: () => void = () => undefined;
+    const hookWaits = new Promise<void>((r) => (waiting = r));
+    const { url, store } = await freshStore('deadlock', {
+      commitHook: async (client) => {
+        if (++hookCalls > 1) return;
+        await client.query('SELECT pg_advisory_xact_lock(1)');
+        setTimeout(waiting, 100);
+        await client.query('SELECT pg_advisory_xact_lock(2)'); // held by the other session
+      },
+    });
+    const holder = new pg.Client({ connectionString: url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT pg_advisory_xact_lock(2)');
+      const before = await store.revision();
+      const put = store.put('d/1', 'x');
+      await hookWaits;
+      // The hook waited first, so its session finds the cycle and is rolled back.
+      await holder.query('SELECT pg_advisory_xact_lock(1)');
+      await holder.query('COMMIT');
+      const r = await put;
+      expect(hookCalls).toBe(2);
+      expect(r.revision).toBe(before + 1);
+      expect((await store.get('d/1'))?.version).toBe(1);
+    } finally {
+      await holder.end();
+    }
+  }, 60_000);
 });

@@ -4,7 +4,8 @@ import { PostgresStore } from '../../db/postgres/store.js';
 import type { Diagnostic } from '../../core/diagnostics/types.js';
 import type { Controller } from '../../jobs/controller.js';
 import { startGraphileDriver } from '../../jobs/graphile-driver.js';
-import { jobHook, jobsForChanges } from '../../jobs/job-hook.js';
+import { addJobs, jobHook, jobsForChanges, stepJob } from '../../jobs/job-hook.js';
+import { migrateJobs } from '../../jobs/graphile-migrate.js';
 import type { StepInfo } from '../../jobs/step-runner.js';
 import { waitFor } from '../support/wait.js';
 import { createTestDatabase } from '../support/databases.js';
@@ -190,3 +191,32 @@ test('the commit hook is told which keys a transaction deleted: a controller wok
     [{ key: '/d', deleted: true }],
   ]);
 }, 60_000);
+
+test('two add_jobs calls meeting the same keys in opposite orders do not deadlock: addJobs orders them', async () => {
+  const db = await createTestDatabase('add-jobs-order');
+  cleanups.push(db.drop);
+  const pool = createPool(db.url);
+  cleanups.push(() => pool.end());
+  await migrateJobs(pool);
+  // A fan-out's subjects and a commit's changes name the same steps in different orders.
+  const specs = Array.from({ length: 2_000 }, (_, i) => stepJob(mirror, `s${String(i).padStart(5, '0')}`));
+  for (let round = 0; round < 4; round++) {
+    await Promise.all(
+      [specs, [...specs].reverse()].map(async (list) => {
+        const client = await pool.connect();
+        try {
+          await client.query('BEGIN');
+          await addJobs(client, list);
+          await client.query('COMMIT');
+        } catch (e) {
+          await client.query('ROLLBACK');
+          throw e;
+        } finally {
+          client.release();
+        }
+      }),
+    );
+  }
+  const n = await pool.query<{ n: string }>(`SELECT count(*) AS n FROM graphile_worker.jobs`);
+  expect(Number(n.rows[0]!.n)).toBe(2_000);
+}, 120_000);
