@@ -1,7 +1,8 @@
 import type { KeyValue, RangeRequest, RangeResponse, TxnRequest, TxnResponse } from './store.js';
 
 /**
- * `get`, `put` and `delete` as what they are in etcd: a range of one key, and one-op txns.
+ * `get`, `getMany`, `put` and `delete` as what they are in etcd: a range of one key, a txn of
+ * ranges, and one-op txns.
  * Every backend extends this, so each has the exact semantics of its own range and txn
  * (validation, leases, prevKv, revisions) and none keeps a copy. EtcdStore overrides put
  * and delete with etcd's own calls, which carry its idempotent-retry rules.
@@ -13,6 +14,12 @@ export abstract class StoreShortcuts {
   async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
     const r = await this.range({ key, ...(opts.revision !== undefined ? { revision: opts.revision } : {}) });
     return r.kvs[0] ?? null;
+  }
+
+  async getMany(keys: readonly string[]): Promise<(KeyValue | null)[]> {
+    if (keys.length === 0) return [];
+    const r = await this.txn({ compare: [], success: keys.map((key) => ({ range: { key } })) });
+    return r.responses.map((resp) => (resp as { range: { kvs: KeyValue[] } }).range.kvs[0] ?? null);
   }
 
   async put(key: string, value: string, opts: { lease?: number; prevKv?: boolean } = {}): Promise<{ revision: number; prevKv?: KeyValue }> {

@@ -106,6 +106,11 @@ export interface LeaseTtl {
 export interface Store {
   revision(): Promise<number>;
   get(key: string, opts?: { revision?: number }): Promise<KeyValue | null>;
+  /**
+   * Several keys at the head in one read at one revision (etcd: a txn of ranges), in the
+   * order asked, null for an absent one; at most `limits.maxTxnOps` keys (CCA-E0109).
+   */
+  getMany(keys: readonly string[]): Promise<(KeyValue | null)[]>;
   range(req: RangeRequest): Promise<RangeResponse>;
   put(
     key: string,

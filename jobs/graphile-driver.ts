@@ -82,6 +82,14 @@ function graphileLogger(sink: NonNullable<GraphileDriverOptions['log']>): Logger
  * workers, one (the migrations at start; it closes when idle).
  */
 export const JOBS_POOL_OVERHEAD = 4;
+
+/**
+ * How often a server's store expires due leases. On a server every lease is a node's
+ * backstop (the node controller expires nodes itself, docs/fencing.md), so a second late is
+ * nothing; each run is five statements and wakes every idle worker of the pod (add_jobs
+ * notifies): at 250 ms it was a third of an idle pod's statements.
+ */
+export const LEASE_UPKEEP_MS = 1_000;
 export function jobsPoolSize(workers: number): number {
   return workers > 0 ? workers + JOBS_POOL_OVERHEAD : 1;
 }
@@ -170,7 +178,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     };
   const maintenanceTasks: Record<string, Task> = m
     ? {
-        [LEASE_TASK]: every(LEASE_TASK, m.leaseEveryMs ?? 250, () => m.store.expireLeases()),
+        [LEASE_TASK]: every(LEASE_TASK, m.leaseEveryMs ?? LEASE_UPKEEP_MS, () => m.store.expireLeases()),
         [COMPACT_TASK]: every(COMPACT_TASK, m.compactEveryMs ?? 60_000, () => compactOnce(m.store, m.compaction)),
       }
     : {};

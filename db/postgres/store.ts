@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { CcaError, type Diagnostic } from '../../core/diagnostics/index.js';
-import { checkCompactRevision, checkLeaseIds, checkLeaseTtl, intervalOf } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseIds, checkLeaseTtl, intervalOf, limits } from '../keyspace.js';
 import type {
   RangeRequest,
   RangeResponse,
@@ -10,6 +10,7 @@ import type {
   WatchBatch,
   WatchRequest,
   LeaseTtl,
+  KeyValue,
 } from '../store.js';
 import { validateTxn } from '../txn-eval.js';
 import { StoreShortcuts } from '../store-shortcuts.js';
@@ -20,6 +21,7 @@ import { requireSessionPooling } from './session-check.js';
 import { createPool } from './pool.js';
 import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
 import { readHead } from './sql/readHead.js';
+import { readKey, readKeys } from './sql/readKey.js';
 import { rangeOn } from './range.js';
 import * as leaseSql from './sql/leases.js';
 import type { StoreObserver } from './observer.js';
@@ -121,6 +123,23 @@ export class PostgresStore extends StoreShortcuts implements Store {
   async revision(): Promise<number> {
     this.enter();
     return (await this.q(() => readHead(this.pool))).revision;
+  }
+
+  /** At the head, one plain statement (sql/readKey.ts); at a revision, a range of one key. */
+  override async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
+    if (opts.revision !== undefined) return super.get(key, opts);
+    this.enter();
+    intervalOf({ key });
+    return this.q(() => readKey(this.pool, key));
+  }
+
+  /** One statement, not a txn: on Postgres every txn goes through the write batcher and its lock. */
+  override async getMany(keys: readonly string[]): Promise<(KeyValue | null)[]> {
+    this.enter();
+    if (keys.length > limits.maxTxnOps) throw new CcaError('CCA-E0109', { ops: keys.length, max: limits.maxTxnOps, branch: 'getMany' });
+    for (const key of keys) intervalOf({ key });
+    if (keys.length === 0) return [];
+    return this.q(() => readKeys(this.pool, keys));
   }
 
   async range(req: RangeRequest): Promise<RangeResponse> {

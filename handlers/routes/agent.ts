@@ -309,10 +309,10 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
   app.post('/v1/agent/nodes/:node/keepalive', requireNode('keep alive'), async (c) => {
     const node = c.req.param('node');
     const { lease } = parseBody(keepaliveBody, await jsonBody(c));
-    const kv = await store.get(buildKey('node', node));
+    // One read of both (the most frequent agent request: every node, T/4 apart).
+    const [kv, st] = await store.getMany([buildKey('node', node), buildKey('nodeStatus', node)]);
     if (!kv || kv.lease !== lease) throw new CcaError('CCA-E0107', { lease });
     // The node controller expired this tenure (docs/fencing.md) and revokes the lease: no renewal from that write on.
-    const st = await store.get(buildKey('nodeStatus', node));
     const status = st ? decodeFact('nodeStatus', st.key, st.value) : undefined;
     if (status?.state === 'lost' && status.expired && status.tenure === kv.createRevision) {
       await store.revokeLease(lease).catch(() => undefined);

@@ -101,6 +101,7 @@ export class AttributingStore implements Store {
 
   revision() { return this.inner.revision(); }
   get(key: string, opts?: { revision?: number }) { return this.inner.get(key, opts); }
+  getMany(keys: readonly string[]) { return this.inner.getMany(keys); }
   range(req: RangeRequest) { return this.inner.range(req); }
   put(key: string, value: string, opts?: { lease?: number; prevKv?: boolean }) {
     this.check(opProblems(this.who, [{ put: { key, value } }]));

@@ -31,6 +31,7 @@ export class GatedStore implements Store {
 
   async revision() { this.gate(); return this.inner.revision(); }
   async get(key: string, opts?: { revision?: number }) { this.gate(); return this.inner.get(key, opts); }
+  async getMany(keys: readonly string[]) { this.gate(); return this.inner.getMany(keys); }
   async range(req: RangeRequest) { this.gate(); return this.inner.range(req); }
   async put(key: string, value: string, opts?: { lease?: number; prevKv?: boolean }) { this.gate(); return this.inner.put(key, value, opts); }
   async delete(key: string, opts?: { prefix?: boolean; prevKv?: boolean }) { this.gate(); return this.inner.delete(key, opts); }

@@ -345,6 +345,22 @@ export function defineConformance(backend: Backend): void {
       expect(await codeOf(s.grantLease(0))).toBe('CCA-E0108');
     });
 
+    test('getMany reads several keys at one revision, in the order asked, null for an absent one', async () => {
+      await s.put('gm/a', '1');
+      await s.put('gm/b', '2');
+      await s.put('gm/b', '3');
+      const got = await s.getMany(['gm/b', 'gm/none', 'gm/a', 'gm/b']);
+      expect(got.map((kv) => kv?.value ?? null)).toEqual(['3', null, '1', '3']);
+      expect(got[0]).toEqual(await s.get('gm/b'));
+      expect(got[2]).toEqual(await s.get('gm/a'));
+      expect(await s.getMany([])).toEqual([]);
+      const head = await s.revision();
+      await s.getMany(['gm/a']);
+      expect(await s.revision()).toBe(head); // a read burns no revision
+      expect(await codeOf(s.getMany(Array.from({ length: limits.maxTxnOps + 1 }, (_, i) => `gm/${i}`)))).toBe('CCA-E0109');
+      expect(await codeOf(s.getMany(['x'.repeat(limits.maxKeyBytes + 1)]))).toBe('CCA-E0103');
+    });
+
     test('leasesTimeToLive reads several leases at once, in the order asked, as leaseTimeToLive does each', async () => {
       const a = await s.grantLease(30);
       const b = await s.grantLease(90);
