@@ -126,16 +126,50 @@ export interface ParsedKey {
 
 const kinds = Object.keys(layout) as KeyKind[];
 
+/** Kinds by their prefix's first segment (`/auth/` holds two): a key is matched against these only. */
+const kindsByHead = new Map<string, KeyKind[]>();
+for (const kind of kinds) {
+  const prefix = layout[kind].prefix;
+  const head = prefix.slice(0, prefix.indexOf('/', 1) + 1);
+  kindsByHead.set(head, [...(kindsByHead.get(head) ?? []), kind]);
+}
+
+/** The kind whose prefix the key starts with (no prefix is another's prefix, so at most one). */
+function kindByPrefix(key: string): KeyKind | undefined {
+  const cut = key.indexOf('/', 1);
+  if (cut < 0) return undefined;
+  for (const kind of kindsByHead.get(key.slice(0, cut + 1)) ?? []) if (key.startsWith(layout[kind].prefix)) return kind;
+  return undefined;
+}
+
 /** Which fact a key holds, or undefined for a key outside the layout. */
 export function parseKey(key: string): ParsedKey | undefined {
-  for (const kind of kinds) {
-    const def: KeySpec = layout[kind];
-    if (!key.startsWith(def.prefix)) continue;
-    const parts = key.slice(def.prefix.length).split('/');
-    if (parts.length !== def.params.length || parts.some((p) => segmentProblem(p) !== undefined)) return undefined;
-    return { kind, params: Object.fromEntries(def.params.map((p, i) => [p, parts[i]!])) };
+  const kind = kindByPrefix(key);
+  if (kind === undefined) return undefined;
+  const def: KeySpec = layout[kind];
+  const parts = key.slice(def.prefix.length).split('/');
+  if (parts.length !== def.params.length || parts.some((p) => segmentProblem(p) !== undefined)) return undefined;
+  return { kind, params: Object.fromEntries(def.params.map((p, i) => [p, parts[i]!])) };
+}
+
+/**
+ * `parseKey(key)?.kind` without building the segments: every step reads whole prefixes and
+ * checks each key's kind (it was half of a prefix read's CPU).
+ */
+export function kindOfKey(key: string): KeyKind | undefined {
+  const kind = kindByPrefix(key);
+  if (kind === undefined || key.includes('\0')) return undefined;
+  let start = layout[kind].prefix.length;
+  let segments = 0;
+  for (;;) {
+    const slash = key.indexOf('/', start);
+    const end = slash < 0 ? key.length : slash;
+    if (end === start || end - start > MAX_SEGMENT) return undefined;
+    segments++;
+    if (slash < 0) break;
+    start = slash + 1;
   }
-  return undefined;
+  return segments === layout[kind].params.length ? kind : undefined;
 }
 
 /** Read a stored value; a value that fails its schema is a bug of its writer (CCA-E0002). */

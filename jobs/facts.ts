@@ -1,4 +1,4 @@
-import { buildKey, encodeFact, parseKey, prefixOf, type FactInput, type FactOf, type KeyKind, type KeyParams } from '../core/keys.js';
+import { buildKey, encodeFact, kindOfKey, parseKey, prefixOf, type FactInput, type FactOf, type KeyKind, type KeyParams } from '../core/keys.js';
 import { prefixEnd } from '../db/keyspace.js';
 import type { Compare, KeyValue, Op, RangeRequest, Store } from '../db/store.js';
 import { decodeMemo } from './decode-memo.js';
@@ -52,7 +52,7 @@ async function readUnder<K extends KeyKind>(store: Store, kind: K, prefix: strin
     if (!at) at = r.revision; // the first page fixes the snapshot the later pages read
     for (const kv of r.kvs) {
       // Another kind's keys may share the prefix: only this kind is decoded.
-      if (parseKey(kv.key)?.kind !== kind) continue;
+      if (kindOfKey(kv.key) !== kind) continue;
       facts.push({ key: kv.key, kv, value: decodeMemo.decode(kind, kv.key, kv.value) });
     }
     if (!r.more || r.kvs.length === 0) return { revision: at, facts };

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { isCcaError } from '../../core/diagnostics/index.js';
-import { buildKey, decodeFact, encodeFact, keyTable, layout, parseKey, prefixOf } from '../../core/keys.js';
+import { buildKey, decodeFact, encodeFact, keyTable, layout, kindOfKey, parseKey, prefixOf } from '../../core/keys.js';
 import type { KeyKind } from '../../core/keys.js';
 
 describe('the key layout', () => {
@@ -77,5 +77,34 @@ describe('redaction of facts', () => {
     expect(JSON.stringify(assignment)).toContain('hunter2');
     const status = { node: 'n1', tenure: 1, state: 'ready' as const, since: 0, reason: '' };
     expect(redactFact('nodeStatus', status)).toBe(status);
+  });
+});
+
+describe('kindOfKey', () => {
+  test("is parseKey's kind for every key of the layout and for malformed ones", () => {
+    const keys: string[] = ['', '/', '//', '/nope/x', '/auth/', '/auth/other/x', 'nodes/n1'];
+    for (const kind of Object.keys(layout) as KeyKind[]) {
+      const { prefix, params } = layout[kind];
+      const good = params.map((_, i) => `s${i}`);
+      keys.push(
+        prefix + good.join('/'),
+        prefix,
+        prefix + good.slice(1).join('/'), // a segment short
+        prefix + [...good, 'extra'].join('/'), // one too many
+        prefix + good.join('/') + '/', // a trailing empty segment
+        prefix + ['', ...good.slice(1)].join('/'), // an empty one
+        prefix + ['x'.repeat(254), ...good.slice(1)].join('/'), // too long
+        prefix + ['x'.repeat(253), ...good.slice(1)].join('/'), // just right
+        prefix + ['a\0b', ...good.slice(1)].join('/'),
+        prefix.slice(0, -1) + 'x/' + good.join('/'), // another prefix that starts alike
+      );
+    }
+    let matched = 0;
+    for (const key of keys) {
+      expect(kindOfKey(key), JSON.stringify(key)).toBe(parseKey(key)?.kind);
+      if (kindOfKey(key)) matched++;
+    }
+    // Each kind's well-formed key and its longest allowed segment: the check is not vacuous.
+    expect(matched).toBe(2 * Object.keys(layout).length);
   });
 });
