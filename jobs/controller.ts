@@ -43,12 +43,6 @@ export interface Controller {
    * concerns every subject (then each known subject runs; see `subjects`).
    */
   subjectOf?(key: string): string | undefined;
-  /**
-   * Which of several due steps runs first (lower first, default 0): a controller that only
-   * derives a view from the others' facts (endpoints, the auditor, retention) gives way to
-   * those on the path from an apply to a running replica when the workers are busy.
-   */
-  readonly priority?: number;
   /** Every subject that currently needs a step (e.g. every service name). */
   subjects?(store: Store): Promise<string[]>;
   reconcile(ctx: StepContext): Promise<Wakeup>;

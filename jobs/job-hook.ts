@@ -11,8 +11,6 @@ export interface JobSpec {
   key: string;
   /** Absolute ms; omitted = now. */
   runAt?: number;
-  /** graphile-worker's priority: lower runs first (the controller's `priority`). */
-  priority?: number;
 }
 
 /** Which steps a set of changes wakes (`route`): one job per controller and subject, or a fan-out. */
@@ -29,12 +27,12 @@ export function jobsForChanges(controllers: readonly Controller[], changes: read
 
 /** The job of one (controller, subject) step, keyed so a burst of changes is one pending run. */
 export function stepJob(c: Controller, subject: string | undefined): JobSpec {
-  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key: stepKey(c.name, subject), ...(c.priority ? { priority: c.priority } : {}) };
+  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key: stepKey(c.name, subject) };
 }
 
 /** The job that lists a keyed controller's subjects and enqueues a step for each. */
 export function fanoutJob(c: Controller): JobSpec {
-  return { task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*`, ...(c.priority ? { priority: c.priority } : {}) };
+  return { task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*` };
 }
 
 /**
@@ -51,15 +49,14 @@ export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], 
   const jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   await client.query(
     `SELECT ${schema}.add_jobs(array(
-       SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, pr, NULL)::${schema}.job_spec
-         FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $6::int[]) AS j(t, p, r, k, pr)), $5::boolean)`,
+       SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
+         FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)), $5::boolean)`,
     [
       jobs.map((j) => j.task),
       jobs.map((j) => JSON.stringify(j.payload)),
       jobs.map((j) => j.runAt ?? null),
       jobs.map((j) => j.key),
       preserveRunAt,
-      jobs.map((j) => j.priority ?? 0),
     ],
   );
 }

@@ -47,7 +47,7 @@ export class WakeTable {
     if (!cur || at < cur.at) this.due.set(key, { controller, subject, key, at });
   }
 
-  /** Steps due at or before `now` that are not running, marked running; by controller priority (as graphile-worker takes them). */
+  /** Steps due at or before `now` that are not running, marked running. */
   take(now: number): DueStep[] {
     const out: DueStep[] = [];
     for (const [key, e] of [...this.due]) {
@@ -56,7 +56,6 @@ export class WakeTable {
       this.running.add(key);
       out.push({ controller: e.controller, subject: e.subject, key });
     }
-    out.sort((a, b) => (a.controller.priority ?? 0) - (b.controller.priority ?? 0));
     return out;
   }
 

@@ -20,7 +20,6 @@ const same = (a: Resources, b: Resources) => a.cpuMillis === b.cpuMillis && a.me
  */
 export const auditor: Controller = {
   name: AUDITOR,
-  priority: 1,
   watches: [prefixOf('allocation'), prefixOf('assigned')],
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     const { store, now } = ctx;

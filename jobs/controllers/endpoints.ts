@@ -78,8 +78,6 @@ interface Standing {
  */
 export const endpointController: Controller = {
   name: ENDPOINT_CONTROLLER,
-  // It follows placements and observations; it never gates one (jobs/controller.ts priority).
-  priority: 1,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
   // A node's registration or status concerns every service with a replica there.
   subjectOf: serviceOfKey,

@@ -81,7 +81,6 @@ export function retention(opts: RetentionOptions & { everyMs?: number } = {}): C
   const every = opts.everyMs ?? 60_000;
   return {
     name: 'retention',
-    priority: 1,
     watches: [],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;

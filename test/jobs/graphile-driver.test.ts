@@ -221,19 +221,3 @@ test('two add_jobs calls meeting the same keys in opposite orders do not deadloc
   expect(Number(n.rows[0]!.n)).toBe(2_000);
 }, 120_000);
 
-test("a controller's priority reaches graphile-worker's job row (lower is taken first)", async () => {
-  const db = await createTestDatabase('add-jobs-priority');
-  cleanups.push(db.drop);
-  const pool = createPool(db.url);
-  cleanups.push(() => pool.end());
-  await migrateJobs(pool);
-  const follower: Controller = { ...mirror, name: 'follower', priority: 1 };
-  const client = await pool.connect();
-  try {
-    await addJobs(client, [stepJob(follower, 'a'), stepJob(mirror, 'a')]);
-  } finally {
-    client.release();
-  }
-  const rows = await pool.query<{ key: string; priority: number }>(`SELECT key, priority FROM graphile_worker.jobs ORDER BY key`);
-  expect(rows.rows).toEqual([{ key: 'follower:a', priority: 1 }, { key: 'mirror:a', priority: 0 }]);
-}, 60_000);

@@ -82,18 +82,4 @@ describe('route: one key-to-step routing for every driver', () => {
     expect(route([node], { key, deleted: false })).toEqual([]);
     expect(route([node], { key, deleted: true }).map((r) => r.controller.name)).toEqual(['node']);
   });
-
-  it('a view-deriving controller gives way: its jobs carry a lower priority, and the wake table takes it last', () => {
-    const byName = (n: string) => controllers.find((c) => c.name === n)!;
-    const endpoints = byName('endpoints');
-    const scheduler = byName('scheduler');
-    expect(jobsForChanges([endpoints], [{ key: buildKey('endpoints', 'web'), deleted: false }]).map((j) => j.priority)).toEqual([1]);
-    expect(jobsForChanges([scheduler], [{ key: buildKey('replica', 'web', 'web-1'), deleted: false }]).map((j) => j.priority ?? 0)).toEqual([0]);
-    const table = new WakeTable(controllers);
-    table.wake(endpoints, 'web', 0);
-    table.wake(byName('auditor'), undefined, 0);
-    table.wake(scheduler, undefined, 0);
-    table.wake(byName('replica'), 'web', 0);
-    expect(table.take(0).map((s) => s.controller.name)).toEqual(['scheduler', 'replica', 'endpoints', 'auditor']);
-  });
 });
