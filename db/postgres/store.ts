@@ -21,7 +21,7 @@ import { requireSessionPooling } from './session-check.js';
 import { createPool } from './pool.js';
 import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
 import { readHead } from './sql/readHead.js';
-import { readKey, readKeys } from './sql/readKey.js';
+import { readKeys } from './sql/readKeys.js';
 import { rangeOn } from './range.js';
 import * as leaseSql from './sql/leases.js';
 import type { StoreObserver } from './observer.js';
@@ -125,12 +125,12 @@ export class PostgresStore extends StoreShortcuts implements Store {
     return (await this.q(() => readHead(this.pool))).revision;
   }
 
-  /** At the head, one plain statement (sql/readKey.ts); at a revision, a range of one key. */
+  /** At the head, one plain statement (sql/readKeys.ts); at a revision, a range of one key. */
   override async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
     if (opts.revision !== undefined) return super.get(key, opts);
     this.enter();
     intervalOf({ key });
-    return this.q(() => readKey(this.pool, key));
+    return (await this.q(() => readKeys(this.pool, [key])))[0]!;
   }
 
   /** One statement, not a txn: on Postgres every txn goes through the write batcher and its lock. */
