@@ -1,11 +1,13 @@
 /**
- * npx tsx bench/heap-diff.ts A.heapsnapshot B.heapsnapshot [--top 30] [--retainers GROUP]
+ * npx tsx bench/heap-diff.ts A.heapsnapshot B.heapsnapshot [--top 30] [--retainers GROUP] [--paths GROUP]
  *
  * Compares two V8 heap snapshots of one process (bench:soak's BENCH_HEAP_SNAPSHOTS): object ids
  * are stable within a process, so the objects in B whose id A lacks are the ones allocated
  * since and still alive. Prints, per group (constructor name, or the kind of a string, array,
  * closure or code), the live count and bytes in each snapshot and what is new in B; with
- * --retainers, which groups and fields hold B's new objects of GROUP. Last line: JSON.
+ * --retainers, which groups and fields hold B's new objects of GROUP; with --paths GROUP, the
+ * shortest chain from the GC roots to a few of them (what keeps them alive, not only who points
+ * at them). Last line: JSON.
  *
  * The snapshots are read as bytes, not with JSON.parse: a snapshot of a few hundred MiB of heap
  * is larger than the longest string V8 allows.
@@ -110,6 +112,52 @@ function view(s: Snapshot) {
   };
 }
 
+/**
+ * For up to `limit` new objects of `group` (spread over them, not the first few), the shortest
+ * chain of strong edges from the snapshot's root: a breadth-first walk records each object's
+ * first parent. Each step prints as `group.field`.
+ */
+function rootPaths(s: Snapshot, v: ReturnType<typeof view>, isNew: Uint8Array, group: string, limit: number): string[][] {
+  const ef = s.meta.edge_fields;
+  const ew = ef.length;
+  const [ETYPE, ENAME, ETO] = ['type', 'name_or_index', 'to_node'].map((k) => ef.indexOf(k));
+  const etypes = s.meta.edge_types[0];
+  const firstEdge = new Float64Array(v.count + 1);
+  for (let n = 0; n < v.count; n++) firstEdge[n + 1] = firstEdge[n]! + v.edgeCount(n) * ew;
+  const parent = new Int32Array(v.count).fill(-1);
+  const via = new Float64Array(v.count);
+  const queue = new Int32Array(v.count);
+  let head = 0;
+  let tail = 0;
+  queue[tail++] = 0;
+  parent[0] = 0;
+  while (head < tail) {
+    const from = queue[head++]!;
+    for (let e = firstEdge[from]!; e < firstEdge[from + 1]!; e += ew) {
+      if (etypes[s.edges[e + ETYPE!]!] === 'weak') continue;
+      const to = s.edges[e + ETO!]! / v.width;
+      if (parent[to] !== -1) continue;
+      parent[to] = from;
+      via[to] = e;
+      queue[tail++] = to;
+    }
+  }
+  const matches: number[] = [];
+  for (let n = 0; n < v.count; n++) if (isNew[n] && parent[n] !== -1 && v.group(n) === group) matches.push(n);
+  const picked = matches.filter((_, i) => i % Math.max(1, Math.floor(matches.length / limit)) === 0).slice(0, limit);
+  return picked.map((n) => {
+    const chain: string[] = [];
+    for (let at = n; at !== 0 && chain.length < 40; at = parent[at]!) {
+      const e = via[at]!;
+      const type = etypes[s.edges[e + ETYPE!]!]!;
+      const name = s.edges[e + ENAME!]!;
+      const label = type === 'element' || type === 'hidden' ? `[${name}]` : (s.strings[name] ?? '?');
+      chain.push(`${v.group(parent[at]!)}.${label}`);
+    }
+    return chain.reverse();
+  });
+}
+
 interface Row {
   group: string;
   countA: number;
@@ -124,11 +172,12 @@ function main() {
   const args = process.argv.slice(2);
   const files = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'));
   if (files.length !== 2) {
-    process.stderr.write('usage: npx tsx bench/heap-diff.ts A.heapsnapshot B.heapsnapshot [--top 30] [--retainers GROUP]\n');
+    process.stderr.write('usage: npx tsx bench/heap-diff.ts A.heapsnapshot B.heapsnapshot [--top 30] [--retainers GROUP] [--paths GROUP]\n');
     process.exit(2);
   }
   const top = numberArg('top', 30);
   const retainersOf = args.includes('--retainers') ? args[args.indexOf('--retainers') + 1] : undefined;
+  const pathsOf = args.includes('--paths') ? args[args.indexOf('--paths') + 1] : undefined;
   const A = view(load(files[0]!));
   const rows = new Map<string, Row>();
   const row = (g: string) => {
@@ -190,6 +239,11 @@ function main() {
     console.log(`\nwho holds B's new ${retainersOf} (retainer group .field: count)`);
     for (const [k, v] of Object.entries(retainers)) console.log(`${String(v).padStart(9)}  ${k}`);
   }
+  const paths = pathsOf ? rootPaths(sB, B, isNew, pathsOf, 5) : [];
+  if (pathsOf) {
+    console.log(`\nwhat keeps B's new ${pathsOf} alive (shortest path from the GC roots, ${paths.length} of them)`);
+    for (const p of paths) console.log(`  ${p.join(' → ')}`);
+  }
   console.log(
     JSON.stringify({
       bench: 'heap-diff',
@@ -198,6 +252,7 @@ function main() {
       liveMiB: { a: Number(mb(total('bytesA'))), b: Number(mb(total('bytesB'))), newInB: Number(mb(total('newBytes'))) },
       top: sorted.map((r) => ({ group: r.group, growthMiB: Number(mb(r.bytesB - r.bytesA)), newCount: r.newCount })),
       ...(retainersOf ? { retainers } : {}),
+      ...(pathsOf ? { paths } : {}),
     }),
   );
 }

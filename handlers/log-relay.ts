@@ -37,6 +37,8 @@ export class LogRelay {
     return new Promise((resolve, reject) => {
       const cleanup = () => {
         clearTimeout(timer);
+        // A listener left on the client's request signal keeps that request alive (agent.ts, changedSince).
+        gone.removeEventListener('abort', left);
         this.open.delete(id);
         const q = this.pending.get(node)?.filter((r) => r.id !== id) ?? [];
         if (q.length > 0) this.pending.set(node, q);
@@ -46,10 +48,11 @@ export class LogRelay {
         cleanup();
         reject(new CcaError('CCA-E0670', { node, replica: req.replica, seconds: Math.round(answerWithinMs / 1000) }));
       }, answerWithinMs);
-      gone.addEventListener('abort', () => {
+      const left = () => {
         cleanup();
         reject(new CcaError('CCA-E0670', { node, replica: req.replica, seconds: 0 }));
-      }, { once: true });
+      };
+      gone.addEventListener('abort', left, { once: true });
       this.open.set(id, {
         node,
         req: full,
@@ -71,6 +74,7 @@ export class LogRelay {
         this.waiters.set(node, set);
         const done = () => {
           clearTimeout(timer);
+          gone.removeEventListener('abort', done);
           set.delete(done);
           if (set.size === 0) this.waiters.delete(node);
           resolve();

@@ -3,6 +3,7 @@ import { Hono, type Context } from 'hono';
 import { getConnInfo } from '@hono/node-server/conninfo';
 import { loopbackNetworks, peerAddressProblem } from '../../core/model/peer-address.js';
 import { z } from 'zod';
+import { tieSignals } from '../../core/abort.js';
 import { CcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
@@ -186,6 +187,9 @@ async function resumedStamp(store: Store, existing: KeyValue, lease: number, ttl
   return stampOnResume(previous.renewingSince, t.ttl < 0 ? undefined : (t.grantedTtl - t.ttl) * 1000, ttlMs, Date.now());
 }
 
+/** The reason a long poll's own signal aborts with: one value, not a DOMException (and its stack) per poll. */
+const POLL_ENDED = Object.freeze({ reason: 'long poll ended' });
+
 /**
  * A long poll: whether anything under `watch` changed after revision `after`, waiting up to
  * `waitMs` (the server's long-poll limit by default), until the client goes away or the pod
@@ -203,10 +207,12 @@ async function changedSince(
   if (q.after === 0) return true;
   // A pod that stops answers its long polls at once, while its store is still open.
   if (waitMs <= 0 || deps.closing?.aborted) return false;
+  // Untied when the poll ends, however it ends: a listener left on the request's signal kept
+  // the whole request and its response alive for good (undici's Request holds its signal's
+  // listeners in a FinalizationRegistry whose target they reach): ~4.5 MiB a minute at 100 agents.
   const ac = new AbortController();
-  const timer = setTimeout(() => ac.abort(), waitMs);
-  gone.addEventListener('abort', () => ac.abort(), { once: true });
-  deps.closing?.addEventListener('abort', () => ac.abort(), { once: true, signal: ac.signal });
+  const tie = tieSignals(deps.closing ? [gone, deps.closing] : [gone], ac);
+  const timer = setTimeout(() => ac.abort(POLL_ENDED), waitMs);
   deps.metrics.watchers.inc();
   try {
     for await (const batch of deps.store.watch({ ...watch, fromRevision: q.after + 1, signal: ac.signal })) if (batch.events.some((e) => relevant(e.kv.key))) return true;
@@ -216,7 +222,8 @@ async function changedSince(
     return true;
   } finally {
     clearTimeout(timer);
-    ac.abort();
+    tie.done();
+    ac.abort(POLL_ENDED);
     deps.metrics.watchers.dec();
   }
 }

@@ -31,7 +31,7 @@ describe('benchmarks at a tiny size', () => {
     expect(Object.keys(r.json.placing as object)).toEqual(expect.arrayContaining(['replica', 'scheduler', 'endpoints']));
   }, 120_000);
 
-  it('bench/heap-diff.ts finds what is new in the second of two heap snapshots, and who holds it', async () => {
+  it('bench/heap-diff.ts finds what is new in the second of two heap snapshots, who holds it and its path from the roots', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'cca-heap-diff-'));
     try {
       // Between the two snapshots the script keeps 20,000 objects of a class of its own in an array.
@@ -40,11 +40,18 @@ describe('benchmarks at a tiny size', () => {
         globalThis.kept = Array.from({ length: 20000 }, (_, i) => new Kept(i));
         v8.writeHeapSnapshot(${JSON.stringify(path.join(dir, 'b.heapsnapshot'))});`;
       await new Promise((r) => spawn(process.execPath, ['-e', script], { stdio: 'ignore' }).on('exit', r));
-      const r = await bench('bench/heap-diff.ts', {}, [path.join(dir, 'a.heapsnapshot'), path.join(dir, 'b.heapsnapshot'), '--retainers', 'Kept']);
+      const r = await bench('bench/heap-diff.ts', {}, [path.join(dir, 'a.heapsnapshot'), path.join(dir, 'b.heapsnapshot'), '--retainers', 'Kept', '--paths', 'Kept']);
       expect(r.code, r.out).toBe(0);
       const top = r.json.top as { group: string; newCount: number }[];
       expect(top.find((t) => t.group === 'Kept')?.newCount, r.out).toBe(20000);
       expect((r.json.retainers as Record<string, number>)['Array .[element]'], r.out).toBe(20000);
+      // What keeps them alive: the global's \`kept\`, then the array's element.
+      const paths = r.json.paths as string[][];
+      expect(paths.length, r.out).toBe(5);
+      for (const p of paths) {
+        expect(p.some((step) => step.endsWith('.kept')), r.out).toBe(true);
+        expect(p.at(-1), r.out).toMatch(/^Array\.\[\d+\]$/);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
