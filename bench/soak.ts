@@ -13,6 +13,9 @@
  *   those minutes' samples; compare two with `npx tsx bench/heap-diff.ts A B`)
  *   BENCH_TRACE_GC=1  (the pod runs with --trace-gc; each minute's row gets the heap left after
  *   the minute's last full collection: the live set, which RSS and heap used do not show)
+ *   BENCH_STALL_MINUTE=10  BENCH_STALL_SECONDS=40  (after that minute's sample the pod is
+ *   stopped with SIGSTOP for that long: what the agents hold while the control plane is silent)
+ *   BENCH_WORKER_HEAP_DIR=/tmp/y  (`kill -USR2 <agent process>` writes its heap snapshot there)
  */
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';
@@ -37,6 +40,8 @@ const env = z
       .transform((s) => new Set((s ?? '').split(',').filter(Boolean).map(Number))),
     BENCH_HEAP_DIR: z.string().min(1).default(path.join(os.tmpdir(), 'cca-soak-heap')),
     BENCH_TRACE_GC: z.enum(['0', '1']).default('0'),
+    BENCH_STALL_MINUTE: z.coerce.number().int().positive().optional(),
+    BENCH_STALL_SECONDS: z.coerce.number().int().positive().default(40),
   })
   .parse(process.env);
 const MINUTES = env.BENCH_MINUTES;
@@ -214,6 +219,7 @@ async function main() {
       const agentRss = await Promise.all(workers.pids.map(async (pid) => (await usage(pid)).rss));
       const asked = performance.now();
       const svc = (await tryApi(pod, 'GET', '/v1/services/soak'))?.service as { running?: number } | undefined;
+      const answerMs = Math.round(performance.now() - asked);
       const heap = await heapOf(pod.url).catch(() => ({ used: NaN, total: NaN, external: NaN }));
       const s: Sample = {
         minute,
@@ -226,7 +232,7 @@ async function main() {
         agentRssMiB: agentRss.map(mib),
         running: svc?.running ?? -1,
         ...(await storeSize(pod.pgUrl).catch((): StoreSample => ({ kvRows: NaN, kvMiB: NaN, logRows: NaN, logMiB: NaN, pgConnections: NaN, pgLockWaits: NaN, pgIdleInTxn: NaN }))),
-        answerMs: Math.round(performance.now() - asked),
+        answerMs,
         load: load(),
       };
       cpu = p.cpu;
@@ -236,6 +242,14 @@ async function main() {
       console.log(
         `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${`${s.podHeapMiB.toFixed(0)} / ${s.podHeapTotalMiB.toFixed(0)} / ${s.podExternalMiB.toFixed(0)} / ${Number.isNaN(s.liveAfterGcMiB) ? '-' : s.liveAfterGcMiB.toFixed(0)}`.padStart(46)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${`${s.kvRows} / ${s.kvMiB.toFixed(1)}`.padStart(13)}  ${`${s.logRows} / ${s.logMiB.toFixed(1)}`.padStart(14)}  ${`${s.pgConnections} / ${s.pgLockWaits} / ${s.pgIdleInTxn}`.padStart(34)}  ${s.load.toFixed(1)}`,
       );
+      if (minute === env.BENCH_STALL_MINUTE) {
+        // The control plane stops answering (a VM paused, a long GC) while the agents keep asking.
+        console.log(`minute ${minute}: the pod is stopped (SIGSTOP) for ${env.BENCH_STALL_SECONDS} s`);
+        process.kill(pod.pid, 'SIGSTOP');
+        await sleep(env.BENCH_STALL_SECONDS * 1000);
+        process.kill(pod.pid, 'SIGCONT');
+        t = performance.now();
+      }
       if (snapshots.has(minute)) {
         heapFiles.push(await heapSnapshot(pod.pid, env.BENCH_HEAP_DIR, minute));
         // The snapshot's pause is not the minute's work.

@@ -23,7 +23,13 @@ export class Workers<M extends { type: string }> {
     configs.forEach((config, i) => {
       const child = fork(path.join(import.meta.dirname, script), [], {
         // BENCH_WORKER_PROFILE=DIR: each load process writes a V8 CPU profile there when it exits.
-        execArgv: ['--import', 'tsx', ...(process.env.BENCH_WORKER_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WORKER_PROFILE}`] : [])],
+        // BENCH_WORKER_HEAP_DIR=DIR: `kill -USR2 <pid>` makes a load process write a heap snapshot there.
+        execArgv: [
+          '--import',
+          'tsx',
+          ...(process.env.BENCH_WORKER_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_WORKER_PROFILE}`] : []),
+          ...(process.env.BENCH_WORKER_HEAP_DIR ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${process.env.BENCH_WORKER_HEAP_DIR}`] : []),
+        ],
         env: { ...process.env, [WORKER_CONFIG]: JSON.stringify(config) },
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
