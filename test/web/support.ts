@@ -207,7 +207,11 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
  */
 export async function openSim(page: Page, url: string, errors: string[] = [], timeoutMs = 150_000): Promise<void> {
   const failed: string[] = [];
-  page.on('requestfailed', (r) => failed.push(`${r.url()}: ${r.failure()?.errorText ?? 'failed'}`));
+  page.on('requestfailed', (r) => {
+    const why = r.failure()?.errorText ?? 'failed';
+    // A navigation cancels the previous page's loads (ERR_ABORTED): that is the reload itself, not the network.
+    if (!why.includes('ERR_ABORTED')) failed.push(`${r.url()}: ${why}`);
+  });
   const deadline = Date.now() + timeoutMs;
   const networkErrors = (e: string) => e.includes('net::ERR_') || e.includes('Failed to fetch dynamically imported module');
   for (let attempt = 0; ; attempt++) {
