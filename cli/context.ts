@@ -12,8 +12,8 @@ export interface Globals {
   verbose: boolean;
   output: OutputMode;
   requestId?: string;
-  /** Where the server came from, for messages: flag, env, config or default. */
-  serverFrom: 'flag' | 'env' | 'config' | 'default';
+  /** Where the server came from, for messages: flag, env, config, the local system (`npm start`) or default. */
+  serverFrom: 'flag' | 'env' | 'config' | 'local' | 'default';
   /** The config file's context in use, when one is. */
   context?: string;
 }

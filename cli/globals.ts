@@ -2,8 +2,8 @@ import { defineCommand, type FlagSpec } from './spec.js';
 
 /** The flags every command takes, wherever they appear on the line. */
 export const globalFlags = {
-  server: { type: 'string', value: 'URL', env: 'CCA_SERVER', default: 'the context\'s, else http://127.0.0.1:7070', description: 'the API server' },
-  token: { type: 'string', value: 'TOKEN', env: 'CCA_TOKEN', description: 'the bearer token (others on the machine can see a flag: prefer the env or the config file)' },
+  server: { type: 'string', value: 'URL', env: 'CCA_SERVER', default: 'the context\'s, else this checkout\'s `npm start` system, else http://127.0.0.1:7070', description: 'the API server' },
+  token: { type: 'string', value: 'TOKEN', env: 'CCA_TOKEN', description: 'the bearer token (others on the machine can see a flag: prefer the env or the config file; default: the `npm start` system\'s admin token, sent to that server only)' },
   ca: { type: 'string', value: 'FILE', env: 'CCA_CA', description: 'a PEM CA certificate to trust, beside the system\'s, for an https:// server' },
   config: { type: 'string', value: 'FILE', env: 'CCA_CONFIG', default: '$XDG_CONFIG_HOME/cca/config.json', description: 'the config file' },
   context: { type: 'string', value: 'NAME', env: 'CCA_CONTEXT', default: 'the config file\'s current-context', description: 'the named context of the config file to use' },

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,6 +48,18 @@ async function localTokens(): Promise<{ admin: string; join: string; created: bo
   await writeFile(tokensFile, JSON.stringify(tokens, null, 2), { mode: 0o600 });
   await chmod(tokensFile, 0o600);
   return { ...tokens, created: true };
+}
+
+/**
+ * Where this system's server listens, for `npx cca` in the checkout (cli/local-system.ts): with
+ * it and tokens.json the CLI needs no CCA_SERVER or CCA_TOKEN. Removed on a clean stop, so a
+ * later server on the same port (someone else's) is never sent the admin token.
+ */
+const localFile = path.join(home, 'local.json');
+async function recordLocalServer(url: string): Promise<void> {
+  const tmp = `${localFile}.${process.pid}.tmp`;
+  await writeFile(tmp, `${JSON.stringify({ server: url })}\n`, { mode: 0o644 });
+  await rename(tmp, localFile);
 }
 
 /** The key sealing secret values at rest (0600, made on the first start; CCA_SECRET_KEY overrides). */
@@ -108,23 +120,27 @@ async function main(): Promise<number> {
     secretKeys,
   });
   const agent = startLocalAgent(server.url, tokens.join);
+  await recordLocalServer(server.url);
   // The admin token is shown on the start that made it only; afterwards it is read from the file.
   const adminLine = tokens.created ? `admin token  ${tokens.admin}   (shown this once; kept in ${tokensFile}, mode 0600)` : `admin token  in ${tokensFile} (mode 0600; not shown again)`;
   const tokenExport = tokens.created ? tokens.admin : `$(node -p 'require(${JSON.stringify(tokensFile)}).admin')`;
+  const finds = process.env.CCA_HOME ? `with CCA_HOME=${home}, cca finds the server and token there` : `cca finds the server and token in ${path.relative(process.cwd(), home) || '.'}/`;
   console.log(`
 ccattler ${version} is running.
   server       ${server.url}   (console: ${server.url}/)
   ${adminLine}
   local agent  node "local" (process runtime), state in ${path.join(home, 'agent')}
 
-Next, in another terminal:
-  export CCA_SERVER=${server.url} CCA_TOKEN=${tokenExport}
+Next, in another terminal in this checkout (${finds}):
   npx cca apply fixtures/hello.cca
   npx cca get services
+From anywhere else:
+  export CCA_SERVER=${server.url} CCA_TOKEN=${tokenExport}
 
 Ctrl-C stops everything.`);
   await untilStopSignal();
   console.log('stopping…');
+  await rm(localFile, { force: true });
   await stopChild(agent);
   await server.stop();
   await pg?.stop();

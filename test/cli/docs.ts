@@ -76,8 +76,12 @@ ${flagTable(globalFlags)}
 Where the server, token and CA come from, first found wins: **the flag** (\`--server\`,
 \`--token\`, \`--ca\`), **the environment** (\`CCA_SERVER\`, \`CCA_TOKEN\`, \`CCA_CA\`), **the config
 file's context** (the one \`--context NAME\` names, else \`CCA_CONTEXT\`, else the file's
-\`current-context\`; else the file's top-level fields), the default \`http://127.0.0.1:7070\`
-(test/cli/contexts.test.ts checks each step). The config file is JSON:
+\`current-context\`; else the file's top-level fields), **the local system** this checkout's
+\`npm start\` runs (the server it records in \`.ccattler/local.json\` on each start, removed on a
+clean stop, and the admin token in \`.ccattler/tokens.json\`, which must be 0600; \`CCA_HOME\`
+moves the folder), the default \`http://127.0.0.1:7070\` (test/cli/contexts.test.ts and
+local-system.test.ts check each step). The local admin token is sent only to the local
+server's own origin: with \`CCA_SERVER\` or a context naming another server, it is not sent. The config file is JSON:
 
 \`\`\`json
 {

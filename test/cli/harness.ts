@@ -51,7 +51,8 @@ export async function cca(argv: string[], opts: RunOptions = {}): Promise<Run> {
       await opts.onPrompt?.();
       return answers.shift() ?? '';
     },
-    env: { HOME: stateDir, CCA_STATE_DIR: stateDir, ...(opts.env ?? {}) },
+    // No local system (`npm start`'s .ccattler/local.json) unless a test names one: the checkout's own must not leak in.
+    env: { HOME: stateDir, CCA_STATE_DIR: stateDir, CCA_HOME: join(stateDir, 'no-local-system'), ...(opts.env ?? {}) },
     cwd: opts.cwd ?? process.cwd(),
     signal: opts.signal ?? new AbortController().signal,
     now: () => Date.UTC(2026, 10, 29, 10, 0, 0),

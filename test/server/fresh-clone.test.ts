@@ -64,8 +64,9 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   expect(() => execFileSync('sh', ['-c', 'command -v busybox'], { env: { PATH } })).toThrow();
   const port = await freePort();
   // As a newcomer runs it: no DATABASE_URL, the default home and Postgres folder.
-  const { DATABASE_URL: _u, CCA_HOME: _h, CCA_PG_DIR: _d, ...inherited } = process.env;
-  const env = { ...inherited, PATH, CCA_PORT: String(port), CCA_PG_PORT: String(await freePort()) };
+  const { DATABASE_URL: _u, CCA_HOME: _h, CCA_PG_DIR: _d, CCA_SERVER: _s, CCA_TOKEN: _t, CCA_CONTEXT: _c, ...inherited } = process.env;
+  // No cca config file either: a newcomer has none.
+  const env = { ...inherited, PATH, CCA_PORT: String(port), CCA_PG_PORT: String(await freePort()), CCA_CONFIG: path.join(top, 'no-config.json') };
   // Its own process group, so Ctrl-C can be sent the way a terminal does.
   const start: ChildProcess = spawn('npm', ['start'], { cwd: clone, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
@@ -85,12 +86,13 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   const pgDir = /data in (\S+),/.exec(out)?.[1] ?? '';
   expect(pgDir, out).toMatch(/^\/var\/lib\/ccattler\//);
   cleanups.push(() => rmSync(pgDir, { recursive: true, force: true }));
-  const token = /admin token\s+(\S+)/.exec(out)?.[1] ?? '';
+  expect(out).toMatch(/admin token\s+cca_admin_\S+/);
   expect(out).toContain('npx cca apply fixtures/hello.cca');
 
+  // As the banner says: in the checkout, cca finds the server (on a port not the default) and the token itself.
   const cca = (...args: string[]) => {
     try {
-      return execFileSync('node', ['bin/cca.mjs', ...args], { cwd: clone, env: { ...env, CCA_SERVER: `http://127.0.0.1:${port}`, CCA_TOKEN: token }, encoding: 'utf8', stdio: 'pipe' });
+      return execFileSync('node', ['bin/cca.mjs', ...args], { cwd: clone, env, encoding: 'utf8', stdio: 'pipe' });
     } catch (e) {
       return `${(e as { stdout?: string }).stdout ?? ''}${(e as { stderr?: string }).stderr ?? ''}`;
     }
@@ -119,4 +121,7 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   // A clean shutdown removes postmaster.pid; a killed postmaster leaves it.
   await waitFor('postmaster.pid removed (a clean Postgres shutdown)', async () => existsSync(path.join(pgDir, 'data', 'postmaster.pid')), (present) => !present, 30_000);
   expect(existsSync(path.join(pgDir, 'data', 'postmaster.pid')), out).toBe(false);
+  // Stopped, the system no longer names its server, so whatever takes the port later is sent no token.
+  expect(existsSync(path.join(clone, '.ccattler', 'local.json'))).toBe(false);
+  expect(existsSync(path.join(clone, '.ccattler', 'tokens.json'))).toBe(true);
 }, 900_000);

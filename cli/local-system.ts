@@ -1,0 +1,74 @@
+import { readFile, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { z } from 'zod';
+import { messageOf } from '../core/diagnostics/index.js';
+import { packageRoot } from '../core/package-root.js';
+import { fail } from './exit.js';
+
+/**
+ * The system `npm start` runs from this checkout: it records its server's URL in
+ * `.ccattler/local.json` on every start and keeps the admin token in `.ccattler/tokens.json`
+ * (0600), so `npx cca` in the checkout needs no `export CCA_SERVER=… CCA_TOKEN=…`.
+ * `CCA_HOME` moves the folder, as it does for `npm start`.
+ */
+const localSchema = z.object({ server: z.string().regex(/^https?:\/\/[^/\s]+/) });
+const tokensSchema = z.object({ admin: z.string().min(1) });
+
+export interface LocalSystem {
+  server: string;
+  /** The admin token, read only when the command's server is this one. */
+  token(): Promise<string>;
+  /** The file the server came from, for messages. */
+  file: string;
+}
+
+export function localHome(env: Readonly<Record<string, string | undefined>>, cwd: string): string {
+  return env.CCA_HOME ? resolve(cwd, env.CCA_HOME) : join(fileURLToPath(packageRoot(import.meta.url, 1)), '.ccattler');
+}
+
+/** What a file holds, parsed, or undefined when it does not exist; anything else unreadable is CCA-E0707. */
+async function readJson<T>(file: string, schema: z.ZodType<T>): Promise<T | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    fail('CCA-E0705', { file, reason: messageOf(e) });
+  }
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    fail('CCA-E0707', { file, reason: messageOf(e) });
+  }
+  const r = schema.safeParse(raw);
+  if (!r.success) fail('CCA-E0707', { file, reason: r.error.issues[0]!.message });
+  return r.data;
+}
+
+/** The local system this checkout (or CCA_HOME) started, when it ever started one. */
+export async function localSystem(env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<LocalSystem | undefined> {
+  const home = localHome(env, cwd);
+  const file = join(home, 'local.json');
+  const local = await readJson(file, localSchema);
+  if (!local) return undefined;
+  const tokensFile = join(home, 'tokens.json');
+  return {
+    server: local.server,
+    file,
+    token: async () => {
+      // The same rule as the config file: a token others can read is refused, not used.
+      let mode: number;
+      try {
+        mode = (await stat(tokensFile)).mode & 0o777;
+      } catch (e) {
+        fail('CCA-E0705', { file: tokensFile, reason: messageOf(e) });
+      }
+      if ((mode & 0o077) !== 0) fail('CCA-E0706', { file: tokensFile, mode: `0${mode.toString(8)}` });
+      const tokens = await readJson(tokensFile, tokensSchema);
+      if (!tokens) fail('CCA-E0705', { file: tokensFile, reason: 'it is gone' });
+      return tokens.admin;
+    },
+  };
+}
