@@ -42,6 +42,8 @@ const env = z
     BENCH_TRACE_GC: z.enum(['0', '1']).default('0'),
     BENCH_STALL_MINUTE: z.coerce.number().int().positive().optional(),
     BENCH_STALL_SECONDS: z.coerce.number().int().positive().default(40),
+    /** The pod's CPU profile (--cpu-prof) goes here; `bench/profile-windows.ts` splits it by minute. */
+    BENCH_PROFILE: z.string().min(1).optional(),
   })
   .parse(process.env);
 const MINUTES = env.BENCH_MINUTES;
@@ -175,7 +177,7 @@ async function main() {
   const snapshots = env.BENCH_HEAP_SNAPSHOTS;
   if (snapshots.size) mkdirSync(env.BENCH_HEAP_DIR, { recursive: true });
   const traceGc = env.BENCH_TRACE_GC === '1';
-  const pod = await startPod('soak', [...(snapshots.size ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${env.BENCH_HEAP_DIR}`] : []), ...(traceGc ? ['--trace-gc'] : [])]);
+  const pod = await startPod('soak', [...(snapshots.size ? ['--heapsnapshot-signal=SIGUSR2', `--diagnostic-dir=${env.BENCH_HEAP_DIR}`] : []), ...(traceGc ? ['--trace-gc'] : []), ...(env.BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${env.BENCH_PROFILE}`] : [])]);
   const heapFiles: string[] = [];
   let workers: Workers<Msg> | undefined;
   const samples: Sample[] = [];
