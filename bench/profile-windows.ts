@@ -4,7 +4,13 @@
  * the profile's start) the functions with the most self time, per second of the range, side by
  * side — what changed between "before" and "after" in a long run (bench:soak's stall).
  *
- *   npx tsx bench/profile-windows.ts FILE.cpuprofile [--window 30] [--top 25] [--range 60-180 --range 300-420]
+ *   npx tsx bench/profile-windows.ts FILE.cpuprofile [--window 30] [--top 25] [--range 60-180 --range 300-420] [--by-controller]
+ *
+ * `--by-controller` sums each sample under the innermost `jobs/controllers/NAME.ts` frame on its
+ * stack (what that controller's code and everything it calls cost), "other" for the rest;
+ * `--group REGEX [--outer]` the same under any file the pattern matches (its first capture names
+ * the group), the outermost such frame with `--outer` (`--group '/main/(\w+/[\w/-]+)\.ts$' --outer`:
+ * which entry point of ours the time went under).
  *
  * Last line: one JSON object with the windows and the ranges' totals.
  */
@@ -13,7 +19,7 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 
 const profileSchema = z.object({
-  nodes: z.array(z.object({ id: z.number(), callFrame: z.object({ functionName: z.string(), url: z.string(), lineNumber: z.number() }) })),
+  nodes: z.array(z.object({ id: z.number(), callFrame: z.object({ functionName: z.string(), url: z.string(), lineNumber: z.number() }), children: z.array(z.number()).optional() })),
   startTime: z.number(),
   samples: z.array(z.number()),
   timeDeltas: z.array(z.number()),
@@ -26,18 +32,35 @@ export interface Sample {
   /** What the sample spent: its own time until the next sample. */
   spentUs: number;
   frame: string;
+  /** The innermost caller on the stack whose file matches `--group`'s pattern (its file name), else "other". */
+  group: string;
 }
 
 const IDLE = '(idle)';
 
-export function samplesOf(p: CpuProfile): Sample[] {
+export function samplesOf(p: CpuProfile, groupBy = /\/jobs\/controllers\/([\w-]+)\.ts$/, outer = false): Sample[] {
   const names = new Map(p.nodes.map((n) => [n.id, frameName(n.callFrame)]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const groups = new Map<number, string>();
+  const groupOf = (id: number): string => {
+    const known = groups.get(id);
+    if (known !== undefined) return known;
+    const m = groupBy.exec(byId.get(id)?.callFrame.url ?? '');
+    const up = parent.get(id);
+    const above = up === undefined ? 'other' : groupOf(up);
+    // Innermost: this frame's group if it matches; outermost: the caller's, if any matched above.
+    const g = outer ? (above !== 'other' ? above : m ? (m[1] ?? m[0]) : 'other') : m ? (m[1] ?? m[0]) : above;
+    groups.set(id, g);
+    return g;
+  };
   const out: Sample[] = [];
   let at = 0;
   for (let i = 0; i < p.samples.length; i++) {
     at += p.timeDeltas[i] ?? 0;
     const spent = p.timeDeltas[i + 1] ?? 0;
-    out.push({ atUs: at, spentUs: Math.max(0, spent), frame: names.get(p.samples[i]!) ?? '?' });
+    out.push({ atUs: at, spentUs: Math.max(0, spent), frame: names.get(p.samples[i]!) ?? '?', group: groupOf(p.samples[i]!) });
   }
   return out;
 }
@@ -58,12 +81,12 @@ export function busyByWindow(samples: readonly Sample[], windowS: number): { fro
   return busy.map((us, i) => ({ fromS: i * windowS, busyMsPerS: Number((us / 1000 / windowS).toFixed(1)) }));
 }
 
-/** Self time per function in [fromS, toS), ms per second of the range. */
-export function selfTime(samples: readonly Sample[], fromS: number, toS: number): Map<string, number> {
+/** Self time per function (or per group) in [fromS, toS), ms per second of the range. */
+export function selfTime(samples: readonly Sample[], fromS: number, toS: number, by: 'frame' | 'group' = 'frame'): Map<string, number> {
   const m = new Map<string, number>();
   for (const s of samples) {
     if (s.atUs < fromS * 1e6 || s.atUs >= toS * 1e6 || s.frame === IDLE) continue;
-    m.set(s.frame, (m.get(s.frame) ?? 0) + s.spentUs);
+    m.set(s[by], (m.get(s[by]) ?? 0) + s.spentUs);
   }
   const perS = new Map<string, number>();
   for (const [k, us] of m) perS.set(k, us / 1000 / (toS - fromS));
@@ -73,14 +96,23 @@ export function selfTime(samples: readonly Sample[], fromS: number, toS: number)
 function main(): void {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { window: { type: 'string', default: '30' }, top: { type: 'string', default: '25' }, range: { type: 'string', multiple: true, default: [] } },
+    options: {
+      window: { type: 'string', default: '30' },
+      top: { type: 'string', default: '25' },
+      range: { type: 'string', multiple: true, default: [] },
+      // Time under each controller's file (anything it calls included), instead of self time per function.
+      'by-controller': { type: 'boolean', default: false },
+      // Or under any file matching this pattern (its first group names it); --outer: the outermost such frame.
+      group: { type: 'string' },
+      outer: { type: 'boolean', default: false },
+    },
   });
   const file = positionals[0];
   if (!file) {
     console.error('usage: npx tsx bench/profile-windows.ts FILE.cpuprofile [--window S] [--top N] [--range A-B]…');
     process.exit(1);
   }
-  const samples = samplesOf(profileSchema.parse(JSON.parse(readFileSync(file, 'utf8'))));
+  const samples = samplesOf(profileSchema.parse(JSON.parse(readFileSync(file, 'utf8'))), values.group ? new RegExp(values.group) : undefined, values.outer);
   const windows = busyByWindow(samples, Number(values.window));
   console.log('from (s)  busy ms/s');
   for (const w of windows) console.log(`${String(w.fromS).padStart(8)}  ${w.busyMsPerS.toFixed(1).padStart(9)}`);
@@ -89,7 +121,7 @@ function main(): void {
     if (!m || Number(m[1]) >= Number(m[2])) throw new Error(`--range must be A-B, seconds, A < B: "${r}"`);
     return { fromS: Number(m[1]), toS: Number(m[2]) };
   });
-  const tables = ranges.map((r) => selfTime(samples, r.fromS, r.toS));
+  const tables = ranges.map((r) => selfTime(samples, r.fromS, r.toS, values['by-controller'] || values.group ? 'group' : 'frame'));
   const totals = tables.map((t) => [...t.values()].reduce((a, b) => a + b, 0));
   if (ranges.length > 0) {
     const rank = new Map<string, number>();

@@ -25,6 +25,7 @@ import { z } from 'zod';
 import { startPod, type BenchPod } from './support/pod.js';
 import { load, mib, sleep, usage } from './support/usage.js';
 import { Workers } from './support/workers.js';
+import { workerTime, workerTimeJson, workerTimeSince, workerTimeText, type WorkerTime } from './support/worker-time.js';
 
 const env = z
   .object({
@@ -74,6 +75,10 @@ interface Sample {
   pgConnections: number;
   pgLockWaits: number;
   pgIdleInTxn: number;
+  /** cca_kv rows per key prefix (`/replicas/` → "replicas"). */
+  kvByKind: Record<string, number>;
+  /** The pod's workers' time per controller during the minute (seconds and steps). */
+  workers: Record<string, { seconds: number; steps: number }>;
   /** How long the pod took to answer GET /v1/services/soak. */
   answerMs: number;
   load: number;
@@ -110,7 +115,7 @@ async function tryApi(pod: BenchPod, method: string, path: string, body?: string
   }
 }
 
-type StoreSample = { kvRows: number; kvMiB: number; logRows: number; logMiB: number; pgConnections: number; pgLockWaits: number; pgIdleInTxn: number };
+type StoreSample = { kvRows: number; kvMiB: number; logRows: number; logMiB: number; pgConnections: number; pgLockWaits: number; pgIdleInTxn: number; kvByKind: Record<string, number> };
 async function storeSize(pgUrl: string): Promise<StoreSample> {
   const c = new pg.Client({ connectionString: pgUrl, application_name: 'cca-bench-soak' });
   await c.connect();
@@ -127,7 +132,10 @@ async function storeSize(pgUrl: string): Promise<StoreSample> {
          FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
     );
     const r = a.rows[0]!;
-    return { kvRows: kv.rows, kvMiB: kv.mib, logRows: log.rows, logMiB: log.mib, pgConnections: Number(r.total), pgLockWaits: Number(r.lock), pgIdleInTxn: Number(r.idle) };
+    // Which prefixes the rows are under: a controller that reads a growing prefix costs more each step.
+    const kinds = await c.query<{ kind: string; n: string }>(`SELECT split_part(key, '/', 2) AS kind, count(*) AS n FROM cca_kv GROUP BY 1 ORDER BY 1`);
+    const kvByKind = Object.fromEntries(kinds.rows.map((k) => [k.kind, Number(k.n)]));
+    return { kvRows: kv.rows, kvMiB: kv.mib, logRows: log.rows, logMiB: log.mib, pgConnections: Number(r.total), pgLockWaits: Number(r.lock), pgIdleInTxn: Number(r.idle), kvByKind };
   } finally {
     await c.end();
   }
@@ -206,6 +214,7 @@ async function main() {
     console.log(`soak: one pod, ${env.BENCH_AGENTS} agents (fake runtime) in ${WORKERS} processes, ${REPLICAS} replicas, ${MINUTES} × ${env.BENCH_MINUTE_MS / 1000} s`);
     console.log('minute  pod RSS MiB  heap used / total / external / live after GC MiB  pod cores  agent proc RSS MiB (mean / max)  running  answer ms  kv rows / MiB  log rows / MiB  pg conns / lock waits / idle in txn  load');
     let cpu = (await usage(pod.pid)).cpu;
+    let steps: WorkerTime = await workerTime(pod.url);
     let t = performance.now();
     for (let minute = 1; minute <= MINUTES; minute++) {
       // Every other minute a tenth of the replicas goes, and comes back the next.
@@ -223,6 +232,9 @@ async function main() {
       const svc = (await tryApi(pod, 'GET', '/v1/services/soak'))?.service as { running?: number } | undefined;
       const answerMs = Math.round(performance.now() - asked);
       const heap = await heapOf(pod.url).catch(() => ({ used: NaN, total: NaN, external: NaN }));
+      const stepsNow = await workerTime(pod.url).catch(() => steps);
+      const minuteSteps = workerTimeSince(stepsNow, steps);
+      steps = stepsNow;
       const s: Sample = {
         minute,
         podRssMiB: mib(p.rss),
@@ -233,7 +245,8 @@ async function main() {
         podCores: Number(((p.cpu - cpu) / ((now - t) / 1000)).toFixed(3)),
         agentRssMiB: agentRss.map(mib),
         running: svc?.running ?? -1,
-        ...(await storeSize(pod.pgUrl).catch((): StoreSample => ({ kvRows: NaN, kvMiB: NaN, logRows: NaN, logMiB: NaN, pgConnections: NaN, pgLockWaits: NaN, pgIdleInTxn: NaN }))),
+        ...(await storeSize(pod.pgUrl).catch((): StoreSample => ({ kvRows: NaN, kvMiB: NaN, logRows: NaN, logMiB: NaN, pgConnections: NaN, pgLockWaits: NaN, pgIdleInTxn: NaN, kvByKind: {} }))),
+        workers: workerTimeJson(minuteSteps),
         answerMs,
         load: load(),
       };
@@ -244,6 +257,7 @@ async function main() {
       console.log(
         `${String(minute).padStart(6)}  ${s.podRssMiB.toFixed(1).padStart(11)}  ${`${s.podHeapMiB.toFixed(0)} / ${s.podHeapTotalMiB.toFixed(0)} / ${s.podExternalMiB.toFixed(0)} / ${Number.isNaN(s.liveAfterGcMiB) ? '-' : s.liveAfterGcMiB.toFixed(0)}`.padStart(46)}  ${s.podCores.toFixed(2).padStart(9)}  ${`${mean.toFixed(1)} / ${Math.max(...s.agentRssMiB).toFixed(1)}`.padStart(32)}  ${String(s.running).padStart(7)}  ${String(s.answerMs).padStart(9)}  ${`${s.kvRows} / ${s.kvMiB.toFixed(1)}`.padStart(13)}  ${`${s.logRows} / ${s.logMiB.toFixed(1)}`.padStart(14)}  ${`${s.pgConnections} / ${s.pgLockWaits} / ${s.pgIdleInTxn}`.padStart(34)}  ${s.load.toFixed(1)}`,
       );
+      console.log(`        workers: ${workerTimeText(minuteSteps) || 'idle'}`);
       if (minute === env.BENCH_STALL_MINUTE) {
         // The control plane stops answering (a VM paused, a long GC) while the agents keep asking.
         console.log(`minute ${minute}: the pod is stopped (SIGSTOP) for ${env.BENCH_STALL_SECONDS} s`);
@@ -292,6 +306,8 @@ async function main() {
     ...(heapFiles.length ? { heapSnapshots: heapFiles } : {}),
     podCoresMean: Number((after.reduce((a, s) => a + s.podCores, 0) / after.length).toFixed(3)),
   };
+  const grown = Object.keys({ ...first.kvByKind, ...last.kvByKind }).filter((k) => (last.kvByKind[k] ?? 0) !== (first.kvByKind[k] ?? 0));
+  if (grown.length) console.log(`store rows that changed after warm-up (minute ${first.minute} → ${last.minute}): ${grown.map((k) => `/${k}/ ${first.kvByKind[k] ?? 0} → ${last.kvByKind[k] ?? 0}`).join(', ')}`);
   console.log(`growth after warm-up (minute ${first.minute} → ${last.minute}): pod RSS ${(results.podRssMiB.growth * 100).toFixed(1)} % (${results.podRssMiB.slopeMiBPerHour} MiB/h), pod heap ${(results.podHeapMiB.growth * 100).toFixed(1)} %, largest agent process RSS ${(results.agentProcessRssMiB.growth * 100).toFixed(1)} %`);
   console.log(JSON.stringify({ bench: 'soak', load: load(), results, samples }));
 }

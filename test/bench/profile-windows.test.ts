@@ -4,7 +4,9 @@ import { busyByWindow, samplesOf, selfTime, type CpuProfile } from '../../bench/
 /** Four seconds: the first two busy in `plan`, then idle, then `write` for one second. */
 const profile: CpuProfile = {
   nodes: [
+    { id: 0, callFrame: { functionName: '(root)', url: '', lineNumber: -1 }, children: [1, 4] },
     { id: 1, callFrame: { functionName: '(idle)', url: '', lineNumber: -1 } },
+    { id: 4, callFrame: { functionName: 'step', url: 'file:///x/main/jobs/controllers/endpoints.ts', lineNumber: 1 }, children: [2, 3] },
     { id: 2, callFrame: { functionName: 'plan', url: 'file:///x/main/jobs/plan.ts', lineNumber: 9 } },
     { id: 3, callFrame: { functionName: 'write', url: 'file:///x/main/node_modules/pg/lib/c.js', lineNumber: 0 } },
   ],
@@ -24,4 +26,12 @@ test('busy time per window leaves out idle; self time per range names the functi
   ]);
   expect(Object.fromEntries(selfTime(s, 0, 2))).toEqual({ 'plan jobs/plan.ts:10': 1000 });
   expect(Object.fromEntries(selfTime(s, 2, 4))).toEqual({ 'write node_modules/pg/lib/c.js:1': 500 });
+  // Grouped: everything under the controller's frame counts for it.
+  expect(Object.fromEntries(selfTime(s, 0, 4, 'group'))).toEqual({ endpoints: 750 });
+});
+
+test('--outer groups by the outermost matching frame, the default by the innermost', () => {
+  const ours = /\/main\/(\w+\/[\w/-]+)\.ts$/;
+  expect(Object.fromEntries(selfTime(samplesOf(profile, ours), 0, 2, 'group'))).toEqual({ 'jobs/plan': 1000 });
+  expect(Object.fromEntries(selfTime(samplesOf(profile, ours, true), 0, 2, 'group'))).toEqual({ 'jobs/controllers/endpoints': 1000 });
 });
