@@ -110,6 +110,16 @@ export class OutageLatch implements OutageOracle {
     this.confirmed(from, until);
   }
 
+  /**
+   * Whether a peer round is worth its questions now: always, unless a confirmed chain still has
+   * more than QUORUM.reaskLeadMs to run. Skipping one never lets workloads run longer (only a
+   * confirmation extends the chain); the lead leaves room for several rounds, each ≤ A, before
+   * the chain ends, and a stalled agent's supervisors at least that long before its deadline.
+   */
+  roundDue(now: number): boolean {
+    return !this.confirmsOutage(now) || this.until - now <= QUORUM.reaskLeadMs;
+  }
+
   /** Until when the workloads may run (for the supervisors' fence file), or undefined. */
   runsUntil(now: number): number | undefined {
     return this.confirmsOutage(now) ? this.until : undefined;

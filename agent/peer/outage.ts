@@ -25,7 +25,8 @@ export interface PeerQuorumDeps {
 
 /**
  * The agent shell's half of the quorum rule: while this agent cannot reach the control
- * plane it asks its peers every QUORUM.pollMs and feeds each confirmation to the latch the
+ * plane it asks its peers every QUORUM.pollMs (once confirmed, only as the chain nears its
+ * end: OutageLatch.roundDue) and feeds each confirmation to the latch the
  * core consults (`fenced = due && !confirmsOutage`). Also what its own peer endpoint
  * answers (reaches). docs/fencing.md.
  */
@@ -53,10 +54,10 @@ export class PeerQuorum implements OutageOracle {
     return last === undefined ? false : !cannotReach(last, this.d.keepaliveSettled() !== undefined, this.d.now(), cannotReachAfterMs(this.d.ttlMs()));
   }
 
-  /** One round: ask if cut off, judge, extend the latch. Returns the verdict (undefined: not cut off). */
+  /** One round: ask if cut off and the chain needs it (OutageLatch.roundDue), judge, extend the latch. Returns the verdict (undefined: no round). */
   async round(): Promise<QuorumVerdict | undefined> {
     const last = this.d.lastOkSentAt();
-    if (last === undefined || (await this.reaches())) return undefined;
+    if (last === undefined || !this.latch.roundDue(this.d.now()) || (await this.reaches())) return undefined;
     const m = this.d.membership();
     const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, networks: this.d.networks, refused: (member, problem) => this.refused(member.node, problem), ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
     const selfCannotReach = !(await this.reaches());

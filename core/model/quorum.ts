@@ -15,8 +15,14 @@ export const QUORUM = {
   granularityMs: 1_000,
   /** A: a question to a peer gets this long for its answer (≥ D: a peer with a keepalive in flight answers once it settles). */
   askTimeoutMs: 1_500,
-  /** P: an agent whose keepalives fail asks its peers this often. */
+  /** P: an agent whose keepalives fail asks its peers this often — until a majority confirms the outage. */
   pollMs: 1_000,
+  /**
+   * Once confirmed, an agent asks again only when its chain has less than this left (G/2),
+   * then every P: each round asks every member, so asking every P through a long outage cost
+   * n − 1 questions a second per node for nothing (the chain ends no later for it).
+   */
+  reaskLeadMs: 10_000,
   /** F: an answer counts for this long after its question was sent (F > P + A, so confirmations can chain without a gap). */
   freshMs: 3_000,
   /** S: an agent confirms an outage only with a membership copy fetched by a request sent at most this long before its last successful keepalive. */

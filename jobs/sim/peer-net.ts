@@ -18,6 +18,9 @@ export interface SimPeer {
  * only between nodes the world's partitions let talk, instantly, at the asker's time.
  */
 export class SimPeerNet {
+  /** Questions asked so far (one per member asked per round): what a long outage costs the peers. */
+  questions = 0;
+
   constructor(private readonly canTalk: (from: string, to: string) => boolean) {}
 
   /** What `p` answers: it reaches the control plane unless silent for Q with nothing in flight. */
@@ -26,15 +29,16 @@ export class SimPeerNet {
     return last !== undefined && !cannotReach(last, p.keepaliveInFlight(), now, cannotReachAfterMs(p.ttlMs()));
   }
 
-  /** One round for `asker` (the real agent's every P): ask the reachable members, judge, feed its latch. */
+  /** One round for `asker` (the real agent's every P, paced by its latch as the real one's): ask the reachable members, judge, feed its latch. */
   round(asker: SimPeer, peers: ReadonlyMap<string, SimPeer>, now: number): QuorumVerdict | undefined {
     const last = asker.lastOkSentAt();
-    if (last === undefined || this.reaches(asker, now)) return undefined;
+    if (last === undefined || !asker.latch.roundDue(now) || this.reaches(asker, now)) return undefined;
     const m = asker.membership();
     const answers: VerifiedAnswer[] = [];
     for (const member of m?.copy.members ?? []) {
       const peer = peers.get(member.node);
       if (!peer || peer === asker || !this.canTalk(asker.node, peer.node) || !this.canTalk(peer.node, asker.node)) continue;
+      this.questions++;
       answers.push({ node: peer.node, askedAt: now, reachesControlPlane: this.reaches(peer, now) });
     }
     const v = quorumVerdict({ self: asker.node, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: last, selfCannotReach: true, answers, now });

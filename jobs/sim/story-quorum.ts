@@ -1,4 +1,5 @@
 import { buildKey, decodeFact } from '../../core/keys.js';
+import { QUORUM } from '../../core/model/quorum.js';
 import { Rng } from './rng.js';
 import { expectThat, result, web, type ScenarioResult } from './scenarios.js';
 import { SimWorld, type SimOptions } from './world.js';
@@ -44,14 +45,19 @@ export async function simQuorumOutage(opts: SimOptions): Promise<ScenarioResult>
   expectThat(w, before.size === 3, 'three replicas running before the outage');
   const minutes = new Rng(opts.seed).int(2, 5);
   cutOff(w, nodes, true);
+  const asked = w.stats.peerQuestions;
   await w.runFor(minutes * 60_000);
   expectThat(w, JSON.stringify([...runningSince(w)]) === JSON.stringify([...before]), `a ${minutes}-minute control-plane outage stopped nothing`);
+  // Once confirmed, a node asks again only as its chain nears its end (QUORUM.reaskLeadMs), not every P.
+  const questions = w.stats.peerQuestions - asked;
+  const bound = nodes.length * (nodes.length - 1) * Math.ceil((minutes * 60_000) / (QUORUM.settleMs - QUORUM.reaskLeadMs) + 10);
+  expectThat(w, questions <= bound, `the outage cost ${questions} peer questions, at most ${bound} expected`);
   cutOff(w, nodes, false);
   await w.runFor(60_000);
   expectThat(w, JSON.stringify([...runningSince(w)]) === JSON.stringify([...before]), 'the control plane returned and restarted nothing');
   for (const n of nodes) expectThat(w, (await state(w, n)) === 'ready', `${n} ready again under its tenure`);
   await w.checkQuiescent();
-  return result('sim-quorum-outage', w, [`outage ${minutes} min`]);
+  return result('sim-quorum-outage', w, [`outage ${minutes} min, ${questions} peer questions`]);
 }
 
 /**

@@ -69,7 +69,7 @@ export class SimWorld {
   readonly trace: string[] = [];
   readonly violations: inv.Violation[] = [];
   readonly diagnostics: Diagnostic[] = [];
-  readonly stats = { steps: 0, failedSteps: 0, agentTicks: 0, outages: 0 };
+  readonly stats = { steps: 0, failedSteps: 0, agentTicks: 0, outages: 0, peerQuestions: 0 };
   readonly controllers: Controller[];
   readonly timing: AgentTiming & { tickMs: number };
   private readonly table: WakeTable;
@@ -189,6 +189,7 @@ export class SimWorld {
       this.stats.agentTicks++;
       // The agent's peer round (every P = one tick): ask, judge, feed its latch.
       if (this.timing.quorum && agent.alive) this.peerNet.round(agent, this.agents, this.t);
+      this.stats.peerQuestions = this.peerNet.questions;
       await agent.tick(this.t + (this.skews.get(name) ?? 0), this.t);
       this.scheduleTick(name, this.t + this.timing.tickMs + this.agentRng.int(-50, 50));
     });
