@@ -16,6 +16,9 @@
  *   BENCH_STALL_MINUTE=10  BENCH_STALL_SECONDS=40  (after that minute's sample the pod is
  *   stopped with SIGSTOP for that long: what the agents hold while the control plane is silent)
  *   BENCH_WORKER_HEAP_DIR=/tmp/y  (`kill -USR2 <agent process>` writes its heap snapshot there)
+ *   BENCH_PROFILE=/tmp/z  (the pod's --cpu-prof profile; `bench/profile-windows.ts` splits it by time)
+ * Each row is followed by the workers' time per controller in that minute; the end names the
+ * store prefixes whose row counts changed after warm-up.
  */
 import { mkdirSync, readdirSync, statSync } from 'node:fs';
 import os from 'node:os';

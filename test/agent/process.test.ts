@@ -76,7 +76,10 @@ describe('agent as a real process with the process runtime', () => {
   });
 
   it('runs, reports a killed workload with its exit code, and survives an agent SIGKILL + restart without a duplicate', async () => {
-    const agent = spawnAgent();
+    // A lease long enough that a restart slowed by a full run (tsx start-up: 3 s seen) stays
+    // before the fence point: with 6 s the supervisors rightly stopped b-1 first (CCA-E0506).
+    const ttl = 30;
+    const agent = spawnAgent(ttl);
     const tenure = await waitFor('registration', () => server.tenureOf('n1'), 45_000);
     const m1 = marker('a');
     const m2 = marker('b');
@@ -94,7 +97,7 @@ describe('agent as a real process with the process runtime', () => {
     // SIGKILL the agent and start it again: b-1 is re-adopted, same process, same tenure.
     await kill9(agent);
     expect(pidsWith(m2)).toEqual([pidB]);
-    spawnAgent();
+    spawnAgent(ttl);
     await waitFor('re-adopted', () => stderr.includes('adopted b-1 (running)'), 45_000);
     await waitFor('registered again', () => stderr.match(/registered: .*\(kept\)/), 45_000);
     expect(server.tenureOf('n1')).toBe(tenure);
