@@ -194,7 +194,11 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     await agent.kill('SIGKILL');
     check(before.every((w) => alive(w.pid)), 'with the agent dead, every workload process is still alive');
     agent = startAgent();
-    await new Promise((r) => setTimeout(r, 3_000));
+    // Back only once it renewed its lease: the server's "3 running" may still be the old agent's
+    // report, and a restart slowed by load could otherwise meet step 7's outage before it
+    // registers (a store-down answer to a registration does not move its fence point).
+    const restarted = agent;
+    await until('the agent to register again under its tenure', async () => restarted.output, (o) => /registered: .*\(kept\)/.test(o), 60_000);
     const readopted = await until('3 running', running, (r) => r.length === 3);
     check(readopted.every((r) => before.some((b) => b.id === r.id)), 'the same replica ids, re-adopted', readopted);
     check(before.every((w) => alive(w.pid)), 'the same processes, none restarted');
