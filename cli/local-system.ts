@@ -53,6 +53,11 @@ export async function localSystem(env: Readonly<Record<string, string | undefine
   const file = join(home, 'local.json');
   const local = await readJson(file, localSchema);
   if (!local) return undefined;
+  // It decides where the admin token goes: only its owner (us) may be able to change it.
+  const st = await stat(file);
+  const uid = process.getuid?.();
+  if (uid !== undefined && st.uid !== uid) fail('CCA-E0724', { file, problem: `is owned by uid ${st.uid}, not by you (uid ${uid})` });
+  if ((st.mode & 0o022) !== 0) fail('CCA-E0724', { file, problem: `has mode 0${(st.mode & 0o777).toString(8)}: others can change it` });
   const tokensFile = join(home, 'tokens.json');
   return {
     server: local.server,

@@ -57,6 +57,16 @@ describe('the local system npm start runs', () => {
     expect(bad.stderr).toContain(join(home, 'local.json'));
   });
 
+  test('a local.json others can change is refused (CCA-E0724): it decides where the admin token goes', async () => {
+    const l = await live();
+    const home = localHome(l.url);
+    chmodSync(join(home, 'local.json'), 0o666);
+    const r = await cca(['get', 'nodes'], { env: { CCA_HOME: home } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('CCA-E0724');
+    expect(r.stderr).toContain('has mode 0666: others can change it');
+  });
+
   test('offline commands read none of it', async () => {
     const home = localHome(await closedUrl());
     writeFileSync(join(home, 'local.json'), 'not json');

@@ -38,6 +38,13 @@ export const cliCodes = [
     fix: 'check the path and its permissions',
   },
   {
+    code: 'CCA-E0724',
+    blame: 'environment',
+    title: 'local system file others can change',
+    cause: '{file} (where this checkout\'s `npm start` says its server listens, and so where cca sends its admin token) {problem}',
+    fix: 'stop `npm start`, remove {file} and start it again: it writes the file anew, owned by you, mode 0644',
+  },
+  {
     code: 'CCA-E0706',
     blame: 'environment',
     title: 'config file readable by others',
