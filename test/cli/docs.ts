@@ -81,7 +81,8 @@ file's context** (the one \`--context NAME\` names, else \`CCA_CONTEXT\`, else t
 clean stop, and the admin token in \`.ccattler/tokens.json\`, which must be 0600; \`CCA_HOME\`
 moves the folder), the default \`http://127.0.0.1:7070\` (test/cli/contexts.test.ts and
 local-system.test.ts check each step). The local admin token is sent only to the local
-server's own origin: with \`CCA_SERVER\` or a context naming another server, it is not sent. The config file is JSON:
+server's own origin: with \`CCA_SERVER\` or a context naming another server, it is not sent;
+and a \`local.json\` that another user owns or others can write is refused (\`CCA-E0724\`). The config file is JSON:
 
 \`\`\`json
 {
