@@ -46,13 +46,25 @@ export async function readConfigFile(path: string): Promise<FileConfig> {
     fail('CCA-E0705', { file: path, reason: messageOf(e) });
   }
   if ((mode & 0o077) !== 0) fail('CCA-E0706', { file: path, mode: `0${mode.toString(8)}` });
+  return (await readJsonFile(path, fileSchema)) ?? {};
+}
+
+/** A JSON file checked against `schema`; undefined when it does not exist, else CCA-E0705 (unreadable) or CCA-E0707 (not what it should be). */
+export async function readJsonFile<T>(path: string, schema: z.ZodType<T>): Promise<T | undefined> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    fail('CCA-E0705', { file: path, reason: messageOf(e) });
+  }
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(path, 'utf8'));
+    raw = JSON.parse(text);
   } catch (e) {
     fail('CCA-E0707', { file: path, reason: messageOf(e) });
   }
-  const r = fileSchema.safeParse(raw);
+  const r = schema.safeParse(raw);
   if (!r.success) {
     const issue = r.error.issues[0]!;
     const at = issue.path.length > 0 ? `"${issue.path.join('.')}": ` : '';

@@ -1,9 +1,10 @@
-import { readFile, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { messageOf } from '../core/diagnostics/index.js';
 import { packageRoot } from '../core/package-root.js';
+import { readJsonFile } from './config.js';
 import { fail } from './exit.js';
 
 /**
@@ -23,35 +24,15 @@ export interface LocalSystem {
   file: string;
 }
 
-export function localHome(env: Readonly<Record<string, string | undefined>>, cwd: string): string {
+function localHome(env: Readonly<Record<string, string | undefined>>, cwd: string): string {
   return env.CCA_HOME ? resolve(cwd, env.CCA_HOME) : join(fileURLToPath(packageRoot(import.meta.url, 1)), '.ccattler');
-}
-
-/** What a file holds, parsed, or undefined when it does not exist; anything else unreadable is CCA-E0707. */
-async function readJson<T>(file: string, schema: z.ZodType<T>): Promise<T | undefined> {
-  let text: string;
-  try {
-    text = await readFile(file, 'utf8');
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    fail('CCA-E0705', { file, reason: messageOf(e) });
-  }
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch (e) {
-    fail('CCA-E0707', { file, reason: messageOf(e) });
-  }
-  const r = schema.safeParse(raw);
-  if (!r.success) fail('CCA-E0707', { file, reason: r.error.issues[0]!.message });
-  return r.data;
 }
 
 /** The local system this checkout (or CCA_HOME) started, when it ever started one. */
 export async function localSystem(env: Readonly<Record<string, string | undefined>>, cwd: string): Promise<LocalSystem | undefined> {
   const home = localHome(env, cwd);
   const file = join(home, 'local.json');
-  const local = await readJson(file, localSchema);
+  const local = await readJsonFile(file, localSchema);
   if (!local) return undefined;
   // It decides where the admin token goes: only its owner (us) may be able to change it.
   const st = await stat(file);
@@ -71,7 +52,7 @@ export async function localSystem(env: Readonly<Record<string, string | undefine
         fail('CCA-E0705', { file: tokensFile, reason: messageOf(e) });
       }
       if ((mode & 0o077) !== 0) fail('CCA-E0706', { file: tokensFile, mode: `0${mode.toString(8)}` });
-      const tokens = await readJson(tokensFile, tokensSchema);
+      const tokens = await readJsonFile(tokensFile, tokensSchema);
       if (!tokens) fail('CCA-E0705', { file: tokensFile, reason: 'it is gone' });
       return tokens.admin;
     },
