@@ -120,7 +120,7 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     return p;
   };
   const api = async (p: string): Promise<Json> => {
-    const r = await fetch(`${server}${p}`, { headers: { authorization: `Bearer ${admin}` } });
+    const r = await fetch(`${server}${p}`, { headers: { authorization: `Bearer ${admin}` }, signal: AbortSignal.timeout(15_000) });
     return (await r.json()) as Json;
   };
   const web = () => api('/v1/services/web').then((r) => r.service as Json);

@@ -157,7 +157,7 @@ export async function runDemoC1(opts: DemoOptions = {}): Promise<void> {
   let nodePoller: ReturnType<typeof setInterval> | undefined;
 
   const api = async (p: string): Promise<Json> => {
-    const r = await fetch(`${server}${p}`, { headers: { authorization: `Bearer ${admin}` } });
+    const r = await fetch(`${server}${p}`, { headers: { authorization: `Bearer ${admin}` }, signal: AbortSignal.timeout(15_000) });
     return (await r.json()) as Json;
   };
   const nodes = async () => (await api('/v1/nodes')).nodes as Json[];

@@ -41,14 +41,26 @@ export class Proc {
   }
 }
 
-/** `cca …` as a real process; resolves with its exit code and output. */
-export async function cca(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; out: string }> {
+/**
+ * `cca …` as a real process; resolves with its exit code and output. One that has not ended
+ * after `timeoutMs` is killed and answers 124 (as timeout(1)), its output saying so: a hung
+ * command fails its step instead of the whole test's timeout, which would lose the narrative.
+ */
+export async function cca(args: string[], env: NodeJS.ProcessEnv, timeoutMs = 120_000): Promise<{ code: number; out: string }> {
   return await new Promise((resolve) => {
     const child = spawn(process.execPath, [path.join(root, 'bin', 'cca.mjs'), ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
+    let hung = false;
+    const timer = setTimeout(() => {
+      hung = true;
+      child.kill('SIGKILL');
+    }, timeoutMs);
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
-    child.on('exit', (code) => resolve({ code: code ?? 1, out }));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve(hung ? { code: 124, out: `${out}\n[cca ${args[0] ?? ''} had not ended after ${timeoutMs / 1000} s: killed]` } : { code: code ?? 1, out });
+    });
   });
 }
 

@@ -1,6 +1,6 @@
 import { Logger, run, type Runner, type Task } from 'graphile-worker';
 import type pg from 'pg';
-import { CcaError, isCcaError, type Diagnostic } from '../core/diagnostics/index.js';
+import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { pgFailure } from '../db/postgres/errors.js';
 import { stepKey, type Controller } from './controller.js';
 import { FANOUT_TASK, STEP_TASK, addJobs, fanoutJob, stepJob, type JobSpec } from './job-hook.js';
@@ -45,6 +45,8 @@ export interface GraphileDriverOptions {
    * (worker id, task, job id) as fields; absent = dropped.
    */
   log?: (level: string, message: string, fields: Record<string, unknown>) => void;
+  /** Every controller was enqueued again after a job the queue could not release (absorbRejection). */
+  onResync?: () => void;
   /** The pod's clock and randomness, handed to steps through their context. */
   now?: () => number;
   random?: () => number;
@@ -66,6 +68,28 @@ export interface GraphileDriver {
   stop(): Promise<void>;
   /** Enqueue a step for every controller and subject now (start-up, or an operator's nudge). */
   kickAll(): Promise<void>;
+  /**
+   * A promise rejection nobody handled, offered by the pod's process (server/rejections.ts):
+   * true when it is graphile-worker failing to release a finished job (isJobReleaseFailure).
+   * Then it is reported (CCA-E0424) and every controller is enqueued again once the database
+   * answers, since the job it could not release may have been a step's only timer.
+   */
+  absorbRejection(reason: unknown): boolean;
+}
+
+/** How often a pod tries to enqueue every controller again after a job it could not release. */
+const RESYNC_EVERY_MS = 2_000;
+
+/**
+ * graphile-worker 0.17.3 releases a finished job (completeJob / failJob in its worker.js)
+ * without awaiting it when job batching is off, its default; its retries do not cover a
+ * refused connection, so a database that goes away while a step runs rejects a promise
+ * nobody holds, and Node ends the process for it. Recognised by the release's own frames in
+ * the (async) stack. Batching is no way out: its failure handler stops the worker pool.
+ */
+export function isJobReleaseFailure(reason: unknown): reason is Error {
+  const stack = reason instanceof Error ? (reason.stack ?? '') : '';
+  return /\bbatch(Complete|Fail)Jobs\b/.test(stack) && stack.includes('graphile-worker');
 }
 
 const quiet = new Logger(() => () => undefined);
@@ -171,7 +195,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       try {
         await work();
       } catch (e) {
-        report(isCcaError(e) ? e.diagnostic : new CcaError('CCA-E0118', { backend: 'postgres', reason: String(e) }).diagnostic);
+        report(pgFailure(e, 'the job database').diagnostic); // a refused connection is an outage (E0111), not a bug
       }
       // Next run, whatever happened: upkeep must never stop for good.
       await helpers.withPgClient((client) => addJobs(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]));
@@ -223,31 +247,65 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
               client.release();
             }
           })
-          .catch((e: unknown) => report(isCcaError(e) ? e.diagnostic : new CcaError('CCA-E0118', { backend: 'postgres', reason: String(e) }).diagnostic));
+          .catch((e: unknown) => report(pgFailure(e, 'the job database').diagnostic));
       }, m.watchdogEveryMs ?? 5_000)
     : undefined;
   watchdog?.unref();
 
+  const kickAll = async () => {
+    const client = await opts.pool.connect();
+    try {
+      const jobs: JobSpec[] = [];
+      for (const c of opts.controllers) {
+        jobs.push(c.subjectOf ? fanoutJob(c) : stepJob(c, undefined));
+      }
+      if (m) {
+        // Upkeep jobs are keyed: starting them again only moves the one pending run.
+        for (const task of [LEASE_TASK, COMPACT_TASK]) jobs.push({ task, payload: { controller: task }, key: task });
+      }
+      await addJobs(client, jobs);
+    } finally {
+      client.release();
+    }
+  };
+
+  // After a job it could not release: that job stays locked until graphile-worker's lock
+  // expiry, and with it, perhaps, a step's timer. Enqueueing every controller again (as at
+  // start) gives each step a fresh job (a locked job loses its key to the new one), and every
+  // step schedules its own timer again. Tried until the database takes it.
+  let resync: ReturnType<typeof setInterval> | undefined;
+  let stopped = false;
+  const resyncSoon = () => {
+    if (resync || stopped) return;
+    let busy = false;
+    resync = setInterval(() => {
+      if (busy) return;
+      busy = true;
+      kickAll()
+        .then(() => {
+          clearInterval(resync);
+          resync = undefined;
+          opts.onResync?.();
+        })
+        .catch(() => undefined) // the database is still away: the next tick tries again
+        .finally(() => (busy = false));
+    }, RESYNC_EVERY_MS);
+    resync.unref();
+  };
+
   return {
     async stop() {
+      stopped = true;
       clearInterval(watchdog);
+      clearInterval(resync);
       await Promise.all([runner.stop(), upkeep?.stop()]);
     },
-    async kickAll() {
-      const client = await opts.pool.connect();
-      try {
-        const jobs: JobSpec[] = [];
-        for (const c of opts.controllers) {
-          jobs.push(c.subjectOf ? fanoutJob(c) : stepJob(c, undefined));
-        }
-        if (m) {
-          // Upkeep jobs are keyed: starting them again only moves the one pending run.
-          for (const task of [LEASE_TASK, COMPACT_TASK]) jobs.push({ task, payload: { controller: task }, key: task });
-        }
-        await addJobs(client, jobs);
-      } finally {
-        client.release();
-      }
+    kickAll,
+    absorbRejection(reason) {
+      if (!isJobReleaseFailure(reason)) return false;
+      report(new CcaError('CCA-E0424', { reason: reason.message }).diagnostic);
+      resyncSoon();
+      return true;
     },
   };
 }

@@ -10,12 +10,13 @@ import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderPlain, toDiagnostic, exitCodeFor } from '../core/diagnostics/index.js';
+import { renderPlain, toDiagnostic, exitCodeFor, type Diagnostic } from '../core/diagnostics/index.js';
 import { startEmbeddedPostgres, traversableByOthers, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { loadKeyring, newSecretKey, type SecretKey } from '../handlers/secret-box.js';
 import { logSettings } from '../core/log-settings.js';
 import { createLogger, logDiagnostic } from './log.js';
+import { guardRejections } from './rejections.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 import { isCompiled, packageRoot } from '../core/package-root.js';
@@ -106,7 +107,20 @@ async function main(): Promise<number> {
   const secretKeys = await localSecretKeys();
   // The pod's log under the banner: warnings and worse unless CCA_LOG_LEVEL asks for more.
   const log = createLogger(logSettings({ level: process.env.CCA_LOG_LEVEL || 'warn', format: process.env.CCA_LOG_FORMAT || undefined }, process.stdout.isTTY === true), { pod: 'local' });
-  const server = await startServer({
+  // A rejection nobody handled that no part of the pod recovers from stops everything, told
+  // as a coded diagnostic (server/rejections.ts) rather than Node's stack trace.
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
+  let fatal: Diagnostic | undefined;
+  const stopAsked = untilStopSignal();
+  guardRejections(
+    (reason) => server?.absorbRejection(reason) ?? false,
+    (d, stack) => {
+      log.error({ code: d.code, blame: d.blame, fix: d.fix, stack }, `${d.code} ${d.message}: stopping`);
+      fatal ??= d;
+      stopAsked.stop();
+    },
+  );
+  server = await startServer({
     store: storeUrl,
     port,
     host: '127.0.0.1',
@@ -138,23 +152,25 @@ From anywhere else:
   export CCA_SERVER=${server.url} CCA_TOKEN=${tokenExport}
 
 Ctrl-C stops everything.`);
-  await untilStopSignal();
+  await stopAsked.asked;
   console.log('stopping…');
   await rm(localFile, { force: true });
   await stopChild(agent);
   await server.stop();
   await pg?.stop();
-  return 0;
+  return fatal ? exitCodeFor([fatal]) : 0;
 }
 
 /**
- * Resolves on the first SIGINT/SIGTERM. A Ctrl-C reaches us twice (the terminal signals the
+ * `asked` resolves on the first SIGINT/SIGTERM, or on `stop()`. A Ctrl-C reaches us twice (the terminal signals the
  * whole group, and a wrapper such as tsx relays it once more): a repeat within a second is that
  * echo and is ignored; a later one is the user insisting, and exits at once (the exit hook
  * still tells Postgres to shut down, so nothing is left running).
  */
-function untilStopSignal(): Promise<void> {
-  return new Promise((resolve) => {
+function untilStopSignal(): { asked: Promise<void>; stop(): void } {
+  let stop = () => undefined as void;
+  const asked = new Promise<void>((resolve) => {
+    stop = resolve;
     let first = 0;
     const onSignal = () => {
       const now = Date.now();
@@ -169,6 +185,7 @@ function untilStopSignal(): Promise<void> {
     process.on('SIGINT', onSignal);
     process.on('SIGTERM', onSignal);
   });
+  return { asked, stop: () => stop() };
 }
 
 function startLocalAgent(serverUrl: string, joinToken: string): ChildProcess | undefined {

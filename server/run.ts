@@ -1,9 +1,10 @@
-import { exitCodeFor, renderPlain, toDiagnostic } from '../core/diagnostics/index.js';
+import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
 import { logSettings } from '../core/log-settings.js';
 import { redactUrl } from '../core/redact.js';
 import { loadKeyring } from '../handlers/secret-box.js';
 import { limitsOf, serverConfig, serverUsage } from './config.js';
 import { createLogger, logDiagnostic, podName } from './log.js';
+import { guardRejections } from './rejections.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 
@@ -25,7 +26,24 @@ export async function runServer(argv: string[]): Promise<number> {
     const log = createLogger(logSettings({ level: logLevel, format: logFormat }, process.stdout.isTTY === true), { pod: podName(process.env) });
     const secretKeys = loadKeyring({ key: secretKey, file: secretKeyFile });
     if (!secretKeys) log.warn('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
-    const server = await startServer({
+    // Installed before the pod starts: a rejection during the start is told like any other.
+    let server: Awaited<ReturnType<typeof startServer>> | undefined;
+    let fatal: Diagnostic | undefined;
+    let wake = () => undefined as void;
+    const stopAsked = new Promise<void>((resolve) => {
+      wake = resolve;
+      process.once('SIGINT', resolve);
+      process.once('SIGTERM', resolve);
+    });
+    const unguard = guardRejections(
+      (reason) => server?.absorbRejection(reason) ?? false,
+      (d, stack) => {
+        log.error({ code: d.code, blame: d.blame, fix: d.fix, stack }, `${d.code} ${d.message}: stopping the pod`);
+        fatal ??= d;
+        wake();
+      },
+    );
+    server = await startServer({
       ...rest,
       limits,
       ...(secretKeys ? { secretKeys } : {}),
@@ -39,17 +57,15 @@ export async function runServer(argv: string[]): Promise<number> {
     log.info({ url: server.url, store, version }, `ccattler server ${version} listening on ${server.url} (store ${store})`);
     if (server.tokens.admin) console.error(`admin token (shown once, stored hashed): ${server.tokens.admin}`);
     if (server.tokens.join) console.error(`join token for agents (shown once):      ${server.tokens.join}`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await stopAsked;
     log.info('stopping…');
     // Drain, grace for requests in flight, then the store and workers: bounded, whatever hangs.
     const boundMs = drainSeconds * 1000 + 10_000 + 10_000;
     const stopped = await Promise.race([server.stop().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), boundMs).unref())]);
     if (!stopped) log.error(`not stopped cleanly within ${boundMs / 1000} s: exiting anyway`);
     else log.info('stopped');
-    return 0;
+    unguard();
+    return fatal ? exitCodeFor([fatal]) : 0;
   } catch (e) {
     const d = toDiagnostic(e, 'cca server');
     console.error(renderPlain(d));

@@ -80,6 +80,8 @@ export interface RunningServer {
   tokens: BootstrapTokens;
   /** Whether this pod runs the in-process driver now (etcd: the elected leader; Postgres: never). */
   leading(): boolean;
+  /** A promise rejection nobody handled: true when a part of the pod recovers from it (server/rejections.ts). */
+  absorbRejection(reason: unknown): boolean;
   stop(): Promise<void>;
 }
 
@@ -111,6 +113,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const inflight = new InFlight();
   let store: Store;
   let leading = () => false;
+  let absorbRejection = (_reason: unknown) => false;
   try {
     if (/^postgres(ql)?:/i.test(cfg.store)) {
       // The store's pool first: it refuses transaction pooling (CCA-E0152) and migrates the
@@ -143,8 +146,10 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
           log: graphileLog(log.child({ component: 'graphile-worker' })),
           onDiagnostic: report,
           maintenance: { store: pg },
+          onResync: () => log.info('every controller enqueued again after a job the queue could not release (CCA-E0424)'),
         });
         stops.unshift(() => driver.stop());
+        absorbRejection = (reason) => driver.absorbRejection(reason);
         await driver.kickAll();
       }
     } else {
@@ -233,6 +238,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       store,
       tokens,
       leading: () => leading(),
+      absorbRejection: (reason) => absorbRejection(reason),
       stop: async () => {
         // Not ready first (a load balancer stops sending), watch streams told to reconnect
         // elsewhere, then long polls answered and requests in flight given their grace;

@@ -37,7 +37,16 @@ export function stepLog(metrics: ServerMetrics, log: Logger): StepMetrics {
 /** graphile-worker's levels onto pino's: its per-job "completed" lines are info there, debug here. */
 const LEVELS: Record<string, 'error' | 'warn' | 'debug' | 'trace'> = { error: 'error', warning: 'warn', info: 'debug', debug: 'trace' };
 
-/** graphile-worker's own log lines (jobs/graphile-driver.ts `log`), through the pod's logger. */
+/**
+ * graphile-worker's own log lines (jobs/graphile-driver.ts `log`), through the pod's logger.
+ * Only a message's first line: it appends a failed task's stack trace, while the failure
+ * itself is already the step's coded diagnostic (jobs/step-runner.ts).
+ */
 export function graphileLog(log: Logger): (level: string, message: string, fields: Record<string, unknown>) => void {
-  return (level, message, fields) => log[LEVELS[level] ?? 'info'](fields, message);
+  return (level, message, fields) => log[LEVELS[level] ?? 'info'](fields, firstLine(message));
+}
+
+function firstLine(s: string): string {
+  const nl = s.indexOf('\n');
+  return nl < 0 ? s : s.slice(0, nl);
 }

@@ -34,8 +34,11 @@ export function watchStoreHealth(
   return { stop: () => clearInterval(timer) };
 }
 
-/** The diagnostics that say "the store is failing", whoever meets it (the health probe, a driver). */
-const STORE_FAILING = new Set(['CCA-E0111', 'CCA-E0112', 'CCA-E0403']);
+/**
+ * The diagnostics that say "the store is failing", whoever meets it (the health probe, a
+ * driver, graphile-worker releasing a job: CCA-E0424).
+ */
+const STORE_FAILING = new Set(['CCA-E0111', 'CCA-E0112', 'CCA-E0403', 'CCA-E0424']);
 
 /**
  * One report per outage for the whole pod: the health probe and the controller drivers each

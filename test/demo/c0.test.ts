@@ -12,8 +12,9 @@ test.each([
   'demo-c0 on %s: %s',
   async (store, _title, last) => {
     const lines: string[] = [];
-    // The narrative is printed pass or fail: a failure's evidence is in it.
-    await runDemoC0({ store, say: (l) => lines.push(l) }).finally(() => console.log(lines.join('\n')));
+    // The narrative is printed as it goes, pass or fail: a failure's evidence is in it, and a
+    // run that exceeds the test's timeout (which never reaches a finally) still shows its steps.
+    await runDemoC0({ store, say: (l) => (lines.push(l), console.log(l)) });
     expect(lines.at(-1)?.trim()).toBe(last);
   },
   300_000,

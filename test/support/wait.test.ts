@@ -26,3 +26,10 @@ test('a probe that throws fails the wait at once, unless errors are retried (the
     'timed out after 20 ms waiting for the server; the last probe failed: connection refused',
   );
 });
+
+test('a probe that never answers does not hold the wait past its deadline', async () => {
+  // Without the deadline this never returns: the test's own timeout fails it.
+  const e = await waitFor('the pod', () => new Promise<boolean>(() => undefined), { timeoutMs: 20, retryErrors: true }).catch((x: unknown) => x);
+  expect(e).toBeInstanceOf(WaitTimeout);
+  expect((e as Error).message).toBe('timed out after 20 ms waiting for the pod; the last probe failed: the probe itself had not answered a second after the deadline');
+});

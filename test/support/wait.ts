@@ -51,16 +51,40 @@ export async function waitFor<T>(
   let lastError: unknown;
   for (;;) {
     try {
-      const v = await probe();
+      const v = await beforeDeadline(probe(), deadline);
       last = v;
       lastError = undefined;
       if (until ? until(v as T) : v !== undefined && v !== null && v !== false) return v as T;
     } catch (e) {
+      if (e instanceof ProbeHung) throw new WaitTimeout(what, timeoutMs, last, e);
       if (!opts.retryErrors) throw e;
       lastError = e;
     }
     if (Date.now() > deadline) throw new WaitTimeout(what, timeoutMs, last, lastError);
     await new Promise((r) => setTimeout(r, opts.everyMs ?? 50));
+  }
+}
+
+/**
+ * A probe that never settles (a request to a process that accepts and never answers) must not
+ * hold the wait past its deadline: a second after it, the wait fails as a timeout that says so.
+ */
+class ProbeHung extends Error {
+  constructor() {
+    super('the probe itself had not answered a second after the deadline');
+  }
+}
+
+async function beforeDeadline<T>(v: Awaitable<T>, deadline: number): Promise<T> {
+  if (!(v instanceof Promise)) return v;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const hung = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ProbeHung()), Math.max(0, deadline - Date.now()) + 1_000);
+  });
+  try {
+    return await Promise.race([v, hung]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 

@@ -31,6 +31,13 @@ export const controllerCodes = [
     fix: 'report this with `cca bundle`; the step wrote nothing and is retried with backoff',
   },
   {
+    code: 'CCA-E0424',
+    blame: 'environment',
+    title: "a step's job could not be released",
+    cause: "the job queue could not record the end of a controller step's job: {reason}",
+    fix: 'check that the database is running and reachable; the pod keeps serving, leaves that job to the queue\'s lock expiry (4 h) and enqueues every controller again once the database answers',
+  },
+  {
     code: 'CCA-E0405',
     blame: 'bug',
     title: 'simulation invariant violated',
