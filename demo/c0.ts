@@ -195,8 +195,8 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     check(before.every((w) => alive(w.pid)), 'with the agent dead, every workload process is still alive');
     agent = startAgent();
     // Back only once it renewed its lease: the server's "3 running" may still be the old agent's
-    // report, and a restart slowed by load could otherwise meet step 7's outage before it
-    // registers (a store-down answer to a registration does not move its fence point).
+    // report, and step 7 is about a running agent meeting the outage, not a registering one
+    // (that case is the simulation's: test/jobs/sim-fence.test.ts).
     const restarted = agent;
     await until('the agent to register again under its tenure', async () => restarted.output, (o) => /registered: .*\(kept\)/.test(o), 60_000);
     const readopted = await until('3 running', running, (r) => r.length === 3);

@@ -143,13 +143,23 @@ export class LeaseKeeper {
     const sentAt = this.d.clock.mono();
     const previous = this.lease;
     const update = this.registered;
-    const r = await this.d.control.register(record, this.d.ttl, previous?.lease);
+    let r: Awaited<ReturnType<ControlPlane['register']>>;
+    try {
+      r = await this.d.control.register(record, this.d.ttl, previous?.lease);
+    } catch (e) {
+      // A registration resuming a lease (a restarted agent's first call) told "store down" is
+      // evidence like a keepalive's: the lease's clock stands still, so the fence point moves
+      // by the span seen down. Without a lease the fence is already down (FenceClock ignores it).
+      if (e instanceof ServerError && e.storeUnavailable) this.storeDown(sentAt, e, 'registration');
+      throw e;
+    }
     // Sent, unless they changed again while the call was out.
     if (conditions === this.conditions) this.conditionsSent = true;
     this.lease = { lease: r.lease, tenure: r.tenure, ttl: r.ttl };
     this.d.disk.saveLease(this.lease);
     this.registered = true;
     this.enrollment.held();
+    this.storeDownSaid = false;
     this.fence.renewed(sentAt, r.ttl);
     this.saveFence();
     const kept = previous?.tenure === r.tenure;
@@ -181,12 +191,7 @@ export class LeaseKeeper {
       return interval;
     } catch (e) {
       if (e instanceof ServerError && e.storeUnavailable) {
-        // The store's lease clock stands still while it is down: the deadline moves by the span seen down (fence.ts).
-        // No renewal: a confirmed outage's later deadline stays with the supervisors.
-        this.fence.storeDown(sentAt);
-        this.saveFence({ keepOutage: true });
-        if (!this.storeDownSaid) this.d.log(`keepalive: ${e.diagnostic.code} ${e.diagnostic.message} (the server's store is down: the fence point moves by the span it says so)`);
-        this.storeDownSaid = true;
+        this.storeDown(sentAt, e, 'keepalive');
         return FENCE.keepaliveRetryMs;
       }
       if (e instanceof ServerError && (e.status === 404 || e.diagnostic.code === 'CCA-E0107')) {
@@ -197,6 +202,18 @@ export class LeaseKeeper {
     } finally {
       this.keepaliveInFlight = undefined;
     }
+  }
+
+  /**
+   * The server answered a call sent at `sentAt` with "store down". The store's lease clock
+   * stands still while it is down: the deadline moves by the span seen down (fence.ts). No
+   * renewal: a confirmed outage's later deadline stays with the supervisors.
+   */
+  private storeDown(sentAt: number, e: ServerError, call: 'keepalive' | 'registration'): void {
+    this.fence.storeDown(sentAt);
+    this.saveFence({ keepOutage: true });
+    if (!this.storeDownSaid) this.d.log(`${call}: ${e.diagnostic.code} ${e.diagnostic.message} (the server's store is down: the fence point moves by the span it says so)`);
+    this.storeDownSaid = true;
   }
 
   /** The monotonic instant of a wall-clock time (the disk keeps wall time: supervisors are other processes). */
