@@ -1,4 +1,4 @@
-import { expect, test } from 'vitest';
+import { expect, onTestFailed, test } from 'vitest';
 import { runDemoC0, SQLITE_NO_OUTAGE } from '../../demo/c0.js';
 
 const steps = 'real server, agent and cca processes through kill, scale, unknown image, restarts';
@@ -12,9 +12,13 @@ test.each([
   'demo-c0 on %s: %s',
   async (store, _title, last) => {
     const lines: string[] = [];
-    // The narrative is printed as it goes, pass or fail: a failure's evidence is in it, and a
-    // run that exceeds the test's timeout (which never reaches a finally) still shows its steps.
-    await runDemoC0({ store, say: (l) => (lines.push(l), console.log(l)) });
+    // The narrative is printed pass or fail (a failure's evidence is in it), also when the run
+    // exceeds the test's timeout, which never reaches a finally but does run onTestFailed.
+    let printed = false;
+    const print = () => void (printed || ((printed = true), console.log(lines.join('\n'))));
+    onTestFailed(print);
+    await runDemoC0({ store, say: (l) => lines.push(l) });
+    print();
     expect(lines.at(-1)?.trim()).toBe(last);
   },
   300_000,

@@ -12,7 +12,7 @@ afterAll(async () => {
 
 /** The real controllers, unchanged, as graphile-worker jobs over Postgres: each step one transaction. */
 test('the controllers place replicas and explain them when run as graphile-worker jobs', async () => {
-  const { store, driver } = await graphileCluster('graphile_controllers', cleanups);
+  const { store, driver, diagnostics } = await graphileCluster('graphile_controllers', cleanups);
 
   for (const [n, zone] of [['n1', 'a'], ['n2', 'b']] as const) {
     const { id } = await store.grantLease(30);
@@ -21,7 +21,10 @@ test('the controllers place replicas and explain them when run as graphile-worke
   const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', replicas: 4, resources: { cpuMillis: 500 } });
   await store.put(buildKey('service', 'web'), encodeFact('service', spec));
 
-  const placed = await waitFor('4 assignments', () => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 4, 20_000);
+  const placed = await waitFor('4 assignments', () => store.range({ prefix: prefixOf('assigned') }), (r) => r.count === 4, 20_000).catch(async (e: Error) => {
+    const keys = (await store.range({ prefix: '/' })).kvs.map((kv) => `${kv.modRevision} ${kv.key}`);
+    throw new Error(`${e.message}\nthe store: ${keys.join(', ')}\nreported: ${diagnostics.join('\n') || 'nothing'}`);
+  });
   expect(placed.count).toBe(4);
   const nodes = placed.kvs.map((kv) => kv.key.split('/')[2]).sort();
   expect(nodes).toEqual(['n1', 'n1', 'n2', 'n2']);

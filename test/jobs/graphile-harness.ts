@@ -1,3 +1,4 @@
+import type { Diagnostic } from '../../core/diagnostics/index.js';
 import { createPool } from '../../db/postgres/pool.js';
 import { PostgresStore } from '../../db/postgres/store.js';
 import { controllers, type ControllerOptions } from '../../jobs/controllers/index.js';
@@ -8,6 +9,8 @@ import { createTestDatabase } from '../support/databases.js';
 /**
  * A database of its own with the real controllers running as graphile-worker jobs, and a
  * store whose commits enqueue them. Each close is pushed on `cleanups` (run them in reverse).
+ * `diagnostics` holds what the steps and the store reported (a test's evidence when a wait
+ * times out: a step that failed is retried on graphile-worker's backoff, seconds later).
  */
 export async function graphileCluster(name: string, cleanups: (() => Promise<void>)[], opts: ControllerOptions = {}) {
   const db = await createTestDatabase(name);
@@ -15,9 +18,11 @@ export async function graphileCluster(name: string, cleanups: (() => Promise<voi
   const list = controllers({ retention: false, ...opts });
   const pool = createPool(db.url);
   cleanups.push(() => pool.end());
-  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list) });
+  const diagnostics: string[] = [];
+  const onDiagnostic = (d: Diagnostic) => void diagnostics.push(`${new Date().toISOString()} ${d.code} ${d.message}`);
+  const store = await PostgresStore.open(db.url, { commitHook: jobHook(list), onDiagnostic });
   cleanups.push(() => store.close());
-  const driver = await startGraphileDriver({ pool, store, controllers: list, pollIntervalMs: 100, concurrency: 2 });
+  const driver = await startGraphileDriver({ pool, store, controllers: list, pollIntervalMs: 100, concurrency: 2, onDiagnostic });
   cleanups.push(() => driver.stop());
-  return { store, driver };
+  return { store, driver, diagnostics };
 }
