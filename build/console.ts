@@ -6,7 +6,7 @@
  *
  * `tsx build/console.ts [ROOT [OUT]]` (defaults: this checkout, ROOT/dist/console).
  */
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { renderPlain, toDiagnostic, CcaError } from '../core/diagnostics/index.js';
@@ -15,14 +15,19 @@ import { consoleSources, PREBUILT_INDEX, transpileConsoleModule } from '../handl
 export async function buildConsole(root: string, out: string): Promise<string[]> {
   const { files, foreign } = await consoleSources(root);
   if (foreign[0]) throw new CcaError('CCA-E0780', foreign[0]);
-  await rm(out, { recursive: true, force: true });
+  // Written beside and swapped in at the end: a pod serving the old build (a test suite's, or
+  // a rebuild under a running server) sees it whole until the moment it sees the new one.
+  const next = `${out}.next-${process.pid}`;
+  await rm(next, { recursive: true, force: true });
   const rels = [...files.keys()].sort();
   for (const rel of rels) {
-    const target = join(out, rel.replace(/\.ts$/, '.js'));
+    const target = join(next, rel.replace(/\.ts$/, '.js'));
     await mkdir(dirname(target), { recursive: true });
     await writeFile(target, await transpileConsoleModule(await readFile(join(root, rel), 'utf8'), rel));
   }
-  await writeFile(join(out, PREBUILT_INDEX), `${JSON.stringify(rels, null, 1)}\n`);
+  await writeFile(join(next, PREBUILT_INDEX), `${JSON.stringify(rels, null, 1)}\n`);
+  await rm(out, { recursive: true, force: true });
+  await rename(next, out);
   return rels;
 }
 

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitFor, WaitTimeout } from '../test/support/wait.js';
+import { nodeEntry } from '../agent/node-entry.js';
 
 export const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -16,7 +17,7 @@ export class Proc {
     args: string[],
     env: NodeJS.ProcessEnv = {},
   ) {
-    this.child = spawn(process.execPath, ['--import', 'tsx', path.join(root, script), ...args], {
+    this.child = spawn(process.execPath, [...nodeEntry(import.meta.url, `../${script.replace(/\.ts$/, '')}`), ...args], {
       cwd: root,
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -8,6 +8,7 @@ import { newRoleToken } from '../../handlers/auth.js';
 import { freePort } from '../../test/support/postgres-server.js';
 import { onInterrupt } from './cleanup.js';
 import { sleep } from './usage.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 
@@ -41,7 +42,7 @@ export async function startPod(name: string, nodeArgs: string[] = []): Promise<B
   const fd = openSync(logFile, 'a');
   let pod: ChildProcess;
   try {
-    pod = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'server/main.ts', '--store', pg.url, '--port', String(port), '--workers', '2'], {
+    pod = spawn(process.execPath, [...nodeArgs, ...nodeEntry(import.meta.url, '../../server/main'), '--store', pg.url, '--port', String(port), '--workers', '2'], {
       cwd: root,
       env: { ...process.env, CCA_ADMIN_TOKEN: admin, CCA_JOIN_TOKEN: join, CCA_LOG_FORMAT: 'json' },
       stdio: ['ignore', fd, fd],

@@ -9,6 +9,7 @@ import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, pidAlive, tempDir, type Json } from './support.js';
 import { needs } from '../support/prerequisites.js';
 import { waitFor } from '../support/wait.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * The agent on a full disk (issue #20), with real processes: a real server (SQLite), a real
@@ -47,7 +48,7 @@ describe.runIf(needs('tmpfs'))('a node agent on a full disk (tmpfs state directo
     agent = spawn(
       process.execPath,
       // Output caps above the disk's size: the caps are not what saves the node here.
-      ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'd1', '--runtime', 'process', '--state-dir', stateDir, '--cpu', '4', '--memory', '4Gi', '--lease-ttl', String(TTL), '--log-max-bytes', '8Mi', '--log-files', '2', '--disk-min-free', '1Mi'],
+      [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'd1', '--runtime', 'process', '--state-dir', stateDir, '--cpu', '4', '--memory', '4Gi', '--lease-ttl', String(TTL), '--log-max-bytes', '8Mi', '--log-files', '2', '--disk-min-free', '1Mi'],
       { cwd: root, env: { ...process.env, CCA_TOKEN: JOIN }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     agent.stderr!.on('data', (b: Buffer) => (logs += b.toString()));

@@ -8,6 +8,7 @@ import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
 import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * Endpoints end to end: the real server (handlers + controllers) and a real agent process
@@ -48,7 +49,7 @@ describe.runIf(haveBusybox)('endpoints on the process runtime', () => {
     mkdirSync(wwwLive);
     writeFileSync(join(www, 'ready.html'), 'ready\n');
     writeFileSync(join(wwwLive, 'live.html'), 'alive\n');
-    const agent = spawn(process.execPath, ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', state, '--address', '127.0.0.1', '--cpu', '4', '--memory', '4Gi'], { cwd: root, stdio: ['ignore', 'ignore', openSync(join(tmp.dir, 'agent.log'), 'w')] });
+    const agent = spawn(process.execPath, [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', state, '--address', '127.0.0.1', '--cpu', '4', '--memory', '4Gi'], { cwd: root, stdio: ['ignore', 'ignore', openSync(join(tmp.dir, 'agent.log'), 'w')] });
     cleanups.push(async () => {
       const exited = new Promise((r) => agent.once('exit', r));
       agent.kill('SIGKILL');

@@ -9,6 +9,7 @@ import { ADMIN, JOIN } from '../handlers/harness.js';
 import { dashboardMetrics } from '../support/dashboard.js';
 import { parsePromText, total } from '../support/prom-text.js';
 import { waitFor } from '../support/wait.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * A real agent process (fake runtime) with --metrics-listen, against a real server: its
@@ -25,7 +26,7 @@ beforeAll(async () => {
   mkdirSync(join(tmp, 'images'));
   writeFileSync(join(tmp, 'images', 'catalogue.json'), JSON.stringify({ 'busybox:1.35': { name: 'busybox:1.35', digest: 'sha256:fake', archive: 'none.tar' } }));
   server = await startServer({ store: 'memory:', port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
-  agent = spawn(process.execPath, ['--import', 'tsx', 'agent/main.ts', '--server', server.url, '--node', 'm1', '--runtime', 'fake', '--images', join(tmp, 'images'), '--state-dir', join(tmp, 'agent'), '--metrics-listen', '127.0.0.1:0'], {
+  agent = spawn(process.execPath, [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'm1', '--runtime', 'fake', '--images', join(tmp, 'images'), '--state-dir', join(tmp, 'agent'), '--metrics-listen', '127.0.0.1:0'], {
     env: { ...process.env, CCA_TOKEN: JOIN, CCA_TOKEN_FILE: '', CCA_LOG_LEVEL: '', CCA_LOG_FORMAT: '' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -7,6 +7,7 @@ import { namespacesWith, probe } from './netns-support.js';
 import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
 import { waitFor } from '../support/wait.js';
 import { needs } from '../support/prerequisites.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * Network policies end to end: a real server (handlers + controllers, memory store), a real
@@ -76,7 +77,7 @@ describe.runIf(can)('network policies end to end (process runtime in network nam
     const spawnAgent = () => {
       const child = spawn(
         process.execPath,
-        ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'n1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi', '--network', 'netns', '--network-cidr', cidr, '--network-prefix', prefix],
+        [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'n1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi', '--network', 'netns', '--network-cidr', cidr, '--network-prefix', prefix],
         { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] },
       );
       child.stderr?.on('data', (b: Buffer) => (agentLog += b.toString()));

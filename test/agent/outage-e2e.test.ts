@@ -9,6 +9,7 @@ import { ADMIN, JOIN } from '../handlers/harness.js';
 import { adminApi, killLeftoverWorkloads, sleep, tempDir } from './support.js';
 import { pidAlive } from './support.js';
 import { waitFor } from '../support/wait.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * Outages the agent must survive, with real processes (issue 21): the server on a SQLite
@@ -49,7 +50,7 @@ describe('the agent through outages (real server, agent and cca processes)', () 
 
   const serve = async (p: number) => startServer({ store: storeUrl, port: p, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
   const spawnAgent = () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', `http://127.0.0.1:${port}`, '--node', 'p1', '--runtime', 'process', '--state-dir', stateDir, '--cpu', '4', '--memory', '4Gi', '--lease-ttl', '30'], {
+    const child = spawn(process.execPath, [...nodeEntry(import.meta.url, '../../agent/main'), '--server', `http://127.0.0.1:${port}`, '--node', 'p1', '--runtime', 'process', '--state-dir', stateDir, '--cpu', '4', '--memory', '4Gi', '--lease-ttl', '30'], {
       cwd: root,
       env: { ...process.env, CCA_TOKEN: JOIN },
       stdio: ['ignore', 'ignore', 'pipe'],

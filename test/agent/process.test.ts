@@ -6,6 +6,7 @@ import { FENCE } from '../../agent/core/fence.js';
 import { FakeAgentServer } from './fake-server.js';
 import { tempDir } from './support.js';
 import { waitFor } from '../support/wait.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -40,7 +41,7 @@ describe('agent as a real process with the process runtime', () => {
   let stderr = '';
 
   const spawnAgent = (ttl = 6) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'n1', '--token', server.joinToken, '--runtime', 'process', '--state-dir', state.dir, '--lease-ttl', String(ttl), '--cpu', '2', '--memory', '1Gi'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(process.execPath, [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'n1', '--token', server.joinToken, '--runtime', 'process', '--state-dir', state.dir, '--lease-ttl', String(ttl), '--cpu', '2', '--memory', '1Gi'], { cwd: root, stdio: ['ignore', 'ignore', 'pipe'] });
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     children.add(child);
     child.on('exit', () => children.delete(child));

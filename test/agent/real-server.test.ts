@@ -6,6 +6,7 @@ import { StateDir } from '../../agent/state.js';
 import { adminApi, killLeftoverWorkloads, tempDir, type Json } from './support.js';
 import { freePort } from '../support/postgres-server.js';
 import { waitFor } from '../support/wait.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * The agent against the real server (handlers + controllers on a MemoryStore), once that is in
@@ -56,7 +57,7 @@ describe('agent against the real server', () => {
     cleanups.push(() => server.stop());
     const tmp = tempDir('real-proc');
     const spawnAgent = () => {
-      const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi'], { cwd: root, stdio: 'ignore' });
+      const child = spawn(process.execPath, [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', tmp.dir, '--cpu', '4', '--memory', '4Gi'], { cwd: root, stdio: 'ignore' });
       return child;
     };
     let agent = spawnAgent();

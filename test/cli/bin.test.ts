@@ -4,7 +4,9 @@ import { closedUrl } from './harness.js';
 
 /** The installed launcher, as `npx cca` runs it: a real process and its real exit code. */
 function bin(args: string[]) {
-  const r = spawnSync(process.execPath, ['bin/cca.mjs', ...args], { encoding: 'utf8', env: { ...process.env, CCA_STATE_DIR: '/nonexistent/cca-state', CCA_CONFIG: '/nonexistent/cca.json' } });
+  // The sources through tsx, as in a checkout: not the suite's dist/ (CCA_COMPILED, global-setup.ts).
+  const { CCA_COMPILED: _compiled, ...env } = process.env;
+  const r = spawnSync(process.execPath, ['bin/cca.mjs', ...args], { encoding: 'utf8', env: { ...env, CCA_STATE_DIR: '/nonexistent/cca-state', CCA_CONFIG: '/nonexistent/cca.json' } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -8,6 +8,7 @@ import { killLeftoverWorkloads } from '../agent/support.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { waitFor } from '../support/wait.js';
 import { cca } from './harness.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 /**
  * Rolling updates end to end: a real server (memory store, controllers in-process), a real
@@ -50,7 +51,7 @@ describe('rolling updates end to end (process runtime)', () => {
     const state = mkdtempSync(join(tmpdir(), 'cca-rollout-agent-'));
     const agent: ChildProcess = spawn(
       process.execPath,
-      ['--import', 'tsx', join(root, 'agent/main.ts'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', state, '--cpu', '4', '--memory', '4Gi'],
+      [...nodeEntry(import.meta.url, '../../agent/main'), '--server', server.url, '--node', 'p1', '--token', JOIN, '--runtime', 'process', '--state-dir', state, '--cpu', '4', '--memory', '4Gi'],
       { cwd: root, stdio: 'ignore' },
     );
     cleanups.push(() => {

@@ -1,13 +1,13 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { createTestDatabase } from '../support/databases.js';
 import { freePort } from '../support/postgres-server.js';
 import { waitFor } from '../support/wait.js';
+import { localPrebuilds } from '../support/prebuilds.js';
 
 /**
  * The package as a user gets it (issue #18): `npm pack` (its prepack runs `npm run build`),
@@ -15,10 +15,9 @@ import { waitFor } from '../support/wait.js';
  * on Postgres and `cca agent` (process runtime) from that install, which has no tsx, esbuild or
  * TypeScript sources: the agent registers and runs fixtures/hello.cca, whose page answers.
  *
- * One concession to a 2-core test machine: better-sqlite3's install script would download a
- * prebuilt binary from GitHub or else compile SQLite for minutes. It is handed the binary this
- * checkout already built (same version, same Node ABI) as a local prebuild, the way an offline
- * mirror does; everything else is npm's ordinary install from its cache or the registry.
+ * One concession to a 2-core test machine: better-sqlite3 gets this checkout's binary as a
+ * local prebuild (test/support/prebuilds.ts); everything else is npm's ordinary install from
+ * its cache or the registry.
  */
 const repo = path.resolve(import.meta.dirname, '..', '..');
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'cca-pack-'));
@@ -26,18 +25,6 @@ const app = path.join(tmp, 'app');
 const ADMIN = `cca_admin_${randomBytes(32).toString('base64url')}`;
 const JOIN = `cca_join_${randomBytes(32).toString('base64url')}`;
 const children: ChildProcess[] = [];
-
-/** better-sqlite3's binary from this checkout as prebuild-install's local prebuild. */
-function localPrebuilds(): string {
-  const pkgJson = createRequire(import.meta.url).resolve('better-sqlite3/package.json');
-  const dir = path.dirname(pkgJson);
-  const { version } = JSON.parse(readFileSync(pkgJson, 'utf8')) as { version: string };
-  const out = path.join(tmp, 'prebuilds');
-  mkdirSync(out);
-  const name = `better-sqlite3-v${version}-node-v${process.versions.modules}-${process.platform}-${process.arch}.tar.gz`;
-  execFileSync('tar', ['-czf', path.join(out, name), '-C', dir, 'build/Release/better_sqlite3.node']);
-  return out;
-}
 
 beforeAll(() => {
   execFileSync('npm', ['pack', '--pack-destination', tmp], { cwd: repo, stdio: 'pipe', timeout: 600_000 });
@@ -48,7 +35,7 @@ beforeAll(() => {
     cwd: app,
     stdio: 'pipe',
     timeout: 900_000,
-    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuilds() },
+    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuilds(path.join(tmp, 'prebuilds')) },
   });
 }, 1_500_000);
 

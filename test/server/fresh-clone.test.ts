@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { waitFor } from '../support/wait.js';
 import { freePort } from '../support/postgres-server.js';
+import { localPrebuilds } from '../support/prebuilds.js';
 
 /**
  * What a newcomer does first, on a machine with Node and nothing else: clone into a folder only
@@ -58,13 +59,21 @@ test('fresh clone in a 0700 folder: npm install, npm start without busybox, hell
   cleanups.push(() => rmSync(top, { recursive: true, force: true }));
   const clone = path.join(top, 'ccattler');
   execFileSync('git', ['clone', '--quiet', repo, clone]);
-  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], { cwd: clone, stdio: 'pipe', timeout: 600_000 });
+  // better-sqlite3 gets this checkout's binary as a local prebuild (test/support/prebuilds.ts):
+  // without GitHub it compiles SQLite, minutes of CPU on the suite's two cores. CI's own
+  // `npm install` of a clean clone takes the ordinary path.
+  execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline'], {
+    cwd: clone,
+    stdio: 'pipe',
+    timeout: 600_000,
+    env: { ...process.env, npm_config_better_sqlite3_local_prebuilds: localPrebuilds(path.join(top, 'prebuilds')) },
+  });
 
   const PATH = pathWithoutBusybox(top);
   expect(() => execFileSync('sh', ['-c', 'command -v busybox'], { env: { PATH } })).toThrow();
   const port = await freePort();
   // As a newcomer runs it: no DATABASE_URL, the default home and Postgres folder.
-  const { DATABASE_URL: _u, CCA_HOME: _h, CCA_PG_DIR: _d, CCA_SERVER: _s, CCA_TOKEN: _t, CCA_CONTEXT: _c, ...inherited } = process.env;
+  const { DATABASE_URL: _u, CCA_HOME: _h, CCA_PG_DIR: _d, CCA_SERVER: _s, CCA_TOKEN: _t, CCA_CONTEXT: _c, CCA_COMPILED: _cc, ...inherited } = process.env;
   // No cca config file either: a newcomer has none.
   const env = { ...inherited, PATH, CCA_PORT: String(port), CCA_PG_PORT: String(await freePort()), CCA_CONFIG: path.join(top, 'no-config.json') };
   // Its own process group, so Ctrl-C can be sent the way a terminal does.

@@ -8,6 +8,7 @@ import { expect } from 'vitest';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { freePort } from './postgres-server.js';
 import { waitFor } from './wait.js';
+import { nodeEntry } from '../../agent/node-entry.js';
 
 export interface Pod {
   name: string;
@@ -22,7 +23,7 @@ export interface Pod {
 /** Start a pod (2 workers) and wait until /readyz answers; it is SIGKILLed by the cleanup pushed onto `cleanups`. */
 export async function startPod(name: string, store: string, cleanups: (() => Promise<void>)[], extraArgs: string[] = []): Promise<Pod> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server/main.ts', '--store', store, '--port', String(port), '--workers', '2', ...extraArgs], {
+  const child = spawn(process.execPath, [...nodeEntry(import.meta.url, '../../server/main'), '--store', store, '--port', String(port), '--workers', '2', ...extraArgs], {
     env: { ...process.env, CCA_ADMIN_TOKEN: ADMIN, CCA_JOIN_TOKEN: JOIN },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
