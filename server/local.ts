@@ -10,13 +10,13 @@ import { chmod, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderPlain, toDiagnostic, exitCodeFor, type Diagnostic } from '../core/diagnostics/index.js';
+import { renderPlain, toDiagnostic, exitCodeFor } from '../core/diagnostics/index.js';
 import { startEmbeddedPostgres, traversableByOthers, type RunningPostgres } from '../db/postgres/embedded.js';
 import { newRoleToken } from '../handlers/auth.js';
 import { loadKeyring, newSecretKey, type SecretKey } from '../handlers/secret-box.js';
 import { logSettings } from '../core/log-settings.js';
 import { createLogger, logDiagnostic } from './log.js';
-import { guardRejections } from './rejections.js';
+import { guardServerProcess } from './rejections.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 import { isCompiled, packageRoot } from '../core/package-root.js';
@@ -110,16 +110,8 @@ async function main(): Promise<number> {
   // A rejection nobody handled that no part of the pod recovers from stops everything, told
   // as a coded diagnostic (server/rejections.ts) rather than Node's stack trace.
   let server: Awaited<ReturnType<typeof startServer>> | undefined;
-  let fatal: Diagnostic | undefined;
   const stopAsked = untilStopSignal();
-  guardRejections(
-    (reason) => server?.absorbRejection(reason) ?? false,
-    (d, stack) => {
-      log.error({ code: d.code, blame: d.blame, fix: d.fix, stack }, `${d.code} ${d.message}: stopping`);
-      fatal ??= d;
-      stopAsked.stop();
-    },
-  );
+  const guard = guardServerProcess(() => server, log, () => stopAsked.stop());
   server = await startServer({
     store: storeUrl,
     port,
@@ -158,6 +150,7 @@ Ctrl-C stops everything.`);
   await stopChild(agent);
   await server.stop();
   await pg?.stop();
+  const fatal = guard.fatal();
   return fatal ? exitCodeFor([fatal]) : 0;
 }
 

@@ -1,4 +1,5 @@
 import { toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import type { Logger } from './log.js';
 
 type Absorb = (reason: unknown) => boolean;
 type Fatal = (d: Diagnostic, stack: string | undefined) => void;
@@ -23,4 +24,22 @@ export function guardRejections(absorb: Absorb, fatal: Fatal): () => void {
   const onRejection = rejectionPolicy(absorb, fatal);
   process.on('unhandledRejection', onRejection);
   return () => void process.off('unhandledRejection', onRejection);
+}
+
+/**
+ * What both server entry points (`cca server`, `npm start`) install before their pod starts:
+ * the policy over `server()` (undefined while it starts), a fatal rejection logged once with
+ * its stack and `stop()` asked; `fatal()` is the diagnostic that decides the exit code.
+ */
+export function guardServerProcess(server: () => { absorbRejection(reason: unknown): boolean } | undefined, log: Logger, stop: () => void): { fatal(): Diagnostic | undefined; remove(): void } {
+  let first: Diagnostic | undefined;
+  const remove = guardRejections(
+    (reason) => server()?.absorbRejection(reason) ?? false,
+    (d, stack) => {
+      log.error({ code: d.code, blame: d.blame, fix: d.fix, stack }, `${d.code} ${d.message}: stopping`);
+      first ??= d;
+      stop();
+    },
+  );
+  return { fatal: () => first, remove };
 }

@@ -1,10 +1,10 @@
-import { exitCodeFor, renderPlain, toDiagnostic, type Diagnostic } from '../core/diagnostics/index.js';
+import { exitCodeFor, renderPlain, toDiagnostic } from '../core/diagnostics/index.js';
 import { logSettings } from '../core/log-settings.js';
 import { redactUrl } from '../core/redact.js';
 import { loadKeyring } from '../handlers/secret-box.js';
 import { limitsOf, serverConfig, serverUsage } from './config.js';
 import { createLogger, logDiagnostic, podName } from './log.js';
-import { guardRejections } from './rejections.js';
+import { guardServerProcess } from './rejections.js';
 import { startServer } from './start.js';
 import { version } from './version.js';
 
@@ -28,21 +28,13 @@ export async function runServer(argv: string[]): Promise<number> {
     if (!secretKeys) log.warn('no secret key (CCA_SECRET_KEY or --secret-key-file): specs with secrets will be refused rather than stored in the clear');
     // Installed before the pod starts: a rejection during the start is told like any other.
     let server: Awaited<ReturnType<typeof startServer>> | undefined;
-    let fatal: Diagnostic | undefined;
     let wake = () => undefined as void;
     const stopAsked = new Promise<void>((resolve) => {
       wake = resolve;
       process.once('SIGINT', resolve);
       process.once('SIGTERM', resolve);
     });
-    const unguard = guardRejections(
-      (reason) => server?.absorbRejection(reason) ?? false,
-      (d, stack) => {
-        log.error({ code: d.code, blame: d.blame, fix: d.fix, stack }, `${d.code} ${d.message}: stopping the pod`);
-        fatal ??= d;
-        wake();
-      },
-    );
+    const guard = guardServerProcess(() => server, log, () => wake());
     server = await startServer({
       ...rest,
       limits,
@@ -64,7 +56,8 @@ export async function runServer(argv: string[]): Promise<number> {
     const stopped = await Promise.race([server.stop().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), boundMs).unref())]);
     if (!stopped) log.error(`not stopped cleanly within ${boundMs / 1000} s: exiting anyway`);
     else log.info('stopped');
-    unguard();
+    guard.remove();
+    const fatal = guard.fatal();
     return fatal ? exitCodeFor([fatal]) : 0;
   } catch (e) {
     const d = toDiagnostic(e, 'cca server');
