@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { HttpTestAgent } from '../server/http-agent.js';
-import { OUTPUT, openSim, pageWithErrors, podAndBrowser, webService } from './support.js';
+import { OUTPUT, openConsole, openSim, pageWithErrors, podAndBrowser, webService } from './support.js';
 
 /** The chips of a node box on the map: `id:class-state` (ghosts included). */
 async function chips(page: Page, node: string): Promise<{ id: string; state: string; replaces?: string; movedTo?: string }[]> {
@@ -98,8 +98,7 @@ describe('console: the shell and the cluster map, in headless Chromium', () => {
       await agent2.start();
       await fx.pod.api('POST', '/v1/apply', { services: [webService('web', 3), webService('api', 2), webService('ghost', 1, 'ghost:9')] });
       const { page, errors } = await pageWithErrors(fx.browser);
-      await page.goto(`${fx.pod.url}/#map`);
-      await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
+      await openConsole(page, `${fx.pod.url}/#map`, 'live', errors, 60_000);
 
       // Every running replica the API lists is a running chip on its node.
       const running = async () => ((await fx.pod.api('GET', '/v1/replicas')).replicas as { id: string; node?: string; state: string }[]).filter((r) => r.state === 'running');

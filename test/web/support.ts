@@ -195,7 +195,8 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
 }
 
 /**
- * Open the console in simulation mode and wait until it runs. Chromium fails the loads in
+ * Open the console and wait until it reaches `want` ('sim' for simulation mode, 'live' when it
+ * follows the server). Chromium fails the loads in
  * flight with net::ERR_NETWORK_CHANGED when the host's addresses change — other tests of the
  * suite create and delete network namespaces — and a module graph with one failed import never
  * starts (the page stays "connecting"; seen in full runs, never alone, once with only "Failed
@@ -205,7 +206,7 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
  * times, and those failures are taken out of `errors`. Every controller module is transpiled
  * on its first request, slow on a loaded machine, hence the generous bound.
  */
-export async function openSim(page: Page, url: string, errors: string[] = [], timeoutMs = 150_000): Promise<void> {
+export async function openConsole(page: Page, url: string, want: 'sim' | 'live', errors: string[] = [], timeoutMs = 150_000): Promise<void> {
   const failed: string[] = [];
   page.on('requestfailed', (r) => {
     const why = r.failure()?.errorText ?? 'failed';
@@ -222,11 +223,16 @@ export async function openSim(page: Page, url: string, errors: string[] = [], ti
     });
     for (;;) {
       const state = await page.locator('#conn').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
-      if (state === 'sim') return;
+      if (state === want) return;
       if (failed.length > 0 && attempt < 3) break;
-      if (Date.now() > deadline) throw new Error(`the console did not reach simulation mode within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}; failed loads: ${JSON.stringify(failed)}`);
+      if (Date.now() > deadline) throw new Error(`the console did not reach state "${want}" within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}; failed loads: ${JSON.stringify(failed)}`);
       await new Promise((r) => setTimeout(r, 250));
     }
     errors.splice(0, errors.length, ...errors.filter((e) => !networkErrors(e)));
   }
+}
+
+/** The console in simulation mode (openConsole). */
+export function openSim(page: Page, url: string, errors: string[] = [], timeoutMs = 150_000): Promise<void> {
+  return openConsole(page, url, 'sim', errors, timeoutMs);
 }
