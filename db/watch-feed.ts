@@ -32,57 +32,78 @@ export function followWatch(source: WatchSource, req: WatchRequest): AsyncGenera
 
 async function* pull(source: WatchSource, req: WatchRequest, iv: KeyInterval, start: number): AsyncGenerator<WatchBatch> {
   // One listener on the caller's signal per watch, however many times we wait: many
-  // watches may share one signal.
+  // watches may share one signal. One generator, and a plain flag for "stopped": a watch
+  // steps once per revision it follows, and each layer or signal check is paid that often.
   const own = new AbortController();
-  const stop = () => own.abort();
+  let stopped = false;
+  const stop = () => {
+    stopped = true;
+    own.abort();
+  };
   req.signal?.addEventListener('abort', stop, { once: true });
-  if (req.signal?.aborted) own.abort();
+  if (req.signal?.aborted) stop();
   const signal = own.signal;
+  const view = `${iv.single ? 1 : 0}\u0000${iv.start}\u0000${iv.end ?? ''}\u0000${req.prevKv ? 1 : 0}`;
+  const prevKv = req.prevKv === true;
   try {
-    yield* pullFrom(source, req, iv, start, signal);
+    let next = start;
+    let failures = 0;
+    while (!stopped && !source.closed()) {
+      if (next > source.head()) {
+        await source.waitBeyond(next - 1, signal);
+        continue;
+      }
+      let page: { batches: WatchBatch[]; through: number };
+      try {
+        page = await source.read(next, iv);
+        failures = 0;
+      } catch (e) {
+        // The store being briefly unreachable is not the watcher's problem: keep our
+        // position and try again, so nothing is lost or doubled. Compaction and bugs end it.
+        if (!isCcaError(e) || e.blame !== 'environment') throw e;
+        failures++;
+        await sleep(Math.min(50 * 2 ** failures, 2_000), signal);
+        continue;
+      }
+      const { batches, through } = page;
+      for (const b of batches) {
+        if (stopped) return;
+        const shaped = shapeFor(b, iv, view, prevKv);
+        if (shaped) yield shaped;
+      }
+      next = through + 1;
+    }
   } finally {
     req.signal?.removeEventListener('abort', stop);
   }
 }
 
-async function* pullFrom(
-  source: WatchSource,
-  req: WatchRequest,
-  iv: KeyInterval,
-  start: number,
-  signal: AbortSignal,
-): AsyncGenerator<WatchBatch> {
-  let next = start;
-  let failures = 0;
-  while (!signal.aborted && !source.closed()) {
-    if (next > source.head()) {
-      await source.waitBeyond(next - 1, signal);
-      continue;
-    }
-    let page: { batches: WatchBatch[]; through: number };
-    try {
-      page = await source.read(next, iv);
-      failures = 0;
-    } catch (e) {
-      // The store being briefly unreachable is not the watcher's problem: keep our
-      // position and try again, so nothing is lost or doubled. Compaction and bugs end it.
-      if (!isCcaError(e) || e.blame !== 'environment') throw e;
-      failures++;
-      await sleep(Math.min(50 * 2 ** failures, 2_000), signal);
-      continue;
-    }
-    const { batches, through } = page;
-    for (const b of batches) {
-      if (signal.aborted) return;
-      const events = b.events.filter((e) => inInterval(e.kv.key, iv));
-      if (events.length === 0) continue;
-      yield {
-        revision: b.revision,
-        events: req.prevKv ? events : events.map(({ type, kv }) => ({ type, kv })),
-      };
-    }
-    next = through + 1;
+/**
+ * A batch as the watchers of one interval see it (their keys only, prevKv only if asked),
+ * made once per batch and view and shared by every such watcher: a source hands the same
+ * batch objects to all of them (the ring), and a thousand watchers of one prefix made a
+ * thousand copies of each batch. Shared, so a consumer must not modify what it is given.
+ * Bounded: the views of the newest `MEMO_BATCHES` batches are kept, `MEMO_VIEWS` per batch
+ * (watchers at the head all read the newest; one catching up from far behind shapes its own).
+ */
+const MEMO_BATCHES = 64;
+const MEMO_VIEWS = 16;
+const views = new WeakMap<WatchBatch, Map<string, WatchBatch | null>>();
+const memoised: WatchBatch[] = [];
+
+function shapeFor(b: WatchBatch, iv: KeyInterval, view: string, prevKv: boolean): WatchBatch | undefined {
+  let byView = views.get(b);
+  const known = byView?.get(view);
+  if (known !== undefined) return known ?? undefined;
+  const events = b.events.filter((e) => inInterval(e.kv.key, iv));
+  const shaped = events.length === 0 ? null : { revision: b.revision, events: prevKv ? events : events.map(({ type, kv }) => ({ type, kv })) };
+  if (!byView) {
+    views.set(b, (byView = new Map()));
+    memoised.push(b);
+    if (memoised.length > MEMO_BATCHES) views.delete(memoised.shift()!);
   }
+  if (byView.size < MEMO_VIEWS) byView.set(view, shaped);
+  return shaped ?? undefined;
 }
 
 /** Resolves after `ms`, or at once when the signal aborts. */

@@ -24,6 +24,8 @@ export interface ServerLimits {
   watchStallMs: number;
   /** How long a cut watcher's connection is kept for the event that says where to resume, before it is closed. */
   watchCutGraceMs: number;
+  /** Frames reaching a watcher within this many ms go out in one socket write (handlers/watch/flush-tick.ts); 0: each at once. */
+  watchFlushMs: number;
   /** Bytes of serialised frames kept for watchers of the same prefix to share. */
   frameCacheBytes: number;
   /** Watch streams and long polls one token may hold open on this pod at once (CCA-E0642); anonymous callers share one such allowance. */
@@ -45,6 +47,7 @@ export const defaultLimits: ServerLimits = {
   watchPodBytes: 256 * 1024 * 1024,
   watchStallMs: 10_000,
   watchCutGraceMs: 10_000,
+  watchFlushMs: 20,
   frameCacheBytes: 64 * 1024 * 1024,
   streamsPerToken: 64,
   streamsPerNode: 16,

@@ -1,5 +1,4 @@
-import { Hono, type Context } from 'hono';
-import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
+import { Hono } from 'hono';
 import { z } from 'zod';
 import { CcaError } from '../../core/diagnostics/index.js';
 import type { ServerDeps } from '../deps.js';
@@ -8,8 +7,10 @@ import { parseQuery, revisionParam } from '../query.js';
 import { requireRole, type AuthEnv } from '../auth.js';
 import type { PodLimits } from '../limits/pod-limits.js';
 import { FrameCache } from '../watch/frame-cache.js';
+import { FlushTick } from '../watch/flush-tick.js';
 import { pumpFrames, type Cut } from '../watch/pump.js';
 import { WatchQueue } from '../watch/watch-queue.js';
+import { respondSse, sseEvent, type SseSink } from '../watch/sse-sink.js';
 
 const watchQuery = z.strictObject({
   prefix: z.string().default(''),
@@ -31,6 +32,7 @@ const CACHED_FRAMES = 8192;
  */
 export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
   const frames = new FrameCache({ maxFrames: CACHED_FRAMES, maxBytes: deps.limits.frameCacheBytes });
+  const tick = new FlushTick(deps.limits.watchFlushMs);
   return new Hono<AuthEnv>().get('/v1/watch', requireRole('reader'), (c) => {
     const q = parseQuery(c, watchQuery);
     const lastId = Number(c.req.header('last-event-id'));
@@ -39,12 +41,10 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
     const prevKv = q.prevKv === '1' || q.prevKv === 'true';
     // Refused (429) before anything streams; given back however the stream ends.
     const release = pod.slots.hold(c.get('principal'));
-    c.header('Cache-Control', 'no-store');
-    c.header('X-Accel-Buffering', 'no');
     try {
-      return streamSSE(c, async (stream) => {
+      return respondSse(c, async (sink) => {
         try {
-          await serve(c, stream, { prefix: q.prefix, from, prevKv, requestId });
+          await serve(sink, { prefix: q.prefix, from, prevKv, requestId });
         } finally {
           release();
         }
@@ -55,7 +55,7 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
     }
   });
 
-  async function serve(c: Context<AuthEnv>, stream: SSEStreamingApi, w: { prefix: string; from: number | undefined; prevKv: boolean; requestId: string }) {
+  async function serve(stream: SseSink, w: { prefix: string; from: number | undefined; prevKv: boolean; requestId: string }) {
     const ac = new AbortController();
     stream.onAbort(() => ac.abort());
     // A pod going away ends its streams itself, telling clients to come back soon (to
@@ -81,23 +81,24 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
         prevKv: w.prevKv,
         signal: ac.signal,
       });
-      await stream.writeSSE({ event: 'open', data: JSON.stringify({ prefix: w.prefix, from: w.from ?? null, requestId: w.requestId }) });
+      await stream.write(sseEvent({ event: 'open', data: JSON.stringify({ prefix: w.prefix, from: w.from ?? null, requestId: w.requestId }) }));
       cut = await pumpFrames(stream, watch, {
         queue,
         frame: (b) => frames.frame(b, w.prefix, w.prevKv),
         stallMs: deps.limits.watchStallMs,
         signal: ac.signal,
+        beforeWrite: () => tick.next(),
       });
     } catch (e) {
       if (!ac.signal.aborted) {
-        await stream.writeSSE({ event: 'error', data: JSON.stringify({ error: diagnosticFor(e, w.requestId) }) }).catch(() => undefined);
+        await stream.write(sseEvent({ event: 'error', data: JSON.stringify({ error: diagnosticFor(e, w.requestId) }) })).catch(() => undefined);
       }
     } finally {
       clearInterval(heartbeat);
       deps.metrics.watchers.dec();
       deps.draining?.removeEventListener('abort', onDrain);
       ac.abort();
-      if (cut) await endCut(c, stream, cut, w.requestId);
+      if (cut) await endCut(stream, cut, w.requestId);
       queue.close();
       if (draining) await stream.write(`retry: ${RECONNECT_HINT_MS}\nevent: shutdown\ndata: {}\n\n`).catch(() => undefined);
     }
@@ -107,24 +108,17 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
    * Tell a cut watcher where to resume. Its client may read nothing at all: then the event
    * cannot get through, and after `watchCutGraceMs` the connection itself is closed.
    */
-  async function endCut(c: Context<AuthEnv>, stream: SSEStreamingApi, cut: Cut, requestId: string) {
+  async function endCut(stream: SseSink, cut: Cut, requestId: string) {
     deps.metrics.watchCuts.inc({ bound: cut.bound });
     const error =
       cut.bound === 'watcher'
         ? new CcaError('CCA-E0640', { queuedBytes: cut.queuedBytes, limitBytes: deps.limits.watchQueueBytes, stallMs: deps.limits.watchStallMs, resumeFrom: cut.resumeFrom })
         : new CcaError('CCA-E0641', { podBytes: pod.watchBytes.used, limitBytes: deps.limits.watchPodBytes, stallMs: deps.limits.watchStallMs, resumeFrom: cut.resumeFrom });
-    const sent = stream.writeSSE({ event: 'error', id: String(cut.resumeFrom - 1), data: JSON.stringify({ error: diagnosticFor(error, requestId) }) }).then(() => true);
+    const sent = stream.write(sseEvent({ event: 'error', id: String(cut.resumeFrom - 1), data: JSON.stringify({ error: diagnosticFor(error, requestId) }) })).then(() => true);
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<boolean>((r) => (timer = setTimeout(() => r(false), deps.limits.watchCutGraceMs)));
     const delivered = await Promise.race([sent, late]);
     clearTimeout(timer);
-    if (!delivered) closeConnection(c, stream);
+    if (!delivered) stream.destroy();
   }
-}
-
-/** Close the client's connection now (on Node: the socket; elsewhere, the body stream). */
-function closeConnection(c: Context<AuthEnv>, stream: SSEStreamingApi): void {
-  const env = c.env as unknown as { outgoing?: { destroy(): void } } | undefined;
-  if (env?.outgoing) env.outgoing.destroy();
-  else stream.abort();
 }

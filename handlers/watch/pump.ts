@@ -19,6 +19,8 @@ export interface PumpOptions {
   stallMs: number;
   /** The client went away or the pod is draining. */
   signal: AbortSignal;
+  /** Waited for before each write, so frames arriving meanwhile share it (FlushTick); none: write at once. */
+  beforeWrite?: () => Promise<void>;
 }
 
 /**
@@ -33,13 +35,22 @@ export async function pumpFrames(stream: { write(text: string): Promise<unknown>
   let wakeWriter: (() => void) | undefined;
   let progressed: (() => void) | undefined;
   const writer = (async () => {
+    // Only a writer coming back from idle waits for the tick: one with a backlog has
+    // frames to put together already, and waiting between its chunks would cap a
+    // catching-up watcher at a chunk per tick.
+    let idle = true;
     for (;;) {
-      const chunk = queue.take(CHUNK_BYTES);
-      if (!chunk) {
+      if (queue.waiting() === 0) {
         if (ended) return;
+        idle = true;
         await new Promise<void>((r) => (wakeWriter = r));
         continue;
       }
+      if (idle && o.beforeWrite) await o.beforeWrite();
+      idle = false;
+      // A cut may have dropped what was waiting.
+      const chunk = queue.take(CHUNK_BYTES);
+      if (!chunk) continue;
       await stream.write(chunk.text);
       queue.written(chunk.bytes);
       progressed?.();

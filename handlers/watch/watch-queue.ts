@@ -38,6 +38,11 @@ export class WatchQueue {
     return this.queued + this.inFlight;
   }
 
+  /** Frames queued and not yet handed to the socket. */
+  waiting(): number {
+    return this.frames.length;
+  }
+
   idle(): boolean {
     return this.bytes() === 0;
   }

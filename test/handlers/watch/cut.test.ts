@@ -144,4 +144,25 @@ describe('watch streams bounded in bytes', () => {
     expect(d.params.resumeFrom).toBeLessThanOrEqual(last);
     expect(ids.slice(0, -1)).toEqual(Array.from({ length: ids.length - 1 }, (_, i) => from + i));
   });
+
+  test('over a Node server the stream is written to the socket: its headers, the request ID, every revision, and a client that leaves gives its slot back', async () => {
+    const { url, deps, store } = await server();
+    const from = (await store.revision()) + 1;
+    const ac = new AbortController();
+    const r = await fetch(`${url}/v1/watch?prefix=/x/&from=${from}`, { headers: { 'x-request-id': 'r-sse-headers' }, signal: ac.signal });
+    expect(r.status).toBe(200);
+    expect(r.headers.get('content-type')).toBe('text/event-stream');
+    expect(r.headers.get('cache-control')).toBe('no-store');
+    expect(r.headers.get('x-request-id')).toBe('r-sse-headers');
+    const last = await flood(store, 20);
+    const reader = r.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let text = '';
+    while (!text.includes(`id: ${last}\n`)) text += (await reader.read()).value ?? '';
+    expect(text.startsWith('event: open\ndata: {"prefix":"/x/","from":' + from + ',"requestId":"r-sse-headers"}\n\n')).toBe(true);
+    const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+    expect(ids).toEqual(Array.from({ length: last - from + 1 }, (_, i) => from + i));
+    expect(await watchers(deps)).toBe(1);
+    ac.abort();
+    await waitFor('the stream to end once its client left', () => watchers(deps), (n) => n === 0, 10_000);
+  });
 });
