@@ -14,6 +14,7 @@
  * one JSON line with the figures and the load average.
  *
  *   BENCH_WATCHERS=1000  BENCH_RATE=100 (writes/s)  BENCH_SECONDS=10  BENCH_AGENTS=1000
+ *   BENCH_SETTLE_SECONDS=60 (after the last registration, before the agents-alone window; default min(10, BENCH_SECONDS))
  */
 import { z } from 'zod';
 import { PostgresStore } from '../db/postgres/store.js';
@@ -32,6 +33,8 @@ const env = z
     BENCH_WATCH_WORKERS: z.coerce.number().int().positive().default(4),
     BENCH_AGENT_WORKERS: z.coerce.number().int().positive().default(4),
     BENCH_PROFILE: z.string().optional(),
+    /** Seconds between the last registration and the agents-alone window (the first reports and polls settle). */
+    BENCH_SETTLE_SECONDS: z.coerce.number().nonnegative().optional(),
   })
   .parse(process.env);
 
@@ -135,7 +138,7 @@ async function agentsAndApply(pod: BenchPod): Promise<void> {
     const ready = await workers.collect('ready', 1_800_000);
     results['agents.registered'] = ready.reduce((a, r) => a + r.registered, 0);
     // Registration is done; let the node controller and the agents' first reports settle.
-    await sleep(Math.min(10_000, env.BENCH_SECONDS * 1000));
+    await sleep(env.BENCH_SETTLE_SECONDS !== undefined ? env.BENCH_SETTLE_SECONDS * 1000 : Math.min(10_000, env.BENCH_SECONDS * 1000));
     // The agents alone first: the applies below wake controllers, whose steps the pod pays for too.
     const a0 = await usage(pod.pid);
     const ta = performance.now();

@@ -1,3 +1,4 @@
+import { firstLine } from '../core/diagnostics/index.js';
 import type { StepInfo, StepMetrics } from '../jobs/step-runner.js';
 import type { ServerMetrics } from '../handlers/metrics.js';
 import type { Logger } from './log.js';
@@ -44,9 +45,4 @@ const LEVELS: Record<string, 'error' | 'warn' | 'debug' | 'trace'> = { error: 'e
  */
 export function graphileLog(log: Logger): (level: string, message: string, fields: Record<string, unknown>) => void {
   return (level, message, fields) => log[LEVELS[level] ?? 'info'](fields, firstLine(message));
-}
-
-function firstLine(s: string): string {
-  const nl = s.indexOf('\n');
-  return nl < 0 ? s : s.slice(0, nl);
 }

@@ -12,16 +12,18 @@ export function toDiagnostic(e: unknown, where: string, requestId?: string): Dia
     d = { ...e.diagnostic };
   } else {
     const reason =
-      e instanceof Error ? `${e.name}: ${firstLine(e.message)}` : `a non-error value was thrown (${typeof e})`;
+      e instanceof Error ? `${e.name}: ${firstLine(e.message, 200)}` : `a non-error value was thrown (${typeof e})`;
     d = makeDiagnostic('CCA-E0001', { where, reason });
   }
   if (requestId !== undefined) d.requestId = requestId;
   return d;
 }
 
-function firstLine(s: string): string {
+/** The text up to its first line break, at most `maxChars` of it: a message without its stack. */
+export function firstLine(s: string, maxChars = Infinity): string {
   const nl = s.indexOf('\n');
-  return (nl < 0 ? s : s.slice(0, nl)).slice(0, 200);
+  const line = nl < 0 ? s : s.slice(0, nl);
+  return line.length > maxChars ? line.slice(0, maxChars) : line;
 }
 
 /** The message of whatever was thrown: an Error's own, anything else as a string. */

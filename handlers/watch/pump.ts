@@ -19,7 +19,7 @@ export interface PumpOptions {
   stallMs: number;
   /** The client went away or the pod is draining. */
   signal: AbortSignal;
-  /** Waited for before each write, so frames arriving meanwhile share it (FlushTick); none: write at once. */
+  /** Waited for before the first write after the queue ran empty, so frames arriving meanwhile share it (FlushTick); none: write at once. */
   beforeWrite?: () => Promise<void>;
 }
 
