@@ -9,6 +9,8 @@ import type { PodLimits } from '../limits/pod-limits.js';
 import { FrameCache } from '../watch/frame-cache.js';
 import { FlushTick } from '../watch/flush-tick.js';
 import { pumpFrames, type Cut } from '../watch/pump.js';
+import { SharedFeeds } from '../watch/shared-feeds.js';
+import type { FrameLine } from '../watch/frame-line.js';
 import { WatchQueue } from '../watch/watch-queue.js';
 import { respondSse, sseEvent, type SseSink } from '../watch/sse-sink.js';
 
@@ -23,6 +25,8 @@ const watchQuery = z.strictObject({
 const RECONNECT_HINT_MS = 500;
 /** Frames kept for watchers of the same prefix to share, at most (and `limits.frameCacheBytes`). */
 const CACHED_FRAMES = 8192;
+/** The newest frames a prefix's shared feed keeps, so a watcher just behind it can join: count and bytes. */
+const FEED_KEEPS = { frames: 64, bytes: 1024 * 1024 };
 
 /**
  * The store's watch as Server-Sent Events. Each event's id is its revision, so a
@@ -33,6 +37,7 @@ const CACHED_FRAMES = 8192;
 export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
   const frames = new FrameCache({ maxFrames: CACHED_FRAMES, maxBytes: deps.limits.frameCacheBytes });
   const tick = new FlushTick(deps.limits.watchFlushMs);
+  const feeds = new SharedFeeds(deps.store, (b, v) => frames.frame(b, v.prefix, v.prevKv), FEED_KEEPS);
   return new Hono<AuthEnv>().get('/v1/watch', requireRole('reader'), (c) => {
     const q = parseQuery(c, watchQuery);
     const lastId = Number(c.req.header('last-event-id'));
@@ -74,17 +79,15 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
       if (queue.idle()) void stream.write(': heartbeat\n\n');
     }, deps.limits.heartbeatMs);
     let cut: Cut | undefined;
+    let line: FrameLine | undefined;
     try {
-      const watch = deps.store.watch({
-        prefix: w.prefix,
-        ...(w.from !== undefined ? { fromRevision: w.from } : {}),
-        prevKv: w.prevKv,
-        signal: ac.signal,
-      });
+      // "From now" is fixed before the client hears it is watching: a write it makes after
+      // the open event is always delivered.
+      const head = await deps.store.revision();
+      line = feeds.line({ prefix: w.prefix, prevKv: w.prevKv }, w.from ?? head + 1, head);
       await stream.write(sseEvent({ event: 'open', data: JSON.stringify({ prefix: w.prefix, from: w.from ?? null, requestId: w.requestId }) }));
-      cut = await pumpFrames(stream, watch, {
+      cut = await pumpFrames(stream, line, {
         queue,
-        frame: (b) => frames.frame(b, w.prefix, w.prevKv),
         stallMs: deps.limits.watchStallMs,
         signal: ac.signal,
         beforeWrite: () => tick.next(),
@@ -95,6 +98,7 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
       }
     } finally {
       clearInterval(heartbeat);
+      line?.close();
       deps.metrics.watchers.dec();
       deps.draining?.removeEventListener('abort', onDrain);
       ac.abort();

@@ -1,6 +1,6 @@
-import type { WatchBatch } from '../../db/store.js';
-import type { Frame } from './frame-cache.js';
+import type { FrameLine } from './frame-line.js';
 import type { Bound, WatchQueue } from './watch-queue.js';
+import type { Frame } from './frame-cache.js';
 
 /** Frames that wait together go out in one socket write of about this many bytes. */
 const CHUNK_BYTES = 64 * 1024;
@@ -14,7 +14,6 @@ export interface Cut {
 
 export interface PumpOptions {
   queue: WatchQueue;
-  frame(batch: WatchBatch): Frame;
   /** How long a watcher at a bound may send nothing before it is cut. */
   stallMs: number;
   /** The client went away or the pod is draining. */
@@ -24,12 +23,12 @@ export interface PumpOptions {
 }
 
 /**
- * Batches from the store to the socket through the watcher's queue. The store is pulled
- * only while the watcher is below its bounds; one that stays at a bound for `stallMs`
- * without a single write completing is cut (its unsent frames dropped), and the answer says
- * where it must resume. Returns undefined when the batches ended or the signal aborted.
+ * Frames from the watcher's line to the socket through its queue. The line is run only
+ * while the watcher is below its bounds; one that stays at a bound for `stallMs` without a
+ * single write completing is cut (its unsent frames dropped), and the answer says where it
+ * must resume. Returns undefined when the line ended or the signal aborted.
  */
-export async function pumpFrames(stream: { write(text: string): Promise<unknown> }, batches: AsyncIterable<WatchBatch>, o: PumpOptions): Promise<Cut | undefined> {
+export async function pumpFrames(stream: { write(text: string): Promise<unknown> }, line: FrameLine, o: PumpOptions): Promise<Cut | undefined> {
   const { queue } = o;
   let ended = false;
   let wakeWriter: (() => void) | undefined;
@@ -56,11 +55,19 @@ export async function pumpFrames(stream: { write(text: string): Promise<unknown>
       progressed?.();
     }
   })();
+  // Called for every frame, by a pushing line inside its fan-out loop: no await, no allocation.
+  const push = (f: Frame): boolean => {
+    queue.push(f);
+    const w = wakeWriter;
+    wakeWriter = undefined;
+    w?.();
+    return queue.over() === undefined;
+  };
   let cut: Cut | undefined;
   try {
-    for await (const batch of batches) {
-      queue.push(o.frame(batch));
-      wakeWriter?.();
+    for (;;) {
+      const stop = await line.run(push, o.signal);
+      if (stop !== 'paused') break;
       const bound = queue.over();
       if (bound === undefined) continue;
       const outcome = await drained(queue, o.stallMs, o.signal, (r) => (progressed = r));
@@ -72,6 +79,7 @@ export async function pumpFrames(stream: { write(text: string): Promise<unknown>
     }
   } finally {
     ended = true;
+    line.close();
     if (cut) queue.drop();
     wakeWriter?.();
   }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from 'vitest';
 import type { WatchBatch } from '../../../db/store.js';
 import { FlushTick } from '../../../handlers/watch/flush-tick.js';
+import { pulledLine } from '../../../handlers/watch/frame-line.js';
 import { pumpFrames } from '../../../handlers/watch/pump.js';
 import { PodBytes, WatchQueue } from '../../../handlers/watch/watch-queue.js';
 
@@ -34,9 +35,9 @@ async function run(beforeWrite: (() => Promise<void>) | undefined, feed: (ch: Re
   const writes: string[] = [];
   const ch = channel();
   const queue = new WatchQueue(new PodBytes(1 << 30), 1 << 20);
-  const pumped = pumpFrames({ write: async (t: string) => void writes.push(t) }, ch, {
+  const line = pulledLine(ch, (b) => ({ revision: b.revision, text: `id: ${b.revision}\n\n`, bytes: frameBytes }));
+  const pumped = pumpFrames({ write: async (t: string) => void writes.push(t) }, line, {
     queue,
-    frame: (b) => ({ revision: b.revision, text: `id: ${b.revision}\n\n`, bytes: frameBytes }),
     stallMs: 10_000,
     signal: new AbortController().signal,
     ...(beforeWrite ? { beforeWrite } : {}),
