@@ -65,13 +65,15 @@ describe('benchmarks at a tiny size', () => {
   }, 240_000);
 
   it('bench:server runs its watch fan-out and agents in separate processes and reports', async () => {
-    const r = await bench('bench/server.ts', { BENCH_WATCHERS: '3', BENCH_WATCH_WORKERS: '2', BENCH_RATE: '20', BENCH_SECONDS: '1', BENCH_AGENTS: '2', BENCH_AGENT_WORKERS: '2' });
+    const r = await bench('bench/server.ts', { BENCH_WATCHERS: '3', BENCH_WATCH_WORKERS: '2', BENCH_RATE: '20', BENCH_SECONDS: '1', BENCH_WARMUP_SECONDS: '0.5', BENCH_AGENTS: '2', BENCH_AGENT_WORKERS: '2' });
     expect(r.code, r.out).toBe(0);
     expect(r.json.bench, r.out).toBe('server');
     expect(typeof r.json.load).toBe('number');
     const res = r.json.results as Record<string, number>;
     // Every watcher got every event, in order: the figures are about a complete delivery.
     expect(res['watch.delivered_fraction']).toBe(1);
+    // The warm-up's events (10) are delivered too; only their latency is left out.
+    expect(res['watch.events_delivered']).toBe(3 * (10 + 20));
     expect(res['watch.out_of_order']).toBe(0);
     expect(res['watch.p99_ms']).toBeGreaterThanOrEqual(0);
     expect(res['watch.pod_cpu_s_per_10k_events']).toBeGreaterThan(0);
