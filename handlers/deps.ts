@@ -47,7 +47,7 @@ export const defaultLimits: ServerLimits = {
   watchPodBytes: 256 * 1024 * 1024,
   watchStallMs: 10_000,
   watchCutGraceMs: 10_000,
-  watchFlushMs: 20,
+  watchFlushMs: 10,
   frameCacheBytes: 64 * 1024 * 1024,
   streamsPerToken: 64,
   streamsPerNode: 16,
