@@ -15,6 +15,7 @@ import { freePort } from '../test/support/postgres-server.js';
 import { demoPostgres } from './postgres.js';
 import { alive, cca, DemoFailure, Proc, until } from './procs.js';
 import { messageOf } from '../core/diagnostics/index.js';
+import { STORE_FAILING } from '../server/store-health.js';
 
 type Json = Record<string, any>;
 
@@ -206,7 +207,11 @@ export async function runDemoC0(opts: DemoOptions = {}): Promise<void> {
     const outageTitle = `the store (${opts.store ?? 'postgres'}) down for 10 s: workloads keep running; the server reports it once; nothing lost`;
     // The pod's own reports of the store, not its access log (a request that failed during the
     // outage names its code too, once per request: that is the request's line, not a report).
-    const reports = () => pod.output.split('\n').filter((l) => /CCA-E01(11|12)|CCA-E0403/.test(l) && !/"requestId":/.test(l));
+    // A report is a diagnostic's line (JSON, its `code` field) with one of the gate's codes:
+    // whichever part of the pod meets the outage first reports it, and under load that can be
+    // graphile-worker failing to release a job (CCA-E0424) before the health probe's turn.
+    const failing = new RegExp(`"code":"(${[...STORE_FAILING].join('|')})"`);
+    const reports = () => pod.output.split('\n').filter((l) => failing.test(l) && !/"requestId":/.test(l));
     if (!store.outage) {
       step(7, `${outageTitle} — DID NOT RUN`);
       say(`   – step 7 did not run: ${SQLITE_NO_OUTAGE}`);

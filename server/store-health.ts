@@ -38,7 +38,7 @@ export function watchStoreHealth(
  * The diagnostics that say "the store is failing", whoever meets it (the health probe, a
  * driver, graphile-worker releasing a job: CCA-E0424).
  */
-const STORE_FAILING = new Set(['CCA-E0111', 'CCA-E0112', 'CCA-E0403', 'CCA-E0424']);
+export const STORE_FAILING: ReadonlySet<string> = new Set(['CCA-E0111', 'CCA-E0112', 'CCA-E0403', 'CCA-E0424']);
 
 /**
  * One report per outage for the whole pod: the health probe and the controller drivers each

@@ -9,7 +9,7 @@ import type { PodLimits } from '../limits/pod-limits.js';
 import { FrameCache } from '../watch/frame-cache.js';
 import { FlushTick } from '../watch/flush-tick.js';
 import { pumpFrames, type Cut } from '../watch/pump.js';
-import { SharedFeeds } from '../watch/shared-feeds.js';
+import { FEED_KEEPS, SharedFeeds } from '../watch/shared-feeds.js';
 import type { FrameLine } from '../watch/frame-line.js';
 import { WatchQueue } from '../watch/watch-queue.js';
 import { respondSse, sseEvent, type SseSink } from '../watch/sse-sink.js';
@@ -25,8 +25,6 @@ const watchQuery = z.strictObject({
 const RECONNECT_HINT_MS = 500;
 /** Frames kept for watchers of the same prefix to share, at most (and `limits.frameCacheBytes`). */
 const CACHED_FRAMES = 8192;
-/** The newest frames a prefix's shared feed keeps, so a watcher just behind it can join: count and bytes. */
-const FEED_KEEPS = { frames: 64, bytes: 1024 * 1024 };
 
 /**
  * The store's watch as Server-Sent Events. Each event's id is its revision, so a

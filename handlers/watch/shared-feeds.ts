@@ -8,6 +8,9 @@ export interface FeedLimits {
   bytes: number;
 }
 
+/** The newest frames a prefix's feed keeps, so a watcher just behind it can join at once. */
+export const FEED_KEEPS: FeedLimits = { frames: 64, bytes: 1024 * 1024 };
+
 /** One watch of a view (prefix and prevKv) in this pod. */
 export interface View {
   prefix: string;
