@@ -61,8 +61,7 @@ async function* pull(source: WatchSource, req: WatchRequest, iv: KeyInterval, st
         // The store being briefly unreachable is not the watcher's problem: keep our
         // position and try again, so nothing is lost or doubled. Compaction and bugs end it.
         if (!isCcaError(e) || e.blame !== 'environment') throw e;
-        failures++;
-        await sleep(Math.min(50 * 2 ** failures, 2_000), signal);
+        await sleep(outageBackoffMs(++failures), signal);
         continue;
       }
       const { batches, through } = page;
@@ -104,6 +103,26 @@ function shapeFor(b: WatchBatch, iv: KeyInterval, view: string, prevKv: boolean)
   }
   if (byView.size < MEMO_VIEWS) byView.set(view, shaped);
   return shaped ?? undefined;
+}
+
+/** How long a watch waits before asking an unreachable store again: 100 ms doubling to 2 s. */
+export function outageBackoffMs(failures: number): number {
+  return Math.min(50 * 2 ** failures, 2_000);
+}
+
+/**
+ * `ask()`'s answer, asked again through a store outage (an error the environment is blamed
+ * for) as a watch waits one out; any other error, or the signal aborting, ends it.
+ */
+export async function askThroughOutage<T>(ask: () => Promise<T>, signal: AbortSignal): Promise<T> {
+  for (let failures = 0; ; ) {
+    try {
+      return await ask();
+    } catch (e) {
+      if (!isCcaError(e) || e.blame !== 'environment' || signal.aborted) throw e;
+      await sleep(outageBackoffMs(++failures), signal);
+    }
+  }
 }
 
 /** Resolves after `ms`, or at once when the signal aborts. */

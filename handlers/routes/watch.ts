@@ -10,6 +10,7 @@ import { FrameCache } from '../watch/frame-cache.js';
 import { FlushTick } from '../watch/flush-tick.js';
 import { pumpFrames, type Cut } from '../watch/pump.js';
 import { FEED_KEEPS, SharedFeeds } from '../watch/shared-feeds.js';
+import { askThroughOutage } from '../../db/watch-feed.js';
 import type { FrameLine } from '../watch/frame-line.js';
 import { WatchQueue } from '../watch/watch-queue.js';
 import { respondSse, sseEvent, type SseSink } from '../watch/sse-sink.js';
@@ -80,8 +81,9 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
     let line: FrameLine | undefined;
     try {
       // "From now" is fixed before the client hears it is watching: a write it makes after
-      // the open event is always delivered.
-      const head = await deps.store.revision();
+      // the open event is always delivered. A watch opened while the store is away opens
+      // when it is back (heartbeats meanwhile), as one already open waits the outage out.
+      const head = await askThroughOutage(() => deps.store.revision(), ac.signal);
       line = feeds.line({ prefix: w.prefix, prevKv: w.prevKv }, w.from ?? head + 1, head);
       await stream.write(sseEvent({ event: 'open', data: JSON.stringify({ prefix: w.prefix, from: w.from ?? null, requestId: w.requestId }) }));
       cut = await pumpFrames(stream, line, {
