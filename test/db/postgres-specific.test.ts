@@ -117,13 +117,14 @@ describe('PostgresStore specifics', () => {
     const { url, store: a } = await freshStore('lease2', { leaseReaperMs: 50 });
     const b = await PostgresStore.open(url, { leaseReaperMs: 50 });
     const c = await PostgresStore.open(url, { leaseReaperMs: 50 });
-    const leases = await Promise.all([1, 2, 3].map(() => a.grantLease(1)));
+    // 3 s, not 1: on a loaded machine the six puts below took longer than a 1 s lease lives.
+    const leases = await Promise.all([1, 2, 3].map(() => a.grantLease(3)));
     for (const [i, l] of leases.entries()) {
       await b.put(`l/${i}/x`, 'v', { lease: l.id });
       await c.put(`l/${i}/y`, 'v', { lease: l.id });
     }
     const before = await a.revision();
-    const r = await waitFor('every key under l/ expired with its lease', () => a.range({ prefix: 'l/' }), (x) => x.count === 0, 8_000);
+    const r = await waitFor('every key under l/ expired with its lease', () => a.range({ prefix: 'l/' }), (x) => x.count === 0, 12_000);
     expect(r.count).toBe(0);
     // Three leases with keys: exactly three revisions, each deleting one lease's two keys.
     expect(await a.revision()).toBe(before + 3);
