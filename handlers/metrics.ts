@@ -43,6 +43,20 @@ export class ServerMetrics {
     registers: [this.registry],
     collect: (): void => this.watchQueuedBytes.set(this.watchBytesSource()),
   });
+  /** The pod's shared watch feeds, read when scraped (handlers/routes/watch.ts sets the source). */
+  private watchFeedsSource: () => { feeds: number; joined: number } = () => ({ feeds: 0, joined: 0 });
+  readonly watchFeeds: Gauge = new Gauge({
+    name: 'cca_watch_feeds',
+    help: 'Prefixes this pod follows with one shared store watch (handlers/watch/shared-feeds.ts).',
+    registers: [this.registry],
+    collect: (): void => this.watchFeeds.set(this.watchFeedsSource().feeds),
+  });
+  readonly watchJoined: Gauge = new Gauge({
+    name: 'cca_watch_joined',
+    help: 'Watch streams fed by a shared feed; the rest of cca_watchers read the store on their own (behind, or held at a bound).',
+    registers: [this.registry],
+    collect: (): void => this.watchJoined.set(this.watchFeedsSource().joined),
+  });
   readonly watchCuts = new Counter({
     name: 'cca_watch_cuts_total',
     help: 'Watch streams cut at a byte bound, by bound (watcher or pod).',
@@ -146,6 +160,10 @@ export class ServerMetrics {
 
   trackWatchBytes(source: () => number): void {
     this.watchBytesSource = source;
+  }
+
+  trackWatchFeeds(source: () => { feeds: number; joined: number }): void {
+    this.watchFeedsSource = source;
   }
 
   /** A driver's step (jobs/step-runner.ts `StepMetrics`): counted by result, timed. */

@@ -37,6 +37,7 @@ export function watchRoutes(deps: ServerDeps, pod: PodLimits) {
   const frames = new FrameCache({ maxFrames: CACHED_FRAMES, maxBytes: deps.limits.frameCacheBytes });
   const tick = new FlushTick(deps.limits.watchFlushMs);
   const feeds = new SharedFeeds(deps.store, (b, v) => frames.frame(b, v.prefix, v.prevKv), FEED_KEEPS);
+  deps.metrics.trackWatchFeeds(() => feeds.stats());
   return new Hono<AuthEnv>().get('/v1/watch', requireRole('reader'), (c) => {
     const q = parseQuery(c, watchQuery);
     const lastId = Number(c.req.header('last-event-id'));
