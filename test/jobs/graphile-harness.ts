@@ -5,6 +5,7 @@ import { controllers, type ControllerOptions } from '../../jobs/controllers/inde
 import { startGraphileDriver } from '../../jobs/graphile-driver.js';
 import { jobHook } from '../../jobs/job-hook.js';
 import { createTestDatabase } from '../support/databases.js';
+import { postgresEvidence } from '../support/pod-evidence.js';
 
 /**
  * A database of its own with the real controllers running as graphile-worker jobs, and a
@@ -24,5 +25,7 @@ export async function graphileCluster(name: string, cleanups: (() => Promise<voi
   cleanups.push(() => store.close());
   const driver = await startGraphileDriver({ pool, store, controllers: list, pollIntervalMs: 100, concurrency: 2, onDiagnostic });
   cleanups.push(() => driver.stop());
-  return { store, driver, diagnostics };
+  /** For `withEvidence`: the diagnostics, graphile-worker's jobs and the database's sessions. */
+  const evidence = async () => [`diagnostics (${diagnostics.length}):`, ...diagnostics.slice(-30), await postgresEvidence(db.url)].join('\n');
+  return { store, driver, diagnostics, evidence };
 }

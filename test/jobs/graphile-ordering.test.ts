@@ -2,6 +2,7 @@ import { afterAll, expect, test } from 'vitest';
 import { buildKey, decodeFact, encodeFact, prefixOf } from '../../core/keys.js';
 import { serviceSpecSchema } from '../../core/model/service.js';
 import { waitFor } from '../support/wait.js';
+import { withEvidence } from '../support/pod-evidence.js';
 import { graphileCluster } from './graphile-harness.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -14,14 +15,14 @@ afterAll(async () => {
  * the scheduler scheduled at `notBefore` (its run_at), not by anything kept in memory.
  */
 test('a replacement after an init failure is placed at its notBefore by a timed scheduler job', async () => {
-  const { store } = await graphileCluster('graphile_ordering', cleanups);
+  const { store, evidence } = await graphileCluster('graphile_ordering', cleanups);
 
   const { id } = await store.grantLease(60);
   await store.put(buildKey('node', 'n1'), encodeFact('node', { name: 'n1', zone: 'a', capacity: { cpuMillis: 2_000, memoryBytes: 2 ** 32 }, images: { 'web:1': 'x' } }), { lease: id });
   const tenure = (await store.get(buildKey('node', 'n1')))!.createRevision;
   const spec = serviceSpecSchema.parse({ name: 'mig', image: 'web:1', init: [{ name: 'migrate', command: ['migrate'] }] });
   await store.put(buildKey('service', 'mig'), encodeFact('service', spec));
-  const first = await waitFor('one assignment on n1', () => store.range({ prefix: prefixOf('assigned', 'n1') }), (r) => r.count === 1, 20_000);
+  const first = await withEvidence(waitFor('one assignment on n1', () => store.range({ prefix: prefixOf('assigned', 'n1') }), (r) => r.count === 1, 20_000), evidence);
   const replica = first.kvs[0]!.key.split('/')[3]!;
 
   // The agent reports the init step failed.
@@ -38,7 +39,7 @@ test('a replacement after an init failure is placed at its notBefore by a timed 
   expect(next).toMatchObject({ attempt: 1, failure: 'init step migrate failed (code 3)' });
   expect(next.notBefore! - next.createdAt).toBe(1_000);
   // Placed no earlier than notBefore; nothing else changes by then, so a timed job placed it.
-  const placed = await waitFor('the retry placed', () => store.get(buildKey('placement', next.id)), (kv) => kv !== null, 20_000);
+  const placed = await withEvidence(waitFor('the retry placed', () => store.get(buildKey('placement', next.id)), (kv) => kv !== null, 20_000), evidence);
   const at = decodeFact('placement', placed!.key, placed!.value).at;
   expect(at).toBeGreaterThanOrEqual(next.notBefore!);
 }, 60_000);

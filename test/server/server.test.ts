@@ -9,6 +9,7 @@ import { createTestDatabase } from '../support/databases.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { HttpTestAgent } from './http-agent.js';
 import { startTestEtcd } from '../support/etcd-server.js';
+import { postgresEvidence, recentLog, withEvidence } from '../support/pod-evidence.js';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterAll(async () => {
@@ -63,7 +64,11 @@ const backends: [string, () => Promise<string>][] = [
 
 describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
   test('apply → placed → running on agents; a crashed replica is replaced with a new id; delete stops everything', async () => {
-    const server = await startServer({ store: await storeUrl(), port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
+    const store = await storeUrl();
+    const recent = recentLog();
+    const server = await startServer({ store, log: recent.log, port: 0, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 2, version: 'test' });
+    // A timed-out wait says what the pod was doing: its newest log lines and, on Postgres, its jobs and sessions.
+    const evidence = async () => [...(store.startsWith('postgres') ? [await postgresEvidence(store)] : []), 'pod log (newest last):', ...recent.lines().slice(-80)].join('\n');
     cleanups.push(() => server.stop());
     const agents = [new HttpTestAgent(server.url, JOIN, 'n1'), new HttpTestAgent(server.url, JOIN, 'n2', 'b')];
     for (const a of agents) {
@@ -72,16 +77,19 @@ describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
     }
     const applied = await api(server, 'POST', '/v1/apply', spec);
     expect(applied.plan.added).toEqual(['web']);
-    const running = await waitFor('web at 3 running', () => api(server, 'GET', '/v1/services/web'), (r) => r.service?.running === 3, 20_000);
+    const running = await withEvidence(waitFor('web at 3 running', () => api(server, 'GET', '/v1/services/web'), (r) => r.service?.running === 3, 20_000), evidence);
     expect(running.service).toMatchObject({ desired: 3, replicas: 3, placed: 3, running: 3 });
 
     const before = (await api(server, 'GET', '/v1/replicas?service=web')).replicas as { id: string; node: string }[];
     const victim = before[0]!;
     agents.find((a) => a.node === victim.node)!.crashed.add(victim.id);
-    const replaced = await waitFor('the killed replica replaced (3 others running)',
-      () => api(server, 'GET', '/v1/replicas?service=web'),
-      (r) => (r.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running' && x.id !== victim.id).length === 3,
-      20_000,
+    const replaced = await withEvidence(
+      waitFor('the killed replica replaced (3 others running)',
+        () => api(server, 'GET', '/v1/replicas?service=web'),
+        (r) => (r.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running' && x.id !== victim.id).length === 3,
+        20_000,
+      ),
+      evidence,
     );
     const ids = (replaced.replicas as { id: string; state: string }[]).filter((x) => x.state === 'running').map((x) => x.id);
     expect(ids).not.toContain(victim.id);
@@ -90,7 +98,7 @@ describe.each(backends)('a server pod on %s', (_name, storeUrl) => {
     expect(why.chain.length).toBeGreaterThanOrEqual(1);
 
     await api(server, 'DELETE', '/v1/services/web');
-    const gone = await waitFor('every replica of web gone', () => api(server, 'GET', '/v1/replicas?service=web'), (r) => r.replicas.length === 0, 20_000);
+    const gone = await withEvidence(waitFor('every replica of web gone', () => api(server, 'GET', '/v1/replicas?service=web'), (r) => r.replicas.length === 0, 20_000), evidence);
     expect(gone.replicas).toEqual([]);
   }, 60_000);
 });
