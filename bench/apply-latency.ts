@@ -8,7 +8,7 @@
  * Prints a table, where the workers' time went during the roll, and, last, one JSON line
  * (with the load average).
  *
- *   npx tsx bench/apply-latency.ts [--agents 100] [--replicas 1000] [--samples 100] [--surge 100]
+ *   npx tsx bench/apply-latency.ts [--agents 100] [--replicas 1000] [--samples 100] [--surge 100] [--pool-size 10]
  *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -21,6 +21,7 @@ import { newRoleToken } from '../handlers/auth.js';
 import { freePort } from '../test/support/postgres-server.js';
 import { Workers } from './support/workers.js';
 import { workerTime, workerTimeJson, workerTimeSince, workerTimeText } from './support/worker-time.js';
+import { commitReading, commitsSince, commitsText, type CommitSummary } from './support/commit-batches.js';
 import { numberArg, pct, sleep } from './support/usage.js';
 
 // any: the API's answers, read loosely (as bench/system.ts does).
@@ -31,6 +32,8 @@ const AGENTS = arg('agents', 100);
 const REPLICAS = arg('replicas', 1000);
 const SAMPLES = arg('samples', 100);
 const SURGE = arg('surge', 100);
+/** The pod's --pool-size (the server's default is 10). */
+const POOL_SIZE = arg('pool-size', 10);
 const GAP_MS = 50;
 const log = (l: string) => process.stderr.write(`${l}\n`);
 
@@ -62,7 +65,7 @@ try {
   const storeUrl = process.env.DATABASE_URL ?? (pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: await freePort(), persistent: false })).url;
   const port = await freePort();
   const server = `http://127.0.0.1:${port}`;
-  pod = new Proc('server', 'server/main.ts', ['--store', storeUrl, '--port', String(port), '--workers', '2'], {
+  pod = new Proc('server', 'server/main.ts', ['--store', storeUrl, '--port', String(port), '--workers', '2', '--pool-size', String(POOL_SIZE)], {
     CCA_ADMIN_TOKEN: admin,
     CCA_JOIN_TOKEN: joinToken,
     // BENCH_POD_PROFILE=DIR: the pod writes a V8 CPU profile there when it exits (as in bench:system).
@@ -104,26 +107,35 @@ try {
   log(`${REPLICAS} replicas running on ${AGENTS} agents, ${converge.toFixed(1)} s after the apply`);
   await sleep(2_000); // the agents' first reports settle
 
-  /** `cca apply --yes` of a small service, as the CLI sends it: the dry-run diff, then the apply. */
+  /** `cca apply --yes` of a small service, as the CLI sends it: the dry-run diff (reads only), then the apply (the write). */
   let n = 0;
-  const probe = async (): Promise<number> => {
+  type Probe = { total: number; dry: number; write: number };
+  const probe = async (): Promise<Probe> => {
     const text = `service probe {\n  image    = "busybox:1.35"\n  replicas = 0\n  env      = { N = "${n++}" }\n}\n`;
     const t = performance.now();
     await apply(text, true);
+    const t1 = performance.now();
     await apply(text);
-    return performance.now() - t;
+    const t2 = performance.now();
+    return { total: t2 - t, dry: t1 - t, write: t2 - t1 };
   };
-  const measure = async (more: () => Promise<boolean>): Promise<number[]> => {
-    const lat: number[] = [];
-    while (lat.length < SAMPLES && (await more())) {
-      lat.push(await probe());
+  /** Applies while `more()`, and what the store's write batches did meanwhile. */
+  const measure = async (more: () => Promise<boolean>): Promise<{ lat: number[]; dry: number[]; write: number[]; commits: CommitSummary }> => {
+    const got: Probe[] = [];
+    const before = await commitReading(server);
+    while (got.length < SAMPLES && (await more())) {
+      got.push(await probe());
       await sleep(GAP_MS);
     }
-    return lat;
+    const commits = commitsSince(await commitReading(server), before);
+    return { lat: got.map((p) => p.total), dry: got.map((p) => p.dry), write: got.map((p) => p.write), commits };
   };
+  const split = (m: { dry: number[]; write: number[] }) =>
+    `dry run p50/p99 ${pct(m.dry, 50).toFixed(1)}/${pct(m.dry, 99).toFixed(1)} ms, write ${pct(m.write, 50).toFixed(1)}/${pct(m.write, 99).toFixed(1)} ms`;
 
-  const idle = await measure(async () => true);
-  log(`idle: ${idle.length} applies, p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms`);
+  const idleRun = await measure(async () => true);
+  const idle = idleRun.lat;
+  log(`idle: ${idle.length} applies, p50 ${pct(idle, 50).toFixed(1)} ms, p99 ${pct(idle, 99).toFixed(1)} ms (${split(idleRun)}); ${commitsText(idleRun.commits)}`);
 
   const rollStart = performance.now();
   const timeBefore = await workerTime(server);
@@ -133,12 +145,13 @@ try {
     const s = await status();
     return s.updated > 0 || rolled(s) ? true : undefined;
   }, 300_000);
-  const rolling = await measure(async () => {
+  const rollingRun = await measure(async () => {
     const s = await status();
     return !rolled(s);
   });
+  const rolling = rollingRun.lat;
   const updatedAtEnd = (await status()).updated as number;
-  log(`during the roll: ${rolling.length} applies, p50 ${pct(rolling, 50).toFixed(1)} ms, p99 ${pct(rolling, 99).toFixed(1)} ms; ${updatedAtEnd}/${REPLICAS} replaced when sampling ended`);
+  log(`during the roll: ${rolling.length} applies, p50 ${pct(rolling, 50).toFixed(1)} ms, p99 ${pct(rolling, 99).toFixed(1)} ms (${split(rollingRun)}); ${updatedAtEnd}/${REPLICAS} replaced when sampling ended; ${commitsText(rollingRun.commits)}`);
   let lastLog = performance.now();
   const roll = await until('the roll to finish', async () => {
     const s = await status();
@@ -156,15 +169,18 @@ try {
     ['idle', String(idle.length), pct(idle, 50).toFixed(1), pct(idle, 99).toFixed(1)],
     [`rolling update of ${REPLICAS}`, String(rolling.length), pct(rolling, 50).toFixed(1), pct(rolling, 99).toFixed(1)],
   ];
-  console.log(`apply latency: one pod (2 workers), ${AGENTS} agents (fake runtime, in 2 processes), ${REPLICAS} replicas, max_surge ${SURGE}; ${os.cpus().length} cores, load ${load.join(' ')}`);
+  console.log(`apply latency: one pod (2 workers, pool ${POOL_SIZE}), ${AGENTS} agents (fake runtime, in 2 processes), ${REPLICAS} replicas, max_surge ${SURGE}; ${os.cpus().length} cores, load ${load.join(' ')}`);
   for (const r of rows) console.log(`${r[0].padEnd(28)} ${r[1].padStart(8)} ${r[2].padStart(8)} ${r[3].padStart(8)}`);
   console.log(`apply → all ${REPLICAS} running took ${converge.toFixed(1)} s`);
   console.log(`the roll ${roll === null ? 'had not finished 300 s after the samples' : `took ${roll.toFixed(1)} s`}; ${rolling.length < SAMPLES ? 'it ended before the samples did' : `${updatedAtEnd}/${REPLICAS} replaced when the samples ended`}`);
+  console.log(`the two requests: idle ${split(idleRun)}; rolling ${split(rollingRun)}`);
+  console.log(`store write batches while idle: ${commitsText(idleRun.commits)}`);
+  console.log(`store write batches while rolling: ${commitsText(rollingRun.commits)}`);
   console.log(`worker time during the roll: ${workerTimeText(rollTime)}`);
   console.log(JSON.stringify({
-    bench: 'apply-latency', agents: AGENTS, replicas: REPLICAS, surge: SURGE, samples: SAMPLES,
-    idle: { n: idle.length, p50Ms: pct(idle, 50), p99Ms: pct(idle, 99) },
-    rolling: { n: rolling.length, p50Ms: pct(rolling, 50), p99Ms: pct(rolling, 99), replacedWhenSamplingEnded: updatedAtEnd },
+    bench: 'apply-latency', agents: AGENTS, replicas: REPLICAS, surge: SURGE, samples: SAMPLES, poolSize: POOL_SIZE,
+    idle: { n: idle.length, p50Ms: pct(idle, 50), p99Ms: pct(idle, 99), dryRunP99Ms: pct(idleRun.dry, 99), writeP99Ms: pct(idleRun.write, 99), commits: idleRun.commits },
+    rolling: { n: rolling.length, p50Ms: pct(rolling, 50), p99Ms: pct(rolling, 99), dryRunP99Ms: pct(rollingRun.dry, 99), writeP99Ms: pct(rollingRun.write, 99), commits: rollingRun.commits, replacedWhenSamplingEnded: updatedAtEnd },
     convergeSeconds: converge, rollSeconds: roll, rollWorkerSeconds: workerTimeJson(rollTime), loadAverage: load,
   }));
 } catch (e) {

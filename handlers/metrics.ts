@@ -100,6 +100,12 @@ export class ServerMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly poolWait = new Histogram({
+    name: 'cca_store_pool_wait_seconds',
+    help: "How long the store's reads and write batches waited for a connection from its pool (Postgres store only).",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  });
   readonly watchLag = new Histogram({
     name: 'cca_watch_lag_revisions',
     help: 'How far behind the head a watcher was when it read (revisions; Postgres store only).',
@@ -144,6 +150,7 @@ export class ServerMetrics {
       this.commitBatch.observe(info.batchSize);
       this.commitDuration.observe(info.seconds);
     },
+    poolWait: (info: { seconds: number }) => this.poolWait.observe(info.seconds),
     watchRead: (info: { lagRevisions: number; ringHit: boolean }) => {
       this.watchLag.observe(info.lagRevisions);
       (info.ringHit ? this.ringHits : this.ringMisses).inc();

@@ -10,4 +10,10 @@ export interface StoreObserver {
    * whether the in-memory ring of recent revisions served it (a miss reads the log table).
    */
   watchRead?(info: { lagRevisions: number; ringHit: boolean }): void;
+  /**
+   * A read or write batch got a connection from the store's pool: how long it waited (a new
+   * connection's setup included). Long waits mean the pool (`--pool-size`) is what a request
+   * queues on, not Postgres.
+   */
+  poolWait?(info: { seconds: number }): void;
 }

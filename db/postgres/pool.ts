@@ -80,3 +80,29 @@ export function createPool(url: string, max = 10, purpose?: 'jobs' | 'migrate'):
 export function createClient(url: string): pg.Client {
   return new pg.Client({ ...PG_BOUNDS, connectionString: withoutApplicationName(url), types, application_name: `${applicationName(url)}-listen` });
 }
+
+type CheckoutCallback = (err: Error | undefined, client: pg.PoolClient | undefined, done: (release?: unknown) => void) => void;
+
+/**
+ * Tells `seen` how long each checkout from `pool` waited for its connection. pg-pool's own
+ * `query` checks out through `connect` (the callback form), so this times every statement's
+ * wait as well as every explicit checkout.
+ */
+export function timeCheckouts(pool: pg.Pool, seen: (seconds: number) => void): void {
+  const connect = pool.connect.bind(pool) as (cb?: CheckoutCallback) => Promise<pg.PoolClient> | void;
+  const timed = (cb?: CheckoutCallback) => {
+    const started = performance.now();
+    const tell = () => seen((performance.now() - started) / 1000);
+    if (cb) {
+      return connect((err, client, done) => {
+        tell();
+        cb(err, client, done);
+      });
+    }
+    return (connect() as Promise<pg.PoolClient>).then((client) => {
+      tell();
+      return client;
+    });
+  };
+  pool.connect = timed as typeof pool.connect;
+}

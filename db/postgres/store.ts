@@ -18,7 +18,7 @@ import { followWatch } from '../watch-feed.js';
 import { pgFailure, redactUrl } from './errors.js';
 import { checkStoreSchema, migrateStore } from './migrate.js';
 import { requireSessionPooling } from './session-check.js';
-import { createPool } from './pool.js';
+import { createPool, timeCheckouts } from './pool.js';
 import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
 import { readHead } from './sql/readHead.js';
 import { readKeys } from './sql/readKeys.js';
@@ -95,6 +95,8 @@ export class PostgresStore extends StoreShortcuts implements Store {
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     // At least 2: the session-pooling check holds two connections at once.
     const pool = createPool(url, Math.max(2, options.poolSize ?? 10));
+    const poolWait = options.observer?.poolWait;
+    if (poolWait) timeCheckouts(pool, (seconds) => poolWait({ seconds }));
     try {
       await requireSessionPooling(pool, redactUrl(url));
       if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));

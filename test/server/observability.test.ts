@@ -122,6 +122,7 @@ describe('the server /metrics', () => {
     expect(total(s, 'cca_store_commit_batch_size_count')).toBeGreaterThan(total(before.samples, 'cca_store_commit_batch_size_count'));
     expect(total(s, 'cca_store_commit_batch_size_sum')).toBeGreaterThanOrEqual(total(s, 'cca_store_commit_batch_size_count'));
     expect(total(s, 'cca_store_commit_duration_seconds_count')).toBe(total(s, 'cca_store_commit_batch_size_count'));
+    expect(total(s, 'cca_store_pool_wait_seconds_count')).toBeGreaterThan(total(before.samples, 'cca_store_pool_wait_seconds_count'));
     expect(total(s, 'cca_watch_lag_revisions_count')).toBeGreaterThan(0);
     expect(total(s, 'cca_watch_ring_misses_total')).toBeGreaterThan(0);
     expect(total(s, 'cca_job_runs_total')).toBeGreaterThan(0);
