@@ -48,7 +48,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --tls-key FILE      the certificate's PEM private key (needs --tls-cert)                      (env CCA_TLS_KEY)
   --open-reads        anonymous requests get the reader role (reads and watch, secrets redacted) (env CCA_OPEN_READS=1)
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
-  --pool-size N       Postgres: the store's connections (reads, the write batch; default 10, at least 2) (env CCA_POOL_SIZE)
+  --pool-size N       Postgres: the store's connections (one for writes, the rest for reads; default 10, at least 2) (env CCA_POOL_SIZE)
                       a pod opens at most pool-size + 1 (LISTEN) + workers + 4 (graphile-worker) connections
   --no-migrate        Postgres, SQLite: apply no migration; refuse a schema that is behind (run \`cca migrate\`) (env CCA_NO_MIGRATE=1)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)

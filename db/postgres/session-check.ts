@@ -15,10 +15,10 @@ import { backendPid } from './sql/backendPid.js';
  * first); A asks again while B's transaction pins that one. Directly or with session
  * pooling, A's two answers are equal and differ from B's, so this never refuses them.
  */
-export async function requireSessionPooling(pool: pg.Pool, target: string): Promise<void> {
+export async function requireSessionPooling(pool: pg.Pool, target: string, other: pg.Pool = pool): Promise<void> {
   const a = await pool.connect();
   try {
-    const b = await pool.connect();
+    const b = await other.connect();
     try {
       for (let round = 0; round < 3; round++) {
         const first = await backendPid(a);

@@ -30,7 +30,10 @@ import type { CommitHook } from './batch-apply.js';
 import { WriteBatcher, type WriteItem } from './write-batcher.js';
 
 export interface PostgresStoreOptions {
-  /** Connections for reads and the write batch (one at a time); LISTEN uses its own. */
+  /**
+   * Connections, at least 2: one is the write batch's alone (one batch is in flight at a
+   * time, and it never queues behind reads), the rest serve reads; LISTEN uses its own.
+   */
   poolSize?: number;
   /** false: apply no migration, refuse a schema that is behind (CCA-E0151); default true. */
   migrate?: boolean;
@@ -68,12 +71,13 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   private constructor(
     private readonly pool: pg.Pool,
+    private readonly writePool: pg.Pool,
     url: string,
     private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate' | 'observer'>> & { commitHook?: CommitHook; observer?: StoreObserver },
   ) {
     super();
     this.target = redactUrl(url);
-    this.batcher = new WriteBatcher(pool, {
+    this.batcher = new WriteBatcher(writePool, {
       maxBatch: opts.maxBatch,
       target: this.target,
       onCommit: (rev) => this.hub.noteHead(rev),
@@ -93,15 +97,22 @@ export class PostgresStore extends StoreShortcuts implements Store {
   }
 
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
-    // At least 2: the session-pooling check holds two connections at once.
-    const pool = createPool(url, Math.max(2, options.poolSize ?? 10));
+    // The write batch gets a connection of its own: a batch that queued behind the reads
+    // for a connection held up every write behind it (a busy pod's reads waited 10-250 ms
+    // for one, bench:apply-latency). The same application_name: one budget, pool-size.
+    const size = Math.max(2, options.poolSize ?? 10);
+    const pool = createPool(url, size - 1);
+    const writePool = createPool(url, 1);
     const poolWait = options.observer?.poolWait;
-    if (poolWait) timeCheckouts(pool, (seconds) => poolWait({ seconds }));
+    if (poolWait) {
+      timeCheckouts(pool, (seconds) => poolWait({ seconds }));
+      timeCheckouts(writePool, (seconds) => poolWait({ seconds }));
+    }
     try {
-      await requireSessionPooling(pool, redactUrl(url));
+      await requireSessionPooling(pool, redactUrl(url), writePool);
       if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));
       else await migrateStore(pool, redactUrl(url));
-      const store = new PostgresStore(pool, url, {
+      const store = new PostgresStore(pool, writePool, url, {
         maxBatch: options.maxBatch ?? 256,
         leaseReaperMs: options.leaseReaperMs ?? 250,
         leaseSilenceMs: options.leaseSilenceMs ?? 5_000,
@@ -117,7 +128,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
       if (store.opts.leaseReaperMs > 0) store.startReaper();
       return store;
     } catch (e) {
-      await pool.end().catch(() => undefined);
+      await Promise.all([pool.end(), writePool.end()]).catch(() => undefined);
       throw pgFailure(e, redactUrl(url));
     }
   }
@@ -228,7 +239,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
     if (this.reaper) clearInterval(this.reaper);
     await this.batcher.idle();
     await this.hub.close();
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.writePool.end()]);
   }
 
   /** Expire due leases now (the reaper also does this on its timer). Returns how many it expired. */
