@@ -14,6 +14,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
+import { Client as PgClient } from 'pg';
 import { messageOf } from '../core/diagnostics/index.js';
 import { startEmbeddedPostgres, type RunningPostgres } from '../db/postgres/embedded.js';
 import { Proc } from '../demo/procs.js';
@@ -119,19 +120,40 @@ try {
     const t2 = performance.now();
     return { total: t2 - t, dry: t1 - t, write: t2 - t1 };
   };
-  /** Applies while `more()`, and what the store's write batches did meanwhile. */
-  const measure = async (more: () => Promise<boolean>): Promise<{ lat: number[]; dry: number[]; write: number[]; commits: CommitSummary }> => {
+  /**
+   * The floors beside each apply, from this process: a `SELECT 1` on a connection of our own
+   * (what any request to Postgres pays on this machine at that moment: scheduling, not the
+   * store) and the pod's GET /healthz (its event loop and HTTP, no store).
+   */
+  const direct = new PgClient({ connectionString: storeUrl, application_name: 'bench-floor' });
+  await direct.connect();
+  const floors = async (): Promise<{ select1: number; healthz: number }> => {
+    const t = performance.now();
+    await direct.query('SELECT 1');
+    const t1 = performance.now();
+    await fetch(`${server}/healthz`).then((r) => r.text());
+    return { select1: t1 - t, healthz: performance.now() - t1 };
+  };
+  type Measured = { lat: number[]; dry: number[]; write: number[]; select1: number[]; healthz: number[]; commits: CommitSummary };
+  /** Applies while `more()`, the floors beside them, and what the store's write batches did meanwhile. */
+  const measure = async (more: () => Promise<boolean>): Promise<Measured> => {
     const got: Probe[] = [];
+    const floor: { select1: number; healthz: number }[] = [];
     const before = await commitReading(server);
     while (got.length < SAMPLES && (await more())) {
       got.push(await probe());
+      floor.push(await floors());
       await sleep(GAP_MS);
     }
     const commits = commitsSince(await commitReading(server), before);
-    return { lat: got.map((p) => p.total), dry: got.map((p) => p.dry), write: got.map((p) => p.write), commits };
+    return {
+      lat: got.map((p) => p.total), dry: got.map((p) => p.dry), write: got.map((p) => p.write),
+      select1: floor.map((f) => f.select1), healthz: floor.map((f) => f.healthz), commits,
+    };
   };
-  const split = (m: { dry: number[]; write: number[] }) =>
-    `dry run p50/p99 ${pct(m.dry, 50).toFixed(1)}/${pct(m.dry, 99).toFixed(1)} ms, write ${pct(m.write, 50).toFixed(1)}/${pct(m.write, 99).toFixed(1)} ms`;
+  const p50p99 = (xs: number[]) => `${pct(xs, 50).toFixed(1)}/${pct(xs, 99).toFixed(1)} ms`;
+  const split = (m: Measured) =>
+    `dry run p50/p99 ${p50p99(m.dry)}, write ${p50p99(m.write)}; floors: SELECT 1 ${p50p99(m.select1)}, GET /healthz ${p50p99(m.healthz)}`;
 
   const idleRun = await measure(async () => true);
   const idle = idleRun.lat;
@@ -163,6 +185,11 @@ try {
   }, 300_000).catch(() => null); // reported as unfinished
 
   const rollTime = workerTimeSince(await workerTime(server), timeBefore);
+  await direct.end();
+  const phaseJson = (m: Measured) => ({
+    n: m.lat.length, p50Ms: pct(m.lat, 50), p99Ms: pct(m.lat, 99), dryRunP99Ms: pct(m.dry, 99), writeP99Ms: pct(m.write, 99),
+    select1P50Ms: pct(m.select1, 50), select1P99Ms: pct(m.select1, 99), healthzP99Ms: pct(m.healthz, 99), commits: m.commits,
+  });
   const load = os.loadavg().map((x) => Number(x.toFixed(2)));
   const rows: [string, string, string, string][] = [
     ['phase', 'applies', 'p50 ms', 'p99 ms'],
@@ -179,8 +206,8 @@ try {
   console.log(`worker time during the roll: ${workerTimeText(rollTime)}`);
   console.log(JSON.stringify({
     bench: 'apply-latency', agents: AGENTS, replicas: REPLICAS, surge: SURGE, samples: SAMPLES, poolSize: POOL_SIZE,
-    idle: { n: idle.length, p50Ms: pct(idle, 50), p99Ms: pct(idle, 99), dryRunP99Ms: pct(idleRun.dry, 99), writeP99Ms: pct(idleRun.write, 99), commits: idleRun.commits },
-    rolling: { n: rolling.length, p50Ms: pct(rolling, 50), p99Ms: pct(rolling, 99), dryRunP99Ms: pct(rollingRun.dry, 99), writeP99Ms: pct(rollingRun.write, 99), commits: rollingRun.commits, replacedWhenSamplingEnded: updatedAtEnd },
+    idle: phaseJson(idleRun),
+    rolling: { ...phaseJson(rollingRun), replacedWhenSamplingEnded: updatedAtEnd },
     convergeSeconds: converge, rollSeconds: roll, rollWorkerSeconds: workerTimeJson(rollTime), loadAverage: load,
   }));
 } catch (e) {

@@ -11,7 +11,11 @@ afterAll(async () => {
   await Promise.all(dbs.map((d) => d.drop()));
 });
 
-const phase = z.object({ n: z.number().int().positive(), p50Ms: z.number().nonnegative(), p99Ms: z.number().nonnegative() });
+const ms = z.number().nonnegative();
+const phase = z.object({
+  n: z.number().int().positive(), p50Ms: ms, p99Ms: ms, dryRunP99Ms: ms, writeP99Ms: ms, select1P50Ms: ms, select1P99Ms: ms, healthzP99Ms: ms,
+  commits: z.object({ batches: z.number().int().nonnegative(), checkouts: z.number().int().positive(), busySeconds: z.number().nonnegative() }),
+});
 const lastLine = z.object({
   bench: z.literal('apply-latency'),
   idle: phase,
@@ -38,4 +42,7 @@ test('bench/apply-latency runs at a tiny size and ends with its JSON line', asyn
   expect(lines.some((l) => /^idle\s+3\s/.test(l)), out).toBe(true);
   const json = lastLine.parse(JSON.parse(lines.at(-1)!));
   expect(json.idle.n).toBe(3);
+  // Each apply's write is at least one committed batch, and every request read through the pool.
+  expect(json.idle.commits.batches).toBeGreaterThanOrEqual(3);
+  expect(lines.some((l) => /^the two requests: idle dry run .* floors: SELECT 1 /.test(l)), out).toBe(true);
 }, 300_000);
