@@ -139,3 +139,13 @@ export interface Store {
   compact(revision: number): Promise<void>;
   close(): Promise<void>;
 }
+
+/**
+ * The lane of `store` for requests a person waits on (PostgresStore.interactive: reads on
+ * connections of their own, writes ahead of the background's), or `store` itself on a
+ * backend with one lane.
+ */
+export function interactiveLane(store: Store): Store {
+  const lanes = store as Store & { interactive?: () => Store };
+  return typeof lanes.interactive === 'function' ? lanes.interactive() : store;
+}

@@ -22,10 +22,14 @@ import { nodeOpRoutes } from './routes/nodeops.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { volumeRoutes } from './routes/volumes.js';
 import { watchRoutes } from './routes/watch.js';
+import { interactiveLane } from '../db/store.js';
 import { podLimits } from './limits/pod-limits.js';
 
 /** Streams and long polls would swamp the latency histogram with their waiting time. */
 const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/replicas/:id/logs', '/v1/agent/nodes/:node/log-requests', '/v1/agent/nodes/:node/log-requests/:id/stream']);
+
+/** The agents' requests (their own lane of the store: the background's). */
+const AGENT_PATH = /^\/v1\/agent\//;
 
 /** Refusals by a pod limit, counted in `cca_limit_refusals_total`. */
 const LIMIT_CODES = new Set(['CCA-E0642', 'CCA-E0643']);
@@ -62,25 +66,33 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.use(async function limitBodies(c, next) {
     return LOG_STREAM_PATH.test(c.req.path) ? next() : limitBody(c, next);
   });
-  app.route('/', healthRoutes(deps));
-  app.use('/v1/*', authenticate(deps.store, deps.auth));
+  // People's requests read and write on the store's interactive lane; the agents' (and the
+  // controllers', which never come through here) on the background one, so a busy
+  // cluster's own machinery does not queue a person's apply behind it (db/postgres/store.ts).
+  const people: ServerDeps = { ...deps, store: interactiveLane(deps.store) };
+  app.route('/', healthRoutes(people));
+  const authPeople = authenticate(people.store, deps.auth);
+  const authAgents = authenticate(deps.store, deps.auth);
+  app.use('/v1/*', async function authenticateByLane(c, next) {
+    return (AGENT_PATH.test(c.req.path) ? authAgents : authPeople)(c, next);
+  });
   // Every route names the role it needs in its own definition (test/security/routes.test.ts
   // fails on one that does not): admin ⊇ deployer ⊇ reader, join enrolls, node credentials
   // act for their own node.
-  app.route('/', stateRoutes(deps));
-  app.route('/', queryRoutes(deps));
+  app.route('/', stateRoutes(people));
+  app.route('/', queryRoutes(people));
   app.route('/', watchRoutes(deps, pod));
-  app.route('/', serviceRoutes(deps));
-  app.route('/', readRoutes(deps));
-  app.route('/', volumeRoutes(deps));
-  app.route('/', fenceRoutes(deps));
-  app.route('/', secretRoutes(deps));
-  app.route('/', nodeRoutes(deps));
-  app.route('/', nodeOpRoutes(deps));
-  app.route('/', tokenRoutes(deps));
+  app.route('/', serviceRoutes(people));
+  app.route('/', readRoutes(people));
+  app.route('/', volumeRoutes(people));
+  app.route('/', fenceRoutes(people));
+  app.route('/', secretRoutes(people));
+  app.route('/', nodeRoutes(people));
+  app.route('/', nodeOpRoutes(people));
+  app.route('/', tokenRoutes(people));
   app.route('/', agentRoutes(deps, pod));
   app.route('/', logRoutes(deps, pod));
-  app.route('/', consoleRoutes(deps));
+  app.route('/', consoleRoutes(people));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));
   app.onError((err, c) => {
     if (isCcaError(err) && LIMIT_CODES.has(err.code)) deps.metrics.refusals.inc({ code: err.code });

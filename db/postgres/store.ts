@@ -56,63 +56,111 @@ export interface PostgresStoreOptions {
 
 type Distribute<T> = T extends unknown ? Omit<T, 'resolve' | 'reject'> : never;
 
+/** What a store and its interactive lane share: one batcher, one hub, one closed flag. */
+interface Shared {
+  batcher: WriteBatcher;
+  hub: WatchHub;
+  state: { closed: boolean };
+  /** The pools to end at close: background reads, interactive reads (if any), the write batch's. */
+  pools: pg.Pool[];
+}
+
+/**
+ * Read connections kept for the interactive lane out of a pool of `size` (one of which is
+ * the write batch's): 2 from 6 up, 1 from 4, none below (the lane then shares the reads).
+ */
+export function interactiveReads(size: number): number {
+  return size >= 6 ? 2 : size >= 4 ? 1 : 0;
+}
+
 /**
  * The Store on Postgres: writes batched through one counter lock (see WriteBatcher),
  * reads straight from the pool, watches through one WatchHub per store, lease expiry
  * by a reaper that any number of processes may run at once.
+ *
+ * Two lanes, as a cluster's API gives people priority over its own machinery: `interactive()`
+ * is the same store for requests someone waits on (a user's apply, get, query): its reads
+ * have connections of their own and its writes go into the next batch ahead of the
+ * background's (controllers, agents). Otherwise a user's read queued behind a busy pod's
+ * hundreds of step and agent reads (bench:apply-latency: 10-250 ms for a connection).
  */
 export class PostgresStore extends StoreShortcuts implements Store {
   private readonly batcher: WriteBatcher;
   private readonly hub: WatchHub;
   private readonly target: string;
+  private readonly shared: Shared;
   private reaper: ReturnType<typeof setInterval> | undefined;
   private reaping = false;
-  private isClosed = false;
+  private lane: PostgresStore | undefined;
 
   private constructor(
     private readonly pool: pg.Pool,
-    private readonly writePool: pg.Pool,
+    private readonly interactivePool: pg.Pool | undefined,
     url: string,
     private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate' | 'observer'>> & { commitHook?: CommitHook; observer?: StoreObserver },
+    shared: Shared | { writePool: pg.Pool },
+    private readonly interactiveLane = false,
   ) {
     super();
     this.target = redactUrl(url);
-    this.batcher = new WriteBatcher(writePool, {
-      maxBatch: opts.maxBatch,
-      target: this.target,
-      onCommit: (rev) => this.hub.noteHead(rev),
-      ...(opts.commitHook ? { hook: opts.commitHook } : {}),
-      ...(opts.observer ? { observer: opts.observer } : {}),
-    });
-    this.hub = new WatchHub(pool, {
-      url,
-      target: this.target,
-      pollMs: opts.watchPollMs,
-      ringRevisions: 4096,
-      ringBytes: opts.watchRingBytes,
-      pageRevisions: 1000,
-      onDiagnostic: opts.onDiagnostic,
-      ...(opts.observer ? { observer: opts.observer } : {}),
-    });
+    if ('batcher' in shared) {
+      this.shared = shared;
+    } else {
+      const batcher = new WriteBatcher(shared.writePool, {
+        maxBatch: opts.maxBatch,
+        target: this.target,
+        onCommit: (rev) => this.hub.noteHead(rev),
+        ...(opts.commitHook ? { hook: opts.commitHook } : {}),
+        ...(opts.observer ? { observer: opts.observer } : {}),
+      });
+      const hub = new WatchHub(pool, {
+        url,
+        target: this.target,
+        pollMs: opts.watchPollMs,
+        ringRevisions: 4096,
+        ringBytes: opts.watchRingBytes,
+        pageRevisions: 1000,
+        onDiagnostic: opts.onDiagnostic,
+        ...(opts.observer ? { observer: opts.observer } : {}),
+      });
+      this.shared = { batcher, hub, state: { closed: false }, pools: [pool, ...(interactivePool ? [interactivePool] : []), shared.writePool] };
+    }
+    this.batcher = this.shared.batcher;
+    this.hub = this.shared.hub;
+  }
+
+  /**
+   * This store for requests a person waits on: reads on the interactive connections, writes
+   * ahead of the background's in the batch queue. Same data, same guarantees; closing either closes both.
+   */
+  interactive(): Store {
+    if (this.interactiveLane) return this;
+    this.lane ??= new PostgresStore(this.interactivePool ?? this.pool, undefined, this.target, this.opts, this.shared, true);
+    return this.lane;
+  }
+
+  private get isClosed(): boolean {
+    return this.shared.state.closed;
   }
 
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     // The write batch gets a connection of its own: a batch that queued behind the reads
     // for a connection held up every write behind it (a busy pod's reads waited 10-250 ms
-    // for one, bench:apply-latency). The same application_name: one budget, pool-size.
+    // for one, bench:apply-latency); the interactive lane's reads get theirs. The same
+    // application_name for all: one budget, pool-size.
     const size = Math.max(2, options.poolSize ?? 10);
-    const pool = createPool(url, size - 1);
+    const kept = interactiveReads(size);
+    const pool = createPool(url, size - 1 - kept);
+    const interactivePool = kept > 0 ? createPool(url, kept) : undefined;
     const writePool = createPool(url, 1);
+    const all = [pool, ...(interactivePool ? [interactivePool] : []), writePool];
     const poolWait = options.observer?.poolWait;
-    if (poolWait) {
-      timeCheckouts(pool, (seconds) => poolWait({ seconds }));
-      timeCheckouts(writePool, (seconds) => poolWait({ seconds }));
-    }
+    if (poolWait) for (const p of all) timeCheckouts(p, (seconds) => poolWait({ seconds }));
     try {
       await requireSessionPooling(pool, redactUrl(url), writePool);
       if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));
       else await migrateStore(pool, redactUrl(url));
-      const store = new PostgresStore(pool, writePool, url, {
+      const store = new PostgresStore(pool, interactivePool, url, {
         maxBatch: options.maxBatch ?? 256,
         leaseReaperMs: options.leaseReaperMs ?? 250,
         leaseSilenceMs: options.leaseSilenceMs ?? 5_000,
@@ -122,13 +170,13 @@ export class PostgresStore extends StoreShortcuts implements Store {
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
         ...(options.observer ? { observer: options.observer } : {}),
-      });
+      }, { writePool });
       await store.hub.start();
       // 0 = the server runs lease expiry as a scheduled job instead of a per-process timer.
       if (store.opts.leaseReaperMs > 0) store.startReaper();
       return store;
     } catch (e) {
-      await Promise.all([pool.end(), writePool.end()]).catch(() => undefined);
+      await Promise.all(all.map((p) => p.end())).catch(() => undefined);
       throw pgFailure(e, redactUrl(url));
     }
   }
@@ -235,11 +283,11 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   async close(): Promise<void> {
     if (this.isClosed) return;
-    this.isClosed = true;
+    this.shared.state.closed = true;
     if (this.reaper) clearInterval(this.reaper);
     await this.batcher.idle();
     await this.hub.close();
-    await Promise.all([this.pool.end(), this.writePool.end()]);
+    await Promise.all(this.shared.pools.map((p) => p.end()));
   }
 
   /** Expire due leases now (the reaper also does this on its timer). Returns how many it expired. */
@@ -272,7 +320,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   private write<R>(item: Distribute<WriteItem>): Promise<R> {
     return new Promise<R>((resolve, reject) =>
-      this.batcher.submit({ ...item, resolve: resolve as (v: never) => void, reject } as WriteItem),
+      this.batcher.submit({ ...item, interactive: this.interactiveLane, resolve: resolve as (v: never) => void, reject } as WriteItem),
     );
   }
 

@@ -8,7 +8,8 @@ import type { StoreObserver } from './observer.js';
 
 type Applied = { outcomes: WriteOutcome[]; before: number; after: number };
 
-type Settle<T> = { resolve(v: T): void; reject(e: unknown): void };
+/** `interactive`: someone waits on it (the store's interactive lane): it goes in the next batch, ahead of the rest. */
+type Settle<T> = { resolve(v: T): void; reject(e: unknown): void; interactive?: boolean };
 
 export type WriteItem =
   | ({ kind: 'txn'; req: TxnRequest } & Settle<TxnResponse>)
@@ -36,6 +37,8 @@ export class WriteBatcher {
   private running: Promise<void> | undefined;
   /** The last snapshot plan lost to another writer: the next batch takes the lock first. */
   private overtaken = false;
+  /** The last batch went ahead of waiting background items: the next is taken in order. */
+  private jumped = false;
   /** Rows this batcher knows at the head of its last read or commit (known-rows.ts). */
   private readonly known = new KnownRows();
 
@@ -56,13 +59,17 @@ export class WriteBatcher {
 
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) {
-        const batch = this.queue.splice(0, this.opts.maxBatch);
-        await this.runBatch(batch);
-      }
+      while (this.queue.length > 0) await this.runBatch(this.nextBatch());
     } finally {
       this.running = undefined;
     }
+  }
+
+  private nextBatch(): WriteItem[] {
+    const next = nextBatchOf(this.queue, this.opts.maxBatch, this.jumped);
+    this.queue = next.rest;
+    this.jumped = next.jumped;
+    return next.batch;
   }
 
   private async runBatch(items: WriteItem[]): Promise<void> {
@@ -159,4 +166,21 @@ export const ABORTED_ATTEMPTS = 3;
 function abortedByPostgres(e: unknown): boolean {
   const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
   return code === '40P01' || code === '40001';
+}
+
+/**
+ * The next batch from a queue (oldest first): its oldest `max` items; but when an
+ * interactive item waits, the interactive ones alone (oldest first), so a person's write
+ * does not ride in, and wait for, a batch of a controller's hundreds of rows. Never twice
+ * in a row while others wait (`jumped`: the last batch went ahead of them): a client that
+ * writes without pause cannot starve the controllers. Items that raced are concurrent, so
+ * their order is no promise; one caller's awaited writes stay in order either way.
+ */
+export function nextBatchOf<T extends { interactive?: boolean }>(queue: readonly T[], max: number, jumped: boolean): { batch: T[]; rest: T[]; jumped: boolean } {
+  const ahead = !jumped && queue.some((it) => it.interactive);
+  if (!ahead) return { batch: queue.slice(0, max), rest: queue.slice(max), jumped: false };
+  const batch: T[] = [];
+  const rest: T[] = [];
+  for (const it of queue) (it.interactive && batch.length < max ? batch : rest).push(it);
+  return { batch, rest, jumped: rest.some((it) => !it.interactive) };
 }
