@@ -19,6 +19,8 @@ import { pgFailure, redactUrl } from './errors.js';
 import { checkStoreSchema, migrateStore } from './migrate.js';
 import { requireSessionPooling } from './session-check.js';
 import { createPool, timeCheckouts } from './pool.js';
+import { LanedReads } from './laned-reads.js';
+import type { Db } from './sql/db.js';
 import { deleteCompactedWindow, oldestLogRevision, setCompactRevision } from './sql/compact.js';
 import { readHead } from './sql/readHead.js';
 import { readKeys } from './sql/readKeys.js';
@@ -61,16 +63,8 @@ interface Shared {
   batcher: WriteBatcher;
   hub: WatchHub;
   state: { closed: boolean };
-  /** The pools to end at close: background reads, interactive reads (if any), the write batch's. */
+  /** The pools to end at close: the reads', the write batch's. */
   pools: pg.Pool[];
-}
-
-/**
- * Read connections kept for the interactive lane out of a pool of `size` (one of which is
- * the write batch's): 2 from 6 up, 1 from 4, none below (the lane then shares the reads).
- */
-export function interactiveReads(size: number): number {
-  return size >= 6 ? 2 : size >= 4 ? 1 : 0;
 }
 
 /**
@@ -80,9 +74,10 @@ export function interactiveReads(size: number): number {
  *
  * Two lanes, as a cluster's API gives people priority over its own machinery: `interactive()`
  * is the same store for requests someone waits on (a user's apply, get, query): its reads
- * have connections of their own and its writes go into the next batch ahead of the
- * background's (controllers, agents). Otherwise a user's read queued behind a busy pod's
- * hundreds of step and agent reads (bench:apply-latency: 10-250 ms for a connection).
+ * take the next free read connection before any background read (controllers, agents)
+ * that waits (laned-reads.ts), and its writes go into the next batch ahead of the
+ * background's. Otherwise a person's read queued behind a busy pod's hundreds of step and
+ * agent reads (bench:apply-latency: 10-250 ms for a connection).
  */
 export class PostgresStore extends StoreShortcuts implements Store {
   private readonly batcher: WriteBatcher;
@@ -92,17 +87,19 @@ export class PostgresStore extends StoreShortcuts implements Store {
   private reaper: ReturnType<typeof setInterval> | undefined;
   private reaping = false;
   private lane: PostgresStore | undefined;
+  /** This lane's reads. */
+  private readonly pool: Db;
 
   private constructor(
-    private readonly pool: pg.Pool,
-    private readonly interactivePool: pg.Pool | undefined,
+    private readonly laned: LanedReads,
     url: string,
     private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate' | 'observer'>> & { commitHook?: CommitHook; observer?: StoreObserver },
-    shared: Shared | { writePool: pg.Pool },
+    shared: Shared | { readPool: pg.Pool; writePool: pg.Pool },
     private readonly interactiveLane = false,
   ) {
     super();
     this.target = redactUrl(url);
+    this.pool = laned.lane(interactiveLane ? 'interactive' : 'background');
     if ('batcher' in shared) {
       this.shared = shared;
     } else {
@@ -113,7 +110,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
         ...(opts.commitHook ? { hook: opts.commitHook } : {}),
         ...(opts.observer ? { observer: opts.observer } : {}),
       });
-      const hub = new WatchHub(pool, {
+      const hub = new WatchHub(laned.lane('background'), {
         url,
         target: this.target,
         pollMs: opts.watchPollMs,
@@ -123,19 +120,20 @@ export class PostgresStore extends StoreShortcuts implements Store {
         onDiagnostic: opts.onDiagnostic,
         ...(opts.observer ? { observer: opts.observer } : {}),
       });
-      this.shared = { batcher, hub, state: { closed: false }, pools: [pool, ...(interactivePool ? [interactivePool] : []), shared.writePool] };
+      this.shared = { batcher, hub, state: { closed: false }, pools: [shared.readPool, shared.writePool] };
     }
     this.batcher = this.shared.batcher;
     this.hub = this.shared.hub;
   }
 
   /**
-   * This store for requests a person waits on: reads on the interactive connections, writes
-   * ahead of the background's in the batch queue. Same data, same guarantees; closing either closes both.
+   * This store for requests a person waits on: reads ahead of the background's for the next
+   * free connection, writes ahead of them in the batch queue. Same data, same guarantees;
+   * closing either closes both.
    */
   interactive(): Store {
     if (this.interactiveLane) return this;
-    this.lane ??= new PostgresStore(this.interactivePool ?? this.pool, undefined, this.target, this.opts, this.shared, true);
+    this.lane ??= new PostgresStore(this.laned, this.target, this.opts, this.shared, true);
     return this.lane;
   }
 
@@ -146,21 +144,19 @@ export class PostgresStore extends StoreShortcuts implements Store {
   static async open(url: string, options: PostgresStoreOptions = {}): Promise<PostgresStore> {
     // The write batch gets a connection of its own: a batch that queued behind the reads
     // for a connection held up every write behind it (a busy pod's reads waited 10-250 ms
-    // for one, bench:apply-latency); the interactive lane's reads get theirs. The same
-    // application_name for all: one budget, pool-size.
+    // for one, bench:apply-latency). The same application_name for both: one budget, pool-size.
     const size = Math.max(2, options.poolSize ?? 10);
-    const kept = interactiveReads(size);
-    const pool = createPool(url, size - 1 - kept);
-    const interactivePool = kept > 0 ? createPool(url, kept) : undefined;
+    const pool = createPool(url, size - 1);
     const writePool = createPool(url, 1);
-    const all = [pool, ...(interactivePool ? [interactivePool] : []), writePool];
+    const all = [pool, writePool];
     const poolWait = options.observer?.poolWait;
-    if (poolWait) for (const p of all) timeCheckouts(p, (seconds) => poolWait({ seconds }));
+    if (poolWait) timeCheckouts(writePool, (seconds) => poolWait({ seconds }));
+    const laned = new LanedReads(pool, size - 1, poolWait ? (seconds) => poolWait({ seconds }) : undefined);
     try {
       await requireSessionPooling(pool, redactUrl(url), writePool);
       if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));
       else await migrateStore(pool, redactUrl(url));
-      const store = new PostgresStore(pool, interactivePool, url, {
+      const store = new PostgresStore(laned, url, {
         maxBatch: options.maxBatch ?? 256,
         leaseReaperMs: options.leaseReaperMs ?? 250,
         leaseSilenceMs: options.leaseSilenceMs ?? 5_000,
@@ -170,7 +166,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
         ...(options.observer ? { observer: options.observer } : {}),
-      }, { writePool });
+      }, { readPool: pool, writePool });
       await store.hub.start();
       // 0 = the server runs lease expiry as a scheduled job instead of a per-process timer.
       if (store.opts.leaseReaperMs > 0) store.startReaper();

@@ -10,6 +10,7 @@ import { createClient } from './pool.js';
 import { pgFailure } from './errors.js';
 import { readHead } from './sql/readHead.js';
 import { readLog } from './sql/readLog.js';
+import type { Db } from './sql/db.js';
 
 export interface WatchHubOptions {
   url: string;
@@ -61,7 +62,7 @@ export class WatchHub implements WatchSource {
   private lastProblem = '';
 
   constructor(
-    private readonly pool: pg.Pool,
+    private readonly pool: Db,
     private readonly opts: WatchHubOptions,
   ) {}
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import { MemoryStore } from '../../db/memory.js';
 import { controllers } from '../../jobs/controllers/index.js';
@@ -208,11 +208,18 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
  */
 export async function openConsole(page: Page, url: string, want: 'sim' | 'live', errors: string[] = [], timeoutMs = 150_000): Promise<void> {
   const failed: string[] = [];
+  // Requests sent and not yet answered, with when they went: a page that stays "connecting"
+  // with no error and no failed load is waiting on one of these (the timeout names them).
+  const pending = new Map<Request, number>();
+  page.on('request', (r) => pending.set(r, Date.now()));
+  page.on('requestfinished', (r) => pending.delete(r));
   page.on('requestfailed', (r) => {
+    pending.delete(r);
     const why = r.failure()?.errorText ?? 'failed';
     // A navigation cancels the previous page's loads (ERR_ABORTED): that is the reload itself, not the network.
     if (!why.includes('ERR_ABORTED')) failed.push(`${r.url()}: ${why}`);
   });
+  const unanswered = () => [...pending].map(([r, at]) => `${r.method()} ${new URL(r.url()).pathname} (${Math.round((Date.now() - at) / 1000)} s)`).slice(0, 20);
   const deadline = Date.now() + timeoutMs;
   const networkErrors = (e: string) => e.includes('net::ERR_') || e.includes('Failed to fetch dynamically imported module');
   for (let attempt = 0; ; attempt++) {
@@ -225,7 +232,9 @@ export async function openConsole(page: Page, url: string, want: 'sim' | 'live',
       const state = await page.locator('#conn').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
       if (state === want) return;
       if (failed.length > 0 && attempt < 3) break;
-      if (Date.now() > deadline) throw new Error(`the console did not reach state "${want}" within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}; failed loads: ${JSON.stringify(failed)}`);
+      if (Date.now() > deadline) {
+        throw new Error(`the console did not reach state "${want}" within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}; failed loads: ${JSON.stringify(failed)}; unanswered requests: ${JSON.stringify(unanswered())}`);
+      }
       await new Promise((r) => setTimeout(r, 250));
     }
     errors.splice(0, errors.length, ...errors.filter((e) => !networkErrors(e)));
