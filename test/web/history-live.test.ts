@@ -81,7 +81,8 @@ describe('console history views (timeline, usage, rollouts), live mode, in headl
     // A filter in the URL survives a reload; the session's log is gone, the replica's retained decisions are listed again.
     await page.goto(`${pod.url}/#timeline?q=${encodeURIComponent(`replica:${replica}`)}`);
     await page.reload();
-    expect(await page.locator('#search').inputValue()).toBe(`replica:${replica}`);
+    // The shell fills the box from the URL when it starts, which may be after the load event.
+    await expect.poll(() => page.locator('#search').inputValue(), { timeout: 20_000 }).toBe(`replica:${replica}`);
     await expect.poll(async () => (await timeline(page)).join('\n'), { timeout: 20_000 }).toMatch(new RegExp(`replica ${replica}: created\\nreplica ${replica}: placed on node1`));
     expect((await timeline(page)).every((r) => r.includes(replica))).toBe(true);
     expect(await page.locator('.timeline-scope').innerText()).toContain(`replica ${replica}`);
