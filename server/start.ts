@@ -8,7 +8,7 @@ import { PostgresStore } from '../db/postgres/store.js';
 import { readJobQueue } from '../db/postgres/sql/readJobQueue.js';
 import { runForLeader } from '../db/etcd/election.js';
 import type { SqliteStore } from '../db/sqlite/store.js';
-import type { Store } from '../db/store.js';
+import { interactiveLane, type Store } from '../db/store.js';
 import { controllers as allControllers, type ControllerOptions } from '../jobs/controllers/index.js';
 import { startDriver } from '../jobs/driver.js';
 import { jobsPoolSize, startGraphileDriver } from '../jobs/graphile-driver.js';
@@ -222,7 +222,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       closing: closing.signal,
       inflight,
       peerNetworks: cfg.peerNetworks ?? loopbackNetworks(),
-      why: (kind, name) => why(store, kind, name),
+      why: (kind, name) => why(interactiveLane(store), kind, name), // a person asks: the interactive lane
     });
     const http = await listen(app, { port: cfg.port, host: cfg.host, ...(tls ? { tls } : {}) });
     // First: long polls answer at once, the server stops accepting, requests in flight get
