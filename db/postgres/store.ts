@@ -58,13 +58,14 @@ export interface PostgresStoreOptions {
 
 type Distribute<T> = T extends unknown ? Omit<T, 'resolve' | 'reject'> : never;
 
-/** What a store and its interactive lane share: one batcher, one hub, one closed flag. */
+/** What a store and its interactive lane share: the reads, one batcher, one hub, the pools, whether closed. */
 interface Shared {
+  reads: LanedReads;
   batcher: WriteBatcher;
   hub: WatchHub;
-  state: { closed: boolean };
   /** The pools to end at close: the reads', the write batch's. */
   pools: pg.Pool[];
+  state: { closed: boolean; reaper?: ReturnType<typeof setInterval> };
 }
 
 /**
@@ -82,48 +83,21 @@ interface Shared {
 export class PostgresStore extends StoreShortcuts implements Store {
   private readonly batcher: WriteBatcher;
   private readonly hub: WatchHub;
-  private readonly target: string;
-  private readonly shared: Shared;
-  private reaper: ReturnType<typeof setInterval> | undefined;
   private reaping = false;
   private lane: PostgresStore | undefined;
   /** This lane's reads. */
   private readonly pool: Db;
 
   private constructor(
-    private readonly laned: LanedReads,
-    url: string,
+    private readonly shared: Shared,
+    private readonly target: string,
     private readonly opts: Required<Omit<PostgresStoreOptions, 'poolSize' | 'commitHook' | 'migrate' | 'observer'>> & { commitHook?: CommitHook; observer?: StoreObserver },
-    shared: Shared | { readPool: pg.Pool; writePool: pg.Pool },
     private readonly interactiveLane = false,
   ) {
     super();
-    this.target = redactUrl(url);
-    this.pool = laned.lane(interactiveLane ? 'interactive' : 'background');
-    if ('batcher' in shared) {
-      this.shared = shared;
-    } else {
-      const batcher = new WriteBatcher(shared.writePool, {
-        maxBatch: opts.maxBatch,
-        target: this.target,
-        onCommit: (rev) => this.hub.noteHead(rev),
-        ...(opts.commitHook ? { hook: opts.commitHook } : {}),
-        ...(opts.observer ? { observer: opts.observer } : {}),
-      });
-      const hub = new WatchHub(laned.lane('background'), {
-        url,
-        target: this.target,
-        pollMs: opts.watchPollMs,
-        ringRevisions: 4096,
-        ringBytes: opts.watchRingBytes,
-        pageRevisions: 1000,
-        onDiagnostic: opts.onDiagnostic,
-        ...(opts.observer ? { observer: opts.observer } : {}),
-      });
-      this.shared = { batcher, hub, state: { closed: false }, pools: [shared.readPool, shared.writePool] };
-    }
-    this.batcher = this.shared.batcher;
-    this.hub = this.shared.hub;
+    this.pool = shared.reads.lane(interactiveLane ? 'interactive' : 'background');
+    this.batcher = shared.batcher;
+    this.hub = shared.hub;
   }
 
   /**
@@ -133,7 +107,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
    */
   interactive(): Store {
     if (this.interactiveLane) return this;
-    this.lane ??= new PostgresStore(this.laned, this.target, this.opts, this.shared, true);
+    this.lane ??= new PostgresStore(this.shared, this.target, this.opts, true);
     return this.lane;
   }
 
@@ -156,7 +130,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
       await requireSessionPooling(pool, redactUrl(url), writePool);
       if (options.migrate === false) await checkStoreSchema(pool, redactUrl(url));
       else await migrateStore(pool, redactUrl(url));
-      const store = new PostgresStore(laned, url, {
+      const opts = {
         maxBatch: options.maxBatch ?? 256,
         leaseReaperMs: options.leaseReaperMs ?? 250,
         leaseSilenceMs: options.leaseSilenceMs ?? 5_000,
@@ -166,7 +140,26 @@ export class PostgresStore extends StoreShortcuts implements Store {
         onDiagnostic: options.onDiagnostic ?? (() => undefined),
         ...(options.commitHook ? { commitHook: options.commitHook } : {}),
         ...(options.observer ? { observer: options.observer } : {}),
-      }, { readPool: pool, writePool });
+      };
+      const target = redactUrl(url);
+      const hub = new WatchHub(laned.lane('background'), {
+        url,
+        target,
+        pollMs: opts.watchPollMs,
+        ringRevisions: 4096,
+        ringBytes: opts.watchRingBytes,
+        pageRevisions: 1000,
+        onDiagnostic: opts.onDiagnostic,
+        ...(opts.observer ? { observer: opts.observer } : {}),
+      });
+      const batcher = new WriteBatcher(writePool, {
+        maxBatch: opts.maxBatch,
+        target,
+        onCommit: (rev) => hub.noteHead(rev),
+        ...(opts.commitHook ? { hook: opts.commitHook } : {}),
+        ...(opts.observer ? { observer: opts.observer } : {}),
+      });
+      const store = new PostgresStore({ reads: laned, batcher, hub, pools: all, state: { closed: false } }, target, opts);
       await store.hub.start();
       // 0 = the server runs lease expiry as a scheduled job instead of a per-process timer.
       if (store.opts.leaseReaperMs > 0) store.startReaper();
@@ -280,7 +273,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.shared.state.closed = true;
-    if (this.reaper) clearInterval(this.reaper);
+    clearInterval(this.shared.state.reaper);
     await this.batcher.idle();
     await this.hub.close();
     await Promise.all(this.shared.pools.map((p) => p.end()));
@@ -302,7 +295,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
   }
 
   private startReaper(): void {
-    this.reaper = setInterval(() => {
+    const reaper = setInterval(() => {
       if (this.reaping || this.isClosed) return;
       this.reaping = true;
       this.expireLeases()
@@ -311,7 +304,8 @@ export class PostgresStore extends StoreShortcuts implements Store {
           this.reaping = false;
         });
     }, this.opts.leaseReaperMs);
-    this.reaper.unref?.();
+    reaper.unref?.();
+    this.shared.state.reaper = reaper;
   }
 
   private write<R>(item: Distribute<WriteItem>): Promise<R> {
