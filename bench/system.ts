@@ -26,6 +26,7 @@ import { messageOf } from '../core/diagnostics/index.js';
 import { workerTime, workerTimeJson, workerTimeText } from './support/worker-time.js';
 import { QUORUM } from '../core/model/quorum.js';
 import { numberArg, sleep } from './support/usage.js';
+import { Milestones } from './support/milestones.js';
 import { Workers } from './support/workers.js';
 
 type Json = Record<string, any>;
@@ -153,8 +154,10 @@ try {
   if (applied.error) throw new Error(`apply failed: ${JSON.stringify(applied.error)}`);
   let lastLog = t0;
   let maxRunning = 0;
+  const milestones = new Milestones(['replicas', 'placed', 'running'] as const, REPLICAS, t0);
   await waitFor(`${REPLICAS} running`, async () => {
     const s = (await api('GET', '/v1/services/bench')).service as Json;
+    milestones.seen(performance.now(), { replicas: s.replicas ?? 0, placed: s.placed ?? 0, running: s.running ?? 0 });
     maxRunning = Math.max(maxRunning, s.running);
     peakConnections = Math.max(peakConnections, await connections(pg!.url).catch(() => 0));
     if (performance.now() - lastLog >= 5_000) {
@@ -166,6 +169,7 @@ try {
   const convergence = (performance.now() - t0) / 1000;
   const podCpuConvergence = cpuSeconds(pod.child.pid) - podCpu0;
   log(`   lease renewals after reaper silence (CCA-E0123) during convergence: ${renewals()}`);
+  log(`   seconds after the apply at which each count first reached a share of ${REPLICAS} (status polls): ${milestones.text()}`);
   log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s; pod CPU meanwhile ${podCpuConvergence.toFixed(1)} s; peak Postgres connections ${peakConnections}; load average ${loadAtApply.join(' ')} at apply`);
   // Let the agents' reports settle before the next measurement.
   await sleep(3_000);
@@ -224,7 +228,7 @@ try {
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
-    convergenceSeconds: Number(convergence.toFixed(3)),
+    convergenceSeconds: Number(convergence.toFixed(3)), convergenceMilestones: milestones.json(),
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
     workerSeconds: workerTimeJson(steps),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect, onTestFailed } from 'vitest';
+import type { TestContext } from 'vitest';
 import { Agent } from '../../agent/agent.js';
 import { FENCE } from '../../agent/core/fence.js';
 import { ProcessRuntime } from '../../agent/runtime-process.js';
@@ -23,7 +23,14 @@ import { waitFor } from '../support/wait.js';
  *    control plane, so it fences before the node controller expires its lease; its replica is
  *    replaced.
  */
-export async function quorumStory(store: (dir: string) => Promise<string>, opts: { outageMs: number; cutOff: boolean }, cleanups: (() => Promise<void> | void)[]): Promise<void> {
+export async function quorumStory(
+  ctx: Pick<TestContext, 'expect' | 'onTestFailed'>,
+  store: (dir: string) => Promise<string>,
+  opts: { outageMs: number; cutOff: boolean },
+  cleanups: (() => Promise<void> | void)[],
+): Promise<void> {
+  // The test's own expect and failure hook: the stories run concurrently (test/agent/quorum-e2e.test.ts).
+  const { expect, onTestFailed } = ctx;
   const tmp = tempDir('quorum-e2e');
   cleanups.push(() => tmp.cleanup());
   const port = await freePort();

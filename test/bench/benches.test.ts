@@ -62,6 +62,11 @@ describe('benchmarks at a tiny size', () => {
     expect(r.code, r.out.slice(-3000)).toBe(0);
     expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
     expect(r.json.workerSeconds).toHaveProperty('replica');
+    // Where the convergence went: every count reached its whole target, placed no later than running.
+    const m = r.json.convergenceMilestones;
+    expect(m.running['100%'], r.out.slice(-3000)).toBeGreaterThan(0);
+    expect(m.placed['100%']).toBeLessThanOrEqual(m.running['100%']);
+    expect(m.replicas['100%']).toBeLessThanOrEqual(m.placed['100%']);
   }, 240_000);
 
   it('bench:server runs its watch fan-out and agents in separate processes and reports', async () => {
