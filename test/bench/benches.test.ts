@@ -63,7 +63,7 @@ describe('benchmarks at a tiny size', () => {
     expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
     expect(r.json.workerSeconds).toHaveProperty('replica');
     // Where the convergence went: every count reached its whole target, placed no later than running.
-    const m = r.json.convergenceMilestones;
+    const m = r.json.convergenceMilestones as Record<'replicas' | 'placed' | 'running', Record<string, number>>;
     expect(m.running['100%'], r.out.slice(-3000)).toBeGreaterThan(0);
     expect(m.placed['100%']).toBeLessThanOrEqual(m.running['100%']);
     expect(m.replicas['100%']).toBeLessThanOrEqual(m.placed['100%']);
