@@ -65,8 +65,8 @@ describe('benchmarks at a tiny size', () => {
     // Where the convergence went: every count reached its whole target, placed no later than running.
     const m = r.json.convergenceMilestones as Record<'replicas' | 'placed' | 'running', Record<string, number>>;
     expect(m.running['100%'], r.out.slice(-3000)).toBeGreaterThan(0);
-    expect(m.placed['100%']).toBeLessThanOrEqual(m.running['100%']);
-    expect(m.replicas['100%']).toBeLessThanOrEqual(m.placed['100%']);
+    expect(m.placed['100%']).toBeLessThanOrEqual(m.running['100%']!);
+    expect(m.replicas['100%']).toBeLessThanOrEqual(m.placed['100%']!);
   }, 240_000);
 
   it('bench:server runs its watch fan-out and agents in separate processes and reports', async () => {
