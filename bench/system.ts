@@ -162,7 +162,10 @@ try {
     peakConnections = Math.max(peakConnections, await connections(pg!.url).catch(() => 0));
     if (performance.now() - lastLog >= 5_000) {
       lastLog = performance.now();
-      log(`   +${((lastLog - t0) / 1000).toFixed(0)} s: ${s.running}/${REPLICAS} running`);
+      // The nodes' states beside it: a cluster that does not settle shows churn here (nodes held unreachable, lost).
+      const states = new Map<string, number>();
+      for (const n of ((await api('GET', '/v1/nodes')).nodes ?? []) as Json[]) states.set(n.state, (states.get(n.state) ?? 0) + 1);
+      log(`   +${((lastLog - t0) / 1000).toFixed(0)} s: ${s.running}/${REPLICAS} running, ${s.placed}/${REPLICAS} placed; nodes ${[...states].map(([k, v]) => `${v} ${k}`).join(', ')}`);
     }
     return s.running >= REPLICAS ? true : undefined;
   }, 300_000);
