@@ -30,6 +30,13 @@ const UNTIMED = new Set(['/v1/watch', '/v1/agent/nodes/:node/assignments', '/v1/
 
 /** The agents' requests (their own lane of the store: the background's). */
 const AGENT_PATH = /^\/v1\/agent\//;
+/**
+ * An agent's keepalive is the liveness the quorum rule counts (docs/fencing.md): it takes
+ * the interactive lane, ahead of the agents' bulk (reports, polls, logs) and the
+ * controllers' reads. On the background lane, a burst of 3,000 assignments' reports queued
+ * 300 nodes' keepalives behind it until the node controller held most of them unreachable.
+ */
+const KEEPALIVE_PATH = /^\/v1\/agent\/nodes\/[^/]+\/keepalive$/;
 
 /** Refusals by a pod limit, counted in `cca_limit_refusals_total`. */
 const LIMIT_CODES = new Set(['CCA-E0642', 'CCA-E0643']);
@@ -74,7 +81,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   const authPeople = authenticate(people.store, deps.auth);
   const authAgents = authenticate(deps.store, deps.auth);
   app.use('/v1/*', async function authenticateByLane(c, next) {
-    return (AGENT_PATH.test(c.req.path) ? authAgents : authPeople)(c, next);
+    return (AGENT_PATH.test(c.req.path) && !KEEPALIVE_PATH.test(c.req.path) ? authAgents : authPeople)(c, next);
   });
   // Every route names the role it needs in its own definition (test/security/routes.test.ts
   // fails on one that does not): admin ⊇ deployer ⊇ reader, join enrolls, node credentials
@@ -90,7 +97,7 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   app.route('/', nodeRoutes(people));
   app.route('/', nodeOpRoutes(people));
   app.route('/', tokenRoutes(people));
-  app.route('/', agentRoutes(deps, pod));
+  app.route('/', agentRoutes(deps, pod, people.store));
   app.route('/', logRoutes(deps, pod));
   app.route('/', consoleRoutes(people));
   app.notFound((c) => errorResponse(new CcaError('CCA-E0604', { method: c.req.method, path: c.req.path }), c));

@@ -228,7 +228,8 @@ async function changedSince(
   }
 }
 
-export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
+/** `keepaliveStore`: the store keepalives use (the interactive lane: handlers/app.ts); the rest use `deps.store`. */
+export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: Store = deps.store) {
   const { store } = deps;
   /** A long poll holds one of its credential's stream slots while it waits (CCA-E0642 over the cap). */
   const polled = async <T>(c: Context<AuthEnv>, poll: () => Promise<T>): Promise<T> => {
@@ -317,17 +318,17 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits) {
     const node = c.req.param('node');
     const { lease } = parseBody(keepaliveBody, await jsonBody(c));
     // One read of both (the most frequent agent request: every node, T/4 apart).
-    const [kv, st] = await store.getMany([buildKey('node', node), buildKey('nodeStatus', node)]);
+    const [kv, st] = await keepaliveStore.getMany([buildKey('node', node), buildKey('nodeStatus', node)]);
     if (!kv || kv.lease !== lease) throw new CcaError('CCA-E0107', { lease });
     // The node controller expired this tenure (docs/fencing.md) and revokes the lease: no renewal from that write on.
     const status = st ? decodeFact('nodeStatus', st.key, st.value) : undefined;
     if (status?.state === 'lost' && status.expired && status.tenure === kv.createRevision) {
-      await store.revokeLease(lease).catch(() => undefined);
+      await keepaliveStore.revokeLease(lease).catch(() => undefined);
       throw new CcaError('CCA-E0107', { lease });
     }
     const record = decodeFact('node', kv.key, kv.value);
-    await stampReturn(store, kv.key, record, lease);
-    const renewed = await store.keepAlive(lease);
+    await stampReturn(keepaliveStore, kv.key, record, lease);
+    const renewed = await keepaliveStore.keepAlive(lease);
     // The agent fences by the TTL it registered with, not the backstop's.
     return c.json({ ttl: record.leaseTtlSeconds ?? renewed.ttl });
   });

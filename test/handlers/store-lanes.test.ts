@@ -19,7 +19,7 @@ function recording(store: MemoryStore, lane: string, extra: Record<string, unkno
       const v = Reflect.get(target, prop, receiver) as unknown;
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
-        if (['get', 'getMany', 'range', 'txn', 'put', 'delete', 'revision'].includes(String(prop))) seen.push(lane);
+        if (['get', 'getMany', 'range', 'txn', 'put', 'delete', 'revision', 'keepAlive', 'leasesTimeToLive', 'grantLease'].includes(String(prop))) seen.push(lane);
         return (v as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -49,4 +49,20 @@ test("an agent's requests go through the background lane, authentication include
   await call('POST', '/v1/agent/enroll', { token: JOIN, json: { node: 'n1' } });
   expect(seen.length).toBeGreaterThan(0);
   expect(new Set(seen)).toEqual(new Set(['background']));
+});
+
+test("an agent's keepalive, its authentication included, goes through the interactive lane: the liveness the quorum rule counts does not queue behind the agents' bulk", async () => {
+  const { call } = await lanedApp();
+  const credential = (await (await call('POST', '/v1/agent/enroll', { token: JOIN, json: { node: 'n1' } })).json()).credential as string;
+  const record = { name: 'n1', zone: 'a', capacity: { cpuMillis: 2000, memoryBytes: 2 ** 30 }, images: {} };
+  seen.length = 0;
+  const registered = await call('POST', '/v1/agent/nodes/n1/register', { token: credential, json: { ...record, leaseTtlSeconds: 30 } });
+  expect(registered.status).toBe(200);
+  const { lease } = (await registered.json()) as { lease: number };
+  expect(new Set(seen)).toEqual(new Set(['background'])); // registering is no keepalive
+  seen.length = 0;
+  expect((await call('POST', '/v1/agent/nodes/n1/keepalive', { token: credential, json: { lease } })).status).toBe(200);
+  expect(seen).toContain('interactive');
+  expect(seen.filter((l) => l === 'interactive').length).toBeGreaterThanOrEqual(3); // auth, the node's keys, the renewal
+  expect(new Set(seen)).toEqual(new Set(['interactive']));
 });
