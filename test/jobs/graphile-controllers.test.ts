@@ -18,6 +18,9 @@ test('the controllers place replicas and explain them when run as graphile-worke
     const { id } = await store.grantLease(30);
     await store.put(buildKey('node', n), encodeFact('node', { name: n, zone, capacity: { cpuMillis: 2_000, memoryBytes: 2 ** 32 }, images: { 'web:1': 'x' } }), { lease: id });
   }
+  // Both nodes ready before the service exists: a step that saw only n1 ready would rightly place all four there
+  // (they fit), which a loaded run once did.
+  await waitFor('both nodes ready', () => store.range({ prefix: prefixOf('nodeStatus') }), (r) => r.kvs.filter((kv) => (JSON.parse(kv.value) as { state: string }).state === 'ready').length === 2, 20_000);
   const spec = serviceSpecSchema.parse({ name: 'web', image: 'web:1', replicas: 4, resources: { cpuMillis: 500 } });
   await store.put(buildKey('service', 'web'), encodeFact('service', spec));
 
