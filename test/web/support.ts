@@ -206,7 +206,7 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
  * times, and those failures are taken out of `errors`. Every controller module is transpiled
  * on its first request, slow on a loaded machine, hence the generous bound.
  */
-export async function openConsole(page: Page, url: string, want: 'sim' | 'live', errors: string[] = [], timeoutMs = 150_000): Promise<void> {
+export async function openConsole(page: Page, url: string, want: 'sim' | 'live' | 'auth', errors: string[] = [], timeoutMs = 150_000): Promise<void> {
   const failed: string[] = [];
   // Requests sent and not yet answered, with when they went: a page that stays "connecting"
   // with no error and no failed load is waiting on one of these (the timeout names them).
