@@ -1,4 +1,4 @@
-import type { Compare, Op, Store } from '../db/store.js';
+import type { Compare, Op, Store, TxnRequest } from '../db/store.js';
 
 /**
  * One store write a controller plans: the compares that make it conditional on what it read
@@ -33,15 +33,40 @@ export async function commit(store: Store, w: Write): Promise<boolean> {
   return (await store.txn({ compare: w.compares, success: w.ops })).succeeded;
 }
 
-/** Commit each write in its own txn, in order; how many failed their compares. */
-export async function commitEach(store: Store, writes: readonly Write[]): Promise<number> {
+/**
+ * Commit txns that do not depend on each other, each alone, with up to `concurrency` in
+ * flight (a sliding window: PostgresStore commits whatever queued while its previous batch
+ * committed, so a full window means fewer, larger Postgres transactions); at 1, in order,
+ * one after another (the simulation's order). How many failed their compares.
+ */
+export async function commitWindow(store: Store, txns: readonly TxnRequest[], concurrency = 1): Promise<number> {
   let failed = 0;
-  for (const w of writes) if (!(await commit(store, w))) failed++;
+  let next = 0;
+  const worker = async () => {
+    while (next < txns.length) {
+      const t = txns[next++]!;
+      if (!(await store.txn(t)).succeeded) failed++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, txns.length)) }, worker));
   return failed;
 }
 
-/** Commit writes in order, stopping at the first whose compare fails (each builds on the ones before); false then. */
-export async function commitUntilFailure(store: Store, writes: readonly Write[]): Promise<boolean> {
-  for (const w of writes) if (!(await commit(store, w))) return false;
-  return true;
+const txnOf = (w: Write): TxnRequest => ({ compare: w.compares, success: w.ops });
+
+/** Commit each write in its own txn (in order at concurrency 1); how many failed their compares. */
+export async function commitEach(store: Store, writes: readonly Write[], concurrency = 1): Promise<number> {
+  return commitWindow(store, writes.map(txnOf), concurrency);
+}
+
+/**
+ * Commit the first write alone and, only if it held, the others (each compares what the
+ * first wrote, e.g. the decision it cites, and none depends on another) with up to
+ * `concurrency` in flight. How many failed: 1 when the first did (the rest are not tried).
+ */
+export async function commitFirstThenRest(store: Store, writes: readonly Write[], concurrency = 1): Promise<number> {
+  const [first, ...rest] = writes;
+  if (first === undefined) return 0;
+  if (!(await commit(store, first))) return 1;
+  return commitEach(store, rest, concurrency);
 }

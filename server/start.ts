@@ -86,12 +86,20 @@ export interface RunningServer {
 }
 
 /**
+ * Txns a replica or scheduler step keeps in flight. PostgresStore commits the txns that
+ * queued while its previous batch committed as one Postgres transaction, so one at a time
+ * would cost a batch each: placing 3,000 replicas took 10.9 s that way (150 txns), 16 is
+ * what bench:scheduler runs (docs/benchmarks.md). The other backends take them in turn.
+ */
+const STEP_TXN_CONCURRENCY = 16;
+
+/**
  * One server pod: the HTTP API over the store, and the controllers — as graphile-worker
  * jobs on Postgres (any number of pods share them), or the in-process driver on the
  * other backends. Nothing else is kept in memory that another pod would need.
  */
 export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
-  const controllers = allControllers(cfg.controllers);
+  const controllers = allControllers({ txnConcurrency: STEP_TXN_CONCURRENCY, ...cfg.controllers });
   // The health probe and the drivers each meet a failing store: the pod reports it once.
   const outage = oneReportPerOutage(cfg.onDiagnostic ?? (() => undefined));
   const report = (d: Diagnostic) => outage.report(d);

@@ -5,7 +5,7 @@ import { autoscaler, type AutoscalerOptions } from './autoscaler.js';
 import { endpointController } from './endpoints.js';
 import { networkController } from './network.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
-import { replicaController } from './replica.js';
+import { replicaControllerWith } from './replica.js';
 import { rolloutController } from './rollout.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
 import { storageController } from './storage.js';
@@ -15,13 +15,19 @@ export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } 
 export { endpointController, ENDPOINT_CONTROLLER, readyCount } from './endpoints.js';
 export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
-export { replicaController } from './replica.js';
+export { replicaController, replicaControllerWith, type ReplicaControllerOptions } from './replica.js';
 export { REPLICA_CONTROLLER } from './replica-draft.js';
 export { rolloutController, ROLLOUT_CONTROLLER } from './rollout.js';
 export { scheduler, schedulerWith, SCHEDULER, type SchedulerOptions } from './scheduler/index.js';
 export { storageController, STORAGE_CONTROLLER } from './storage.js';
 
 export interface ControllerOptions {
+  /**
+   * Txns a step of the replica controller and the scheduler keeps in flight (default 1, the
+   * simulation's order). PostgresStore batches concurrent txns into one Postgres
+   * transaction, so a server pod wants more (server/start.ts: 16); `scheduler` overrides it.
+   */
+  txnConcurrency?: number;
   node?: NodeControllerOptions;
   scheduler?: SchedulerOptions;
   autoscaler?: AutoscalerOptions;
@@ -32,8 +38,8 @@ export interface ControllerOptions {
 export function controllers(opts: ControllerOptions = {}): Controller[] {
   // One controller per line: the order is the simulation's step order for a seed.
   const list = [
-    replicaController,
-    schedulerWith(opts.scheduler ?? {}),
+    replicaControllerWith({ txnConcurrency: opts.txnConcurrency }),
+    schedulerWith({ txnConcurrency: opts.txnConcurrency, ...opts.scheduler }),
     nodeController(opts.node),
     auditor,
     endpointController,

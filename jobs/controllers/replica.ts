@@ -11,7 +11,7 @@ import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } f
 import { backoffDelay, nextAttempt } from './backoff.js';
 import { admissibleObservation, isCompleted, isLive, isRunning, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { planRollStep } from './replica-roll.js';
-import { commitEach, commitUntilFailure, type Write } from '../write.js';
+import { commitEach, commitFirstThenRest, type Write } from '../write.js';
 import { RETRY, retrySoon } from '../retry.js';
 import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Why } from './replica-draft.js';
 
@@ -32,18 +32,31 @@ export const CREATE_PER_TXN = 50;
  * Scale-down order (the stated rule): replicas not yet placed first, then those not
  * running, then the newest (latest created, then highest id).
  */
-export const replicaController: Controller = {
-  name: REPLICA_CONTROLLER,
-  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
-  subjectOf: serviceOfKey,
-  subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('replica')]),
-  async reconcile(ctx: StepContext): Promise<Wakeup> {
-    if (ctx.subject === undefined) return {};
-    return reconcileService(ctx, ctx.subject);
-  },
-};
+export const replicaController: Controller = replicaControllerWith({});
 
-async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
+export interface ReplicaControllerOptions {
+  /**
+   * A step's txns in flight at once (a scale-up of 1,000 is 20 txns): 1, the default, is
+   * the simulation's order; a server pod uses more, as for the scheduler (server/start.ts).
+   */
+  txnConcurrency?: number;
+}
+
+export function replicaControllerWith(opts: ReplicaControllerOptions): Controller {
+  const concurrency = opts.txnConcurrency ?? 1;
+  return {
+    name: REPLICA_CONTROLLER,
+    watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
+    subjectOf: serviceOfKey,
+    subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('replica')]),
+    async reconcile(ctx: StepContext): Promise<Wakeup> {
+      if (ctx.subject === undefined) return {};
+      return reconcileService(ctx, ctx.subject, concurrency);
+    },
+  };
+}
+
+async function reconcileService(ctx: StepContext, service: string, concurrency: number): Promise<Wakeup> {
   const { store, now } = ctx;
   const spec = await getFact(store, 'service', service);
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
@@ -102,8 +115,9 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
     if (scale.stopping) timer = Math.min(timer ?? Infinity, now + (spec?.value.stopGraceMs ?? DEFAULTS.stopGraceMs));
   }
 
-  // A scale's txns come last, in order: the later ones cite the first one's decision, so they follow only if it held.
-  const failed = (await commitEach(store, txns)) + (scale && !(await commitUntilFailure(store, scale.txns)) ? 1 : 0);
+  // Each retirement stands alone. A scale's txns come last: the later ones cite the first
+  // one's decision, so they follow only if it held.
+  const failed = (await commitEach(store, txns, concurrency)) + (scale ? await commitFirstThenRest(store, scale.txns, concurrency) : 0);
   if (failed > 0) return retrySoon(now);
   if (scale?.more) return { at: now };
   return timer !== undefined ? { at: timer } : {};
@@ -250,7 +264,7 @@ function planScale(
     reasons: [spec ? `wants ${target.desired}${intent ? ' (autoscaler intent)' : ''}, has ${liveStates.length} live` : 'the service was deleted'],
   });
   // The first txn writes the scale decision; each later one compares it present (it cites it)
-  // and is committed only after the first succeeded (commitUntilFailure).
+  // and is committed only after the first succeeded (commitFirstThenRest).
   const first: Write = { compares: [unchanged(spec, serviceKey), ...target.compares, ...sd.compares], ops: [...sd.ops] };
   const later = (): Write => ({ compares: [unchanged(spec, serviceKey), ...target.compares, present(sd.key)], ops: [] });
   const txns: Write[] = [first];

@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
-import { replicaController } from '../../jobs/controllers/index.js';
+import { replicaController, replicaControllerWith } from '../../jobs/controllers/index.js';
 import { CREATE_PER_TXN } from '../../jobs/controllers/replica.js';
 import { decisionKey } from '../../jobs/decisions/record.js';
 import { Bench } from './harness.js';
@@ -27,4 +27,44 @@ test('a scale-up of 120 is one step of three txns under one decision; none lands
     expect(decodeFact('decision', kv.key, kv.value).cause).toEqual({ decision: scaleKey });
   }
   expect(await b.store.get(buildKey('decision', 'service', 'web', scaleKey.slice(scaleKey.lastIndexOf('/') + 1)))).not.toBeNull();
+});
+
+/** A server pod keeps a step's txns in flight together (server/start.ts); the decision still goes first. */
+test('with txns in flight together, a scale-up commits its decision alone first, then the rest at once; none when the decision fails', async () => {
+  const b = new Bench();
+  await b.apply({ name: 'web', image: 'web:1', replicas: 500, resources: { cpuMillis: 10 } });
+  // The step's decision key is taken: its first txn fails, and nothing may follow it.
+  await b.store.put(decisionKey('service', 'web', b.t, 'rc-scale-up'), JSON.stringify({ placeholder: true }));
+  const events: string[] = [];
+  let inFlight = 0;
+  let most = 0;
+  const txn = b.store.txn.bind(b.store);
+  b.store.txn = async (req) => {
+    const n = events.filter((e) => e.startsWith('start')).length;
+    events.push(`start ${n}`);
+    most = Math.max(most, ++inFlight);
+    try {
+      return await txn(req);
+    } finally {
+      inFlight--;
+      events.push(`end ${n}`);
+    }
+  };
+  const concurrent = replicaControllerWith({ txnConcurrency: 16 });
+  await b.step(concurrent, 'web');
+  expect(events).toEqual(['start 0', 'end 0']);
+  expect(await b.replicas('web')).toHaveLength(0);
+
+  events.length = 0;
+  b.t += 1;
+  await b.step(concurrent, 'web');
+  const txns = Math.ceil(500 / CREATE_PER_TXN);
+  expect(events.filter((e) => e.startsWith('start'))).toHaveLength(txns);
+  expect(events.slice(0, 2)).toEqual(['start 0', 'end 0']);
+  expect(most).toBe(txns - 1);
+  expect(await b.replicas('web')).toHaveLength(500);
+  const scaleKey = decisionKey('service', 'web', b.t, 'rc-scale-up');
+  for (const kv of (await b.store.range({ prefix: prefixOf('decision', 'replica') })).kvs) {
+    expect(decodeFact('decision', kv.key, kv.value).cause).toEqual({ decision: scaleKey });
+  }
 });

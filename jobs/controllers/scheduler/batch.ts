@@ -1,4 +1,4 @@
-import type { Compare, Op, Store, TxnRequest } from '../../../db/store.js';
+import type { Compare, Op, TxnRequest } from '../../../db/store.js';
 import { uniqueCompares } from '../../facts.js';
 import { writeBytes, type Write } from '../../write.js';
 
@@ -37,22 +37,4 @@ export function packTxns(groups: Map<string, Write>): TxnRequest[] {
   }
   if (success.length > 0) txns.push({ compare: uniqueCompares(compare), success });
   return txns;
-}
-
-/**
- * Issue txns with up to `concurrency` in flight (a sliding window: PostgresStore commits
- * whatever has queued while its previous batch committed, so a full window means fewer,
- * larger Postgres transactions). Returns how many failed their compares.
- */
-export async function commitAll(store: Store, txns: readonly TxnRequest[], concurrency = 16): Promise<number> {
-  let failed = 0;
-  let next = 0;
-  const worker = async () => {
-    while (next < txns.length) {
-      const t = txns[next++]!;
-      if (!(await store.txn(t)).succeeded) failed++;
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, txns.length)) }, worker));
-  return failed;
 }

@@ -6,7 +6,8 @@ import { decodeFact } from '../../../core/keys.js';
 import { getFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
 import { indexBy, listEvery, readClusterView } from '../view.js';
-import { commitAll, packTxns } from './batch.js';
+import { packTxns } from './batch.js';
+import { commitWindow } from '../../write.js';
 import { pendingReasons, planPlacements, SCHEDULER, type VolumeNodes } from './plan-placements.js';
 import type { Pending } from './types.js';
 import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
@@ -49,7 +50,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
 
       const housekeeping = new Map([...planReleases(view, records, placements, now), ...planRepairs(view, repairs, now), ...planForgetAllocations(view, now)]);
       if (housekeeping.size > 0) {
-        await commitAll(store, packTxns(housekeeping), concurrency);
+        await commitWindow(store, packTxns(housekeeping), concurrency);
         return { at: now }; // plan placements on the view these writes left
       }
 
@@ -89,7 +90,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
         volumeNodes.set(v.value.service, held);
       }
       const plan = planPlacements(view, pending, live, now, volumeNodes);
-      const failed = await commitAll(store, packTxns(plan.groups), concurrency);
+      const failed = await commitWindow(store, packTxns(plan.groups), concurrency);
       // Pending decisions are recorded on a view without this step's own placements in
       // flight, so their basis is the one the next step will see (else a converged system
       // would keep bumping repetition counts).
