@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { abortedByPostgres } from '../db/postgres/errors.js';
 import type { CommitHook } from '../db/postgres/batch-apply.js';
 import { route, stepKey, type Change, type Controller } from './controller.js';
 
@@ -59,6 +60,35 @@ export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], 
       preserveRunAt,
     ],
   );
+}
+
+/** Attempts of one job-queue statement that Postgres aborts as a deadlock's victim. */
+export const JOB_STATEMENT_ATTEMPTS = 3;
+
+/**
+ * Run a job-queue statement that is its own transaction (no caller's BEGIN around it) again
+ * when Postgres chose it as a deadlock's victim: it was rolled back, so it can go again.
+ */
+export async function retryingAborted<T>(statement: () => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await statement();
+    } catch (e) {
+      if (attempt >= JOB_STATEMENT_ATTEMPTS || !abortedByPostgres(e)) throw e;
+    }
+  }
+}
+
+/**
+ * Make graphile-worker's task rows before anything adds jobs. On a fresh database every
+ * add_jobs call, and each runner's first fetch, inserts the task identifiers it names, in
+ * whatever order its plan takes them: two that insert the same new identifiers in opposite
+ * orders wait on each other's uniqueness check and deadlock (a fresh clone's `npm start`
+ * failed that way). Once the rows exist those inserts change nothing and wait on nobody.
+ * In one order (sorted), so pods starting together do not deadlock here either.
+ */
+export async function registerTasks(client: pg.ClientBase, identifiers: readonly string[], schema = 'graphile_worker'): Promise<void> {
+  await client.query(`INSERT INTO ${schema}._private_tasks (identifier) SELECT t FROM unnest($1::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING`, [[...identifiers].sort()]);
 }
 
 /** The commit hook that turns a transaction's changes into controller jobs. */

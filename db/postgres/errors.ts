@@ -35,4 +35,10 @@ export function pgFailure(e: unknown, target: string, committing = false): CcaEr
   return new CcaError('CCA-E0118', { backend: 'postgres', reason }, { cause: e });
 }
 
+/** SQLSTATE 40P01 (deadlock detected) or 40001 (serialization failure): Postgres rolled the transaction back. */
+export function abortedByPostgres(e: unknown): boolean {
+  const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
+  return code === '40P01' || code === '40001';
+}
+
 export { redactUrl } from '../../core/redact.js';

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { isCcaError } from '../../core/diagnostics/index.js';
 import type { TxnRequest, TxnResponse } from '../store.js';
 import { applyWrites, commitPlan, planAtSnapshot, type CommitHook, type WriteOutcome } from './batch-apply.js';
-import { pgFailure } from './errors.js';
+import { abortedByPostgres, pgFailure } from './errors.js';
 import { KnownRows } from './known-rows.js';
 import type { StoreObserver } from './observer.js';
 
@@ -161,12 +161,6 @@ export class WriteBatcher {
 
 /** Attempts of a batch that Postgres aborts as a deadlock's victim or a serialization failure. */
 export const ABORTED_ATTEMPTS = 3;
-
-/** SQLSTATE 40P01 (deadlock detected) or 40001 (serialization failure): the transaction was rolled back. */
-function abortedByPostgres(e: unknown): boolean {
-  const code = e instanceof Error ? (e as { code?: unknown }).code : undefined;
-  return code === '40P01' || code === '40001';
-}
 
 /**
  * The next batch from a queue (oldest first): its oldest `max` items; but when an

@@ -1,0 +1,79 @@
+import { afterAll, describe, expect, test } from 'vitest';
+import pg from 'pg';
+import { createPool } from '../../db/postgres/pool.js';
+import { migrateJobs } from '../../jobs/graphile-migrate.js';
+import { FANOUT_TASK, JOB_STATEMENT_ATTEMPTS, STEP_TASK, addJobs, registerTasks, retryingAborted, type JobSpec } from '../../jobs/job-hook.js';
+import { createTestDatabase } from '../support/databases.js';
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+async function freshJobSchema(label: string): Promise<pg.Pool> {
+  const db = await createTestDatabase(label);
+  cleanups.push(db.drop);
+  const pool = createPool(db.url);
+  cleanups.push(() => pool.end());
+  await migrateJobs(pool);
+  return pool;
+}
+
+const job = (task: string, key: string): JobSpec => ({ task, payload: { controller: key }, key });
+
+/**
+ * Two transactions that each add a job of a task the database has not seen, then one of the
+ * other's: each waits on the other's uncommitted task row. Answers the error, if any.
+ */
+async function crossedFirstJobs(pool: pg.Pool): Promise<unknown> {
+  const [a, b] = [await pool.connect(), await pool.connect()];
+  try {
+    await a.query('BEGIN');
+    await b.query('BEGIN');
+    await addJobs(a, [job(STEP_TASK, 'a1')]);
+    await addJobs(b, [job(FANOUT_TASK, 'b1')]);
+    const crossed = await Promise.allSettled([addJobs(a, [job(FANOUT_TASK, 'a2')]), addJobs(b, [job(STEP_TASK, 'b2')])]);
+    return crossed.find((r) => r.status === 'rejected')?.reason;
+  } finally {
+    await a.query('ROLLBACK').catch(() => undefined);
+    await b.query('ROLLBACK').catch(() => undefined);
+    a.release();
+    b.release();
+  }
+}
+
+describe('graphile-worker task rows made before any job', () => {
+  test('on a fresh job schema, first jobs of new tasks added in crossed orders deadlock (what broke a fresh npm start)', async () => {
+    const pool = await freshJobSchema('jobtasks-bare');
+    expect((await crossedFirstJobs(pool)) as { code?: string }).toMatchObject({ code: '40P01' });
+  });
+
+  test('with the task rows registered first, the same crossed adds wait on nobody', async () => {
+    const pool = await freshJobSchema('jobtasks-registered');
+    const client = await pool.connect();
+    try {
+      await registerTasks(client, [STEP_TASK, FANOUT_TASK]);
+    } finally {
+      client.release();
+    }
+    expect(await crossedFirstJobs(pool)).toBeUndefined();
+  });
+});
+
+describe('a job-queue statement chosen as a deadlock victim goes again', () => {
+  const deadlock = () => Object.assign(new Error('deadlock detected'), { code: '40P01' });
+
+  test('retried while Postgres aborts it, up to the stated attempts; other errors at once', async () => {
+    let calls = 0;
+    expect(await retryingAborted(async () => (++calls < JOB_STATEMENT_ATTEMPTS ? Promise.reject(deadlock()) : 'done'))).toBe('done');
+    expect(calls).toBe(JOB_STATEMENT_ATTEMPTS);
+
+    calls = 0;
+    await expect(retryingAborted(async () => (++calls, Promise.reject(deadlock())))).rejects.toMatchObject({ code: '40P01' });
+    expect(calls).toBe(JOB_STATEMENT_ATTEMPTS);
+
+    calls = 0;
+    await expect(retryingAborted(async () => (++calls, Promise.reject(Object.assign(new Error('no such table'), { code: '42P01' }))))).rejects.toThrow('no such table');
+    expect(calls).toBe(1);
+  });
+});
