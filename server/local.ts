@@ -1,7 +1,7 @@
 /**
  * `npm start`: the whole system on one machine. An embedded Postgres with a persistent data
  * dir under .ccattler/ (or DATABASE_URL), one server pod with its workers, and one local
- * agent. Ctrl-C stops everything.
+ * agent. Ctrl-C stops those three; the workloads' supervisors stop them when the agent's lease runs out.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -143,7 +143,8 @@ Next, in another terminal in this checkout (${finds}):
 From anywhere else:
   export CCA_SERVER=${server.url} CCA_TOKEN=${tokenExport}
 
-Ctrl-C stops everything.`);
+Ctrl-C stops the server, the local agent and Postgres; the services' processes stop by themselves
+when the agent's lease runs out (within ~30 s: docs/fencing.md); the next npm start runs them again.`);
   await stopAsked.asked;
   console.log('stopping…');
   await rm(localFile, { force: true });
