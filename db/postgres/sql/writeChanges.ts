@@ -1,4 +1,5 @@
 import type { Db } from './db.js';
+import { textArrayLiteral } from './text-array.js';
 
 export interface LogRow {
   revision: number;
@@ -77,8 +78,8 @@ function columns(rows: LogRow[]): unknown[] {
   return [
     col('revision'),
     col('seq'),
-    col('key'),
-    col('value'),
+    textArrayLiteral(col('key')),
+    textArrayLiteral(col('value')),
     col('deleted'),
     col('createRevision'),
     col('version'),

@@ -1,0 +1,42 @@
+import { createRequire } from 'node:module';
+import { afterAll, expect, test } from 'vitest';
+import pg from 'pg';
+import { textArrayLiteral } from '../../../../db/postgres/sql/text-array.js';
+import { Rng } from '../../../../jobs/sim/rng.js';
+import { createTestDatabase } from '../../../support/databases.js';
+
+// pg's own parameter encoding: what the literal must equal.
+const { prepareValue } = createRequire(import.meta.url)('pg/lib/utils.js') as { prepareValue(v: unknown): string };
+
+const tricky = ['', 'plain', 'NULL', 'a"b', 'c\\d', '\\"', '{x,y}', 'a, b', ' spaced ', 'new\nline', 'tab\t', '\u0000'.slice(1), '\u0001', '\u001f', '\u007f', 'é ü ß', '日本', '😀', 'lone \ud800 high', 'lone \udc00 low', '\u2028\u2029', '{"k":"v\\"q","n":[1,2]}'];
+
+function randomStrings(seed: number, n: number): string[] {
+  const rng = new Rng(seed);
+  const alphabet = ['a', '"', '\\', ',', '{', '}', ' ', '\n', '\u0002', 'é', '😀', '\ud83d', 'N', 'U', 'L'];
+  return Array.from({ length: n }, () => Array.from({ length: Math.floor(rng.next() * 12) }, () => alphabet[Math.floor(rng.next() * alphabet.length)]!).join(''));
+}
+
+test('the literal is the one pg itself would send, for quotes, backslashes, control characters and surrogates', () => {
+  expect(textArrayLiteral(tricky)).toBe(prepareValue(tricky));
+  for (let seed = 1; seed <= 50; seed++) {
+    const xs = randomStrings(seed, 40);
+    expect(textArrayLiteral(xs)).toBe(prepareValue(xs));
+  }
+  expect(textArrayLiteral([])).toBe(prepareValue([]));
+});
+
+const cleanups: (() => Promise<void>)[] = [];
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+});
+
+test('Postgres reads back exactly the strings (those it can hold: no NUL, surrogates as UTF-8 makes them)', async () => {
+  const db = await createTestDatabase('textarray');
+  cleanups.push(db.drop);
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  cleanups.push(() => client.end());
+  const xs = [...tricky.filter((s) => !/[\ud800-\udfff]/.test(s) || s === '😀'), ...randomStrings(99, 200).filter((s) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s))];
+  const r = await client.query<{ a: string[] }>('SELECT $1::text[] AS a', [textArrayLiteral(xs)]);
+  expect(r.rows[0]!.a).toEqual(xs);
+});
