@@ -1,15 +1,15 @@
 import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
 import { replicaReason } from '../../core/model/replica-outcome.js';
-import type { Compare, Op, Store, TxnRequest } from '../../db/store.js';
+import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
 import type { Controller, StepContext, Wakeup } from '../controller.js';
-import { absent, deleteKey, getFact, listFacts, present, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
+import { absent, deleteKey, getFact, listFacts, putFact, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { serviceOfKey } from '../ids.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause, type Evidence } from '../decisions/record.js';
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
 import { retrySoon } from '../retry.js';
-import { commitWindow, utf8Bytes } from '../write.js';
+import { utf8Bytes } from '../write.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
 /** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
@@ -76,30 +76,17 @@ interface Standing {
  * once, before the node controller even marks it lost. Writes only when the set changes,
  * each change with a `service` decision naming who joined or left and why.
  */
-export const endpointController: Controller = endpointControllerWith({});
-
-export interface EndpointControllerOptions {
-  /**
-   * Txns of a step's chain in flight at once (a whole service of 1,000 becoming ready is 63):
-   * 1, the default, is the simulation's order; a server pod uses more (server/start.ts).
-   */
-  txnConcurrency?: number;
-}
-
-export function endpointControllerWith(opts: EndpointControllerOptions): Controller {
-  const concurrency = opts.txnConcurrency ?? 1;
-  return {
-    name: ENDPOINT_CONTROLLER,
-    watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
-    // A node's registration or status concerns every service with a replica there.
-    subjectOf: serviceOfKey,
-    subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('endpoints')]),
-    async reconcile(ctx: StepContext): Promise<Wakeup> {
-      if (ctx.subject === undefined) return {};
-      return reconcileService(ctx, ctx.subject, concurrency);
-    },
-  };
-}
+export const endpointController: Controller = {
+  name: ENDPOINT_CONTROLLER,
+  watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
+  // A node's registration or status concerns every service with a replica there.
+  subjectOf: serviceOfKey,
+  subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('endpoints')]),
+  async reconcile(ctx: StepContext): Promise<Wakeup> {
+    if (ctx.subject === undefined) return {};
+    return reconcileService(ctx, ctx.subject);
+  },
+};
 
 /** Each replica's standing right now, with the keys it was read from. */
 export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[] }> {
@@ -109,7 +96,7 @@ export async function planEndpoints(store: Store, service: string): Promise<{ sp
   return { ...(spec ? { spec } : {}), standings };
 }
 
-async function reconcileService(ctx: StepContext, service: string, concurrency: number): Promise<Wakeup> {
+async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
   const { store, now } = ctx;
   const current = await getFact(store, 'endpoints', service);
   const { spec, standings } = await planEndpoints(store, service);
@@ -140,51 +127,35 @@ async function reconcileService(ctx: StepContext, service: string, concurrency: 
     }
   }
   // A store txn compares at most 128 keys: a large change (a whole service becoming ready)
-  // goes out as a chain of txns, leaves first, each publishing a valid set of its own. The
-  // first compares the set this step read; each later one that the link before it committed
-  // (its decision is present) and nothing wrote the set since (the version it left). No
-  // revision is needed, so the chain can be in flight at once; a link that fails fails every
-  // link after it.
+  // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
+  // comparing the set the previous one wrote.
   changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
-  const key = buildKey('endpoints', service);
-  const links: TxnRequest[] = [];
-  const read = current ? evidenceOf(current) : absentEvidence(key);
-  let published: Published = { endpoints: current?.value.endpoints ?? [], compares: [unchanged(current, key)], version: current?.kv.version ?? 0 };
+  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_, 0)).ok ? {} : retrySoon(now);
+  let published = current;
   // Only the last txn of the chain knows the whole ready count; before it, what is listed.
-  const chain = spec ? Math.min(Math.max(1, changes.length), MAX_CHANGES * MAX_TXNS) : 1;
-  for (let i = 0; i < chain; i += MAX_CHANGES) {
-    const last = !spec || i + MAX_CHANGES >= changes.length;
-    const link = publish(ctx, service, published, read, spec ? changes.slice(i, i + MAX_CHANGES) : changes, spec, now_, !spec ? 0 : last ? ready.length : undefined);
-    links.push(link.txn);
-    published = link.next;
+  for (let i = 0; i < Math.max(1, changes.length); i += MAX_CHANGES) {
+    if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
+    const last = i + MAX_CHANGES >= changes.length;
+    const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_, last ? ready.length : undefined);
+    if (!r.ok) return retrySoon(now);
+    published = r.written;
   }
-  if ((await commitWindow(store, links, concurrency)) > 0) return retrySoon(now);
-  return chain < changes.length ? { at: now } : {};
-}
-
-/** The set a link of the chain leaves: what the next link builds on and compares. */
-interface Published {
-  endpoints: readonly Endpoint[];
-  /** The set as read (its mod revision), or as the link before leaves it (its version and that link's decision). */
-  compares: Compare[];
-  version: number;
+  return {};
 }
 
 /** One txn: the set with this batch of changes applied (or withdrawn when the service is gone), with its decision. */
-function publish(
+async function publish(
   ctx: StepContext,
   service: string,
-  current: Published,
-  /** The set the step read (every link of its chain builds on it). */
-  read: Evidence,
+  current: Fact<'endpoints'> | undefined,
   batch: readonly Standing[],
   spec: Fact<'service'> | undefined,
   next: ReadonlyMap<string, Endpoint>,
   ready: number | undefined,
-): { txn: TxnRequest; next: Published } {
-  const { now } = ctx;
+): Promise<{ ok: false } | { ok: true; written: Fact<'endpoints'> }> {
+  const { store, now } = ctx;
   const key = buildKey('endpoints', service);
-  const before = current.endpoints;
+  const before = current?.value.endpoints ?? [];
   const endpoints = spec ? applyChanges(before, batch, next) : [];
   const count = ready ?? endpoints.length;
   const reasons = !spec
@@ -200,7 +171,7 @@ function publish(
     // The set's digest keeps two changes in one millisecond apart.
     tag: `ep-${digest(endpoints.map((e) => `${e.replica}@${e.address}`))}`,
     at: now,
-    evidence: [read, ...batch.flatMap((c) => c.evidence).slice(0, 32)],
+    evidence: [current ? evidenceOf(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, 32)],
     cause,
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
@@ -210,12 +181,11 @@ function publish(
   // (and the spec and the published set). A member that stays is not compared: its report
   // changing meanwhile (a usage figure, every few seconds per replica) must not make every
   // step of a large service fail; if its standing did change, that change wakes the next step.
-  const compares = [...current.compares, unchanged(spec, buildKey('service', service)), ...(spec ? batch.flatMap((c) => c.readSet) : [])];
-  const version = current.version + 1;
-  return {
-    txn: { compare: dedupe([...compares, ...d.compares]), success: ops },
-    next: { endpoints, version, compares: [{ key, target: 'version', op: '=', value: version }, present(d.key)] },
-  };
+  const compares = [unchanged(current, key), unchanged(spec, buildKey('service', service)), ...(spec ? batch.flatMap((c) => c.readSet) : [])];
+  const r = await store.txn({ compare: dedupe([...compares, ...d.compares]), success: ops });
+  if (!r.succeeded) return { ok: false };
+  const kv: KeyValue = { key, value: JSON.stringify(value), createRevision: current?.kv.createRevision ?? r.revision, modRevision: r.revision, version: (current?.kv.version ?? 0) + 1, lease: 0 };
+  return { ok: true, written: { key, kv, value } };
 }
 
 /** `before` with a batch of changes applied: joins and moves take their new entry, leaves drop out. */

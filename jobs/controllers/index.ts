@@ -2,7 +2,7 @@ import type { Controller } from '../controller.js';
 import { retention, type RetentionOptions } from '../decisions/retention.js';
 import { auditor } from './auditor.js';
 import { autoscaler, type AutoscalerOptions } from './autoscaler.js';
-import { endpointControllerWith } from './endpoints.js';
+import { endpointController } from './endpoints.js';
 import { networkController } from './network.js';
 import { nodeController, type NodeControllerOptions } from './node.js';
 import { replicaControllerWith } from './replica.js';
@@ -12,7 +12,7 @@ import { storageController } from './storage.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } from './autoscaler.js';
-export { endpointController, endpointControllerWith, ENDPOINT_CONTROLLER, readyCount, type EndpointControllerOptions } from './endpoints.js';
+export { endpointController, ENDPOINT_CONTROLLER, readyCount } from './endpoints.js';
 export { networkController, NETWORK_CONTROLLER } from './network.js';
 export { nodeController, NODE_CONTROLLER } from './node.js';
 export { replicaController, replicaControllerWith, type ReplicaControllerOptions } from './replica.js';
@@ -23,7 +23,7 @@ export { storageController, STORAGE_CONTROLLER } from './storage.js';
 
 export interface ControllerOptions {
   /**
-   * Txns a step of the replica controller, the scheduler or the endpoint controller keeps in flight (default 1, the
+   * Txns a step of the replica controller and the scheduler keeps in flight (default 1, the
    * simulation's order). PostgresStore batches concurrent txns into one Postgres
    * transaction, so a server pod wants more (server/start.ts: 16); `scheduler` overrides it.
    */
@@ -42,7 +42,7 @@ export function controllers(opts: ControllerOptions = {}): Controller[] {
     schedulerWith({ txnConcurrency: opts.txnConcurrency, ...opts.scheduler }),
     nodeController(opts.node),
     auditor,
-    endpointControllerWith({ txnConcurrency: opts.txnConcurrency }),
+    endpointController,
     rolloutController,
     autoscaler(opts.autoscaler),
     networkController,
