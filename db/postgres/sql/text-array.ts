@@ -19,3 +19,17 @@ export function textArrayLiteral(values: readonly string[]): string {
 
 /** Characters JSON.stringify escapes otherwise than a Postgres array element needs. */
 const NOT_JSON_SAFE = /[\u0000-\u001f\ud800-\udfff]/;
+
+/**
+ * A Postgres bigint[] / int[] literal (`{1,2}`): pg's own would quote and escape each number
+ * as a string. Only integers are written here (revisions, versions, lease ids).
+ */
+export function integerArrayLiteral(values: readonly number[]): string {
+  for (const v of values) if (!Number.isSafeInteger(v)) throw new RangeError(`not a safe integer in an integer array: ${v}`);
+  return `{${values.join(',')}}`;
+}
+
+/** A Postgres bool[] literal (`{t,f}`). */
+export function booleanArrayLiteral(values: readonly boolean[]): string {
+  return `{${values.map((v) => (v ? 't' : 'f')).join(',')}}`;
+}

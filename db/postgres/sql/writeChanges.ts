@@ -1,5 +1,5 @@
 import type { Db } from './db.js';
-import { textArrayLiteral } from './text-array.js';
+import { booleanArrayLiteral, integerArrayLiteral, textArrayLiteral } from './text-array.js';
 
 export interface LogRow {
   revision: number;
@@ -75,15 +75,16 @@ export async function writeChangesAtHead(db: Db, rows: LogRow[], revision: numbe
 
 function columns(rows: LogRow[]): unknown[] {
   const col = <K extends keyof LogRow>(k: K) => rows.map((r) => r[k]);
+  // Array literals built here: pg would quote and regex-escape every element (text-array.ts).
   return [
-    col('revision'),
-    col('seq'),
+    integerArrayLiteral(col('revision')),
+    integerArrayLiteral(col('seq')),
     textArrayLiteral(col('key')),
     textArrayLiteral(col('value')),
-    col('deleted'),
-    col('createRevision'),
-    col('version'),
-    col('lease'),
-    col('prevRevision'),
+    booleanArrayLiteral(col('deleted')),
+    integerArrayLiteral(col('createRevision')),
+    integerArrayLiteral(col('version')),
+    integerArrayLiteral(col('lease')),
+    integerArrayLiteral(col('prevRevision')),
   ];
 }

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { afterAll, expect, test } from 'vitest';
 import pg from 'pg';
-import { textArrayLiteral } from '../../../../db/postgres/sql/text-array.js';
+import { booleanArrayLiteral, integerArrayLiteral, textArrayLiteral } from '../../../../db/postgres/sql/text-array.js';
 import { Rng } from '../../../../jobs/sim/rng.js';
 import { createTestDatabase } from '../../../support/databases.js';
 
@@ -39,4 +39,22 @@ test('Postgres reads back exactly the strings (those it can hold: no NUL, surrog
   const xs = [...tricky.filter((s) => !/[\ud800-\udfff]/.test(s) || s === '😀'), ...randomStrings(99, 200).filter((s) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s))];
   const r = await client.query<{ a: string[] }>('SELECT $1::text[] AS a', [textArrayLiteral(xs)]);
   expect(r.rows[0]!.a).toEqual(xs);
+});
+
+test('integer and boolean literals: Postgres reads back the same arrays; a non-integer is refused, never written', async () => {
+  const db = await createTestDatabase('intarray');
+  cleanups.push(db.drop);
+  const client = new pg.Client({ connectionString: db.url });
+  await client.connect();
+  cleanups.push(() => client.end());
+  const ints = [0, 1, -1, 2 ** 53 - 1, -(2 ** 53 - 1), 42];
+  const bools = [true, false, false, true];
+  const r = await client.query<{ b: string[]; i: number[]; f: boolean[]; e: string[] }>('SELECT $1::bigint[]::text[] AS b, $2::int[] AS i, $3::bool[] AS f, $4::bigint[]::text[] AS e', [
+    integerArrayLiteral(ints),
+    integerArrayLiteral([1, 2, 3]),
+    booleanArrayLiteral(bools),
+    integerArrayLiteral([]),
+  ]);
+  expect(r.rows[0]).toEqual({ b: ints.map(String), i: [1, 2, 3], f: bools, e: [] });
+  for (const bad of [1.5, Number.NaN, Infinity, 2 ** 53]) expect(() => integerArrayLiteral([1, bad])).toThrow(RangeError);
 });
