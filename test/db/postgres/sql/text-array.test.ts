@@ -30,23 +30,24 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-test('Postgres reads back exactly the strings (those it can hold: no NUL, surrogates as UTF-8 makes them)', async () => {
-  const db = await createTestDatabase('textarray');
+async function clientOnNewDatabase(label: string): Promise<pg.Client> {
+  const db = await createTestDatabase(label);
   cleanups.push(db.drop);
   const client = new pg.Client({ connectionString: db.url });
   await client.connect();
   cleanups.push(() => client.end());
+  return client;
+}
+
+test('Postgres reads back exactly the strings (those it can hold: no NUL, surrogates as UTF-8 makes them)', async () => {
+  const client = await clientOnNewDatabase('textarray');
   const xs = [...tricky.filter((s) => !/[\ud800-\udfff]/.test(s) || s === '😀'), ...randomStrings(99, 200).filter((s) => !/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(s))];
   const r = await client.query<{ a: string[] }>('SELECT $1::text[] AS a', [textArrayLiteral(xs)]);
   expect(r.rows[0]!.a).toEqual(xs);
 });
 
 test('integer and boolean literals: Postgres reads back the same arrays; a non-integer is refused, never written', async () => {
-  const db = await createTestDatabase('intarray');
-  cleanups.push(db.drop);
-  const client = new pg.Client({ connectionString: db.url });
-  await client.connect();
-  cleanups.push(() => client.end());
+  const client = await clientOnNewDatabase('intarray');
   const ints = [0, 1, -1, 2 ** 53 - 1, -(2 ** 53 - 1), 42];
   const bools = [true, false, false, true];
   const r = await client.query<{ b: string[]; i: number[]; f: boolean[]; e: string[] }>('SELECT $1::bigint[]::text[] AS b, $2::int[] AS i, $3::bool[] AS f, $4::bigint[]::text[] AS e', [
