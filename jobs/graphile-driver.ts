@@ -3,7 +3,7 @@ import type pg from 'pg';
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { pgFailure } from '../db/postgres/errors.js';
 import { stepKey, type Controller } from './controller.js';
-import { FANOUT_TASK, STEP_TASK, addJobs, fanoutJob, registerTasks, retryingAborted, stepJob, type JobSpec } from './job-hook.js';
+import { FANOUT_TASK, STEP_TASK, addJobs, addJobsAlone, fanoutJob, registerTasks, retryingAborted, stepJob, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
 import type { Store } from '../db/store.js';
 import { runStep, StepBook, stepFailure, stepResult, type StepMetrics, type StepOutcome } from './step-runner.js';
@@ -185,7 +185,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     await helpers.withPgClient(async (client) => {
       const subjects = await controller.subjects!(opts.store);
       opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
-      await retryingAborted(() => addJobs(client, subjects.map((subject) => stepJob(controller, subject))));
+      await addJobsAlone(client, subjects.map((subject) => stepJob(controller, subject)));
     });
   };
 
@@ -198,7 +198,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         report(pgFailure(e, 'the job database').diagnostic); // a refused connection is an outage (E0111), not a bug
       }
       // Next run, whatever happened: upkeep must never stop for good.
-      await helpers.withPgClient((client) => retryingAborted(() => addJobs(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }])));
+      await helpers.withPgClient((client) => addJobsAlone(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]));
     };
   const maintenanceTasks: Record<string, Task> = m
     ? {
@@ -210,15 +210,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   // run() would migrate a missing or old job schema itself (a server has migrated or checked
   // it already, so this applies nothing there); the task rows need the schema first.
   await runMigrations({ pgPool: opts.pool, logger });
-  const taskNames = [STEP_TASK, FANOUT_TASK, ...Object.keys(maintenanceTasks)];
-  {
-    const client = await opts.pool.connect();
-    try {
-      await retryingAborted(() => registerTasks(client, taskNames));
-    } finally {
-      client.release();
-    }
-  }
+  await retryingAborted(() => registerTasks(opts.pool, [STEP_TASK, FANOUT_TASK, ...Object.keys(maintenanceTasks)]));
 
   // The server migrates (or, with --no-migrate, checks) graphile-worker's schema first
   // (jobs/graphile-migrate.ts); run() reads its migration table again and applies nothing.
@@ -255,7 +247,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
           .connect()
           .then(async (client) => {
             try {
-              await retryingAborted(() => addJobs(client, [LEASE_TASK, COMPACT_TASK].map((task) => ({ task, payload: { controller: task }, key: task })), 'graphile_worker', true));
+              await addJobsAlone(client, [LEASE_TASK, COMPACT_TASK].map((task) => ({ task, payload: { controller: task }, key: task })), 'graphile_worker', true);
             } finally {
               client.release();
             }
@@ -276,7 +268,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         // Upkeep jobs are keyed: starting them again only moves the one pending run.
         for (const task of [LEASE_TASK, COMPACT_TASK]) jobs.push({ task, payload: { controller: task }, key: task });
       }
-      await retryingAborted(() => addJobs(client, jobs));
+      await addJobsAlone(client, jobs);
     } finally {
       client.release();
     }

@@ -79,6 +79,11 @@ export async function retryingAborted<T>(statement: () => Promise<T>): Promise<T
   }
 }
 
+/** `addJobs` as a statement of its own (no caller's transaction), again if Postgres picks it as a deadlock's victim. */
+export async function addJobsAlone(client: pg.ClientBase, specs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
+  await retryingAborted(() => addJobs(client, specs, schema, preserveRunAt));
+}
+
 /**
  * Make graphile-worker's task rows before anything adds jobs. On a fresh database every
  * add_jobs call, and each runner's first fetch, inserts the task identifiers it names, in
@@ -87,8 +92,8 @@ export async function retryingAborted<T>(statement: () => Promise<T>): Promise<T
  * failed that way). Once the rows exist those inserts change nothing and wait on nobody.
  * In one order (sorted), so pods starting together do not deadlock here either.
  */
-export async function registerTasks(client: pg.ClientBase, identifiers: readonly string[], schema = 'graphile_worker'): Promise<void> {
-  await client.query(`INSERT INTO ${schema}._private_tasks (identifier) SELECT t FROM unnest($1::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING`, [[...identifiers].sort()]);
+export async function registerTasks(db: pg.Pool | pg.ClientBase, identifiers: readonly string[], schema = 'graphile_worker'): Promise<void> {
+  await db.query(`INSERT INTO ${schema}._private_tasks (identifier) SELECT t FROM unnest($1::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING`, [[...identifiers].sort()]);
 }
 
 /** The commit hook that turns a transaction's changes into controller jobs. */
