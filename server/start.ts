@@ -89,7 +89,9 @@ export interface RunningServer {
  * Txns a replica or scheduler step keeps in flight. PostgresStore commits the txns that
  * queued while its previous batch committed as one Postgres transaction, so one at a time
  * would cost a batch each: placing 3,000 replicas took 10.9 s that way (150 txns), 16 is
- * what bench:scheduler runs (docs/benchmarks.md). The other backends take them in turn.
+ * what bench:scheduler runs (docs/benchmarks.md). SQLite commits them one by one; etcd gets
+ * them pipelined on its one connection. The cost: a person's write waits for a larger batch
+ * (rolling apply p99 285–437 ms against 262–289 at 1, docs/benchmarks.md).
  */
 const STEP_TXN_CONCURRENCY = 16;
 
