@@ -213,7 +213,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         }
       }
     }
-    const health = watchStoreHealth(store, report, () => cfg.onRecovered?.(), 1_000, () => outage.answered());
+    const health = watchStoreHealth(store, outage, () => cfg.onRecovered?.(), 1_000);
     stops.unshift(async () => health.stop());
     const tokens = await ensureTokens(store, {
       ...(cfg.adminToken ? { admin: cfg.adminToken } : {}),
