@@ -37,6 +37,8 @@ const legacyRulesSchema = z.object({
 export class PolicyFollower {
   private bundle: NetworkBundle | undefined;
   private legacy: Map<string, Enforced> | undefined;
+  /** The server's last bundle as received (JSON), to tell a new one from the same one again. */
+  private lastAnswer: string | undefined;
   private readonly applied = new Map<string, string>();
   private syncing: Promise<void> = Promise.resolve();
   private readonly file: string;
@@ -70,7 +72,11 @@ export class PolicyFollower {
       }
       try {
         const r = await this.opts.client.network(after, this.opts.pollWaitMs);
-        if (r.changed || after === 0) {
+        // The whole bundle at `revision` whatever `changed` says (a change committed as the
+        // long poll ended is in the bundle, not in the flag): the bundle decides.
+        const answer = JSON.stringify(r.bundle);
+        if (r.changed || after === 0 || answer !== this.lastAnswer) {
+          this.lastAnswer = answer;
           this.bundle = r.bundle;
           this.legacy = undefined;
           this.save();

@@ -76,6 +76,8 @@ export class AgentCore {
   private readonly outage: OutageOracle;
   private readonly cache: DesiredCache;
   private desired: Assignment[] = [];
+  /** The server's last list as received (JSON), to tell a new list from the same one again. */
+  private lastAnswer: string | undefined;
   private fenced = false;
   private closed = false;
   private unreachableLogged = false;
@@ -203,8 +205,14 @@ export class AgentCore {
       return undefined;
     }
     if (r.membership !== undefined) this.outage.learned?.(r.membership, sentAt);
-    if (r.changed || after === 0) {
-      this.desired = r.assignments.filter((a) => a.node === this.o.node);
+    // The answer is the node's whole list at `revision` whatever `changed` says: a placement
+    // committed as the long poll timed out, before its read, is in the list but not in
+    // `changed` — trusting the flag lost it for good (the next poll waits after `revision`).
+    const mine = r.assignments.filter((a) => a.node === this.o.node);
+    const answer = JSON.stringify(mine);
+    if (r.changed || after === 0 || answer !== this.lastAnswer) {
+      this.desired = mine;
+      this.lastAnswer = answer;
       this.cache.answered(r.revision, this.desired);
       this.kick();
     }

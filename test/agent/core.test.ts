@@ -63,9 +63,11 @@ class FakeControlPlane implements ControlPlane {
     if (this.leaseGone) throw new ServerError(404, makeDiagnostic('CCA-E0107', { lease: 1 }));
     return { ttl: TTL };
   }
+  /** What `changed` says in an assignments answer (the list is the whole list either way). */
+  answersChanged = true;
   async assignments(): Promise<{ revision: number; changed: boolean; assignments: Assignment[] }> {
     this.gate();
-    return { revision: this.revision, changed: true, assignments: this.assigned, ...(this.membership === undefined ? {} : { membership: this.membership }) };
+    return { revision: this.revision, changed: this.answersChanged, assignments: this.assigned, ...(this.membership === undefined ? {} : { membership: this.membership }) };
   }
   async observations(_tenure: number, observations: Observation[]): Promise<void> {
     this.gate();
@@ -185,6 +187,26 @@ async function running(outage?: OutageOracle) {
 }
 
 describe('the agent core, through a fake control plane', () => {
+  it('a new list in an answer that says unchanged is still the list: the placement committed as the long poll ended runs', async () => {
+    const h = await running();
+    // The server's long poll saw nothing and timed out; the scheduler committed web-2 before
+    // the route read the list: the answer holds web-2 with changed: false, at a revision past it.
+    h.control.assigned = [assign('web-1'), assign('web-2')];
+    h.control.answersChanged = false;
+    await h.core.poll(1, 0);
+    await h.at(0);
+    expect(h.runtime.running()).toEqual(['web-1', 'web-2']);
+    // The same list again, unchanged: nothing new to do, and nothing stops.
+    await h.core.poll(1, 0);
+    await h.at(0);
+    expect(h.runtime.running()).toEqual(['web-1', 'web-2']);
+    // A removal the flag misses the same way stops the replica.
+    h.control.assigned = [assign('web-2')];
+    await h.core.poll(1, 0);
+    await h.at(0);
+    expect(h.runtime.running()).toEqual(['web-2']);
+  });
+
   it('keepalives failing: keeps running until the fence point (sent + ttl − margin), fences exactly then', async () => {
     const h = await running();
     const fenceAt = TTL * 1000 - FENCE.marginMs;

@@ -74,3 +74,21 @@ test("an agent upgraded while the server is away enforces the older agent's save
   await back.f.loop();
   expect(back.applied.at(-1)).toContain('ip saddr { 10.88.0.2, 10.88.0.3 } accept');
 });
+
+test('a new bundle in an answer that says unchanged is still applied (an address set changed as the long poll ended)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'cca-policy-'));
+  dirs.push(dir);
+  const moved: NetworkBundle = { ...bundle, addresses: [{ service: 'api', addresses: ['10.88.0.9'], total: 1, at: 2 }] };
+  const answers = [
+    { revision: 5, changed: true, bundle },
+    // The server's watch saw nothing and timed out; the new address set committed before its read.
+    { revision: 9, changed: false, bundle: moved },
+  ];
+  const applied: string[] = [];
+  const netns = { opts: { dir }, gateway: '10.88.0.1', info: () => ({}), apply: async (_r: string, script: string) => void applied.push(script) } as unknown as NetnsManager;
+  const client = { credential: 'c', network: async () => answers.shift()! } as unknown as AgentClient;
+  const f = new PolicyFollower({ client, netns, replicas: () => [{ replica: 'db-1', spec }], pollWaitMs: 0, isClosed: () => answers.length === 0, sleep: async () => undefined, log: () => undefined, event: () => undefined });
+  await f.loop();
+  await f.sync();
+  expect(applied.at(-1)).toContain('ip saddr { 10.88.0.9 } accept');
+});

@@ -5,6 +5,8 @@ import { Agent } from '../../agent/agent.js';
 import { FENCE } from '../../agent/core/fence.js';
 import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
+import type { Diagnostic } from '../../core/diagnostics/index.js';
+import { createLogger } from '../../server/log.js';
 import { startServer, type RunningServer } from '../../server/start.js';
 import { ADMIN, JOIN } from '../handlers/harness.js';
 import { freePort } from '../support/postgres-server.js';
@@ -34,7 +36,13 @@ export async function quorumStory(
   const tmp = tempDir('quorum-e2e');
   cleanups.push(() => tmp.cleanup());
   const port = await freePort();
-  const cfg = { store: await store(tmp.dir), port, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 1, version: 'test' };
+  // The pod's own lines (steps, diagnostics) are kept for a failure's evidence.
+  const podLog: string[] = [];
+  const log = createLogger({ level: 'debug', format: 'json' }, { pod: 'quorum' }, { write: (line: string) => void podLog.push(line.trimEnd()) });
+  const cfg = {
+    store: await store(tmp.dir), port, host: '127.0.0.1', openReads: false, adminToken: ADMIN, joinToken: JOIN, workers: 1, version: 'test',
+    log, onDiagnostic: (d: Diagnostic) => podLog.push(`diagnostic ${d.code}: ${d.message}`),
+  };
   let pod: RunningServer | undefined = await startServer(cfg);
   cleanups.push(() => pod?.stop());
   const url = `http://127.0.0.1:${port}`;
@@ -47,7 +55,12 @@ export async function quorumStory(
   const logs: string[] = [];
   cleanups.push(() => { if (process.env.CCA_TEST_DEBUG) writeFileSync('/tmp/qe2e-agents.log', logs.join('\n')); });
   // A failure here has been seen only under a loaded CI run: say what the agents saw.
-  onTestFailed(() => console.log(`agents' log (${logs.length} lines):\n${logs.slice(-200).join('\n')}`));
+  onTestFailed(async () => {
+    console.log(`agents' log (${logs.length} lines):\n${logs.slice(-200).join('\n')}`);
+    const state = pod ? await api('GET', '/v1/state?prefix=/').catch((e: unknown) => String(e)) : 'no pod';
+    const kvs = typeof state === 'string' ? state : ((state.kvs as Json[] | undefined) ?? []).filter((kv) => !String(kv.key).startsWith('/decisions/')).map((kv) => `${kv.key as string} ${String(kv.value).slice(0, 300)}`).join('\n');
+    console.log(`the store's keys but decisions:\n${kvs}\npod's log (${podLog.length} lines, graphile-worker's debug lines left out, the last 300):\n${podLog.filter((l) => !/"level":"debug",[^}]*"component":"graphile-worker"/.test(l)).slice(-300).join('\n')}`);
+  });
   for (const node of ['n1', 'n2', 'n3']) {
     const state = new StateDir(join(tmp.dir, node));
     const runtime = new ProcessRuntime({ root: state.replicas, fenceFile: state.fenceFile, fenceKillMs: FENCE.killMs, pollMs: 100 });
