@@ -94,9 +94,24 @@ export function isJobReleaseFailure(reason: unknown): reason is Error {
 
 const quiet = new Logger(() => () => undefined);
 
-/** graphile-worker's Logger over a plain sink: its scope and metadata become the line's fields. */
+/**
+ * A task's failure this driver has already reported as a coded diagnostic (a step's through
+ * its book, a fan-out's or upkeep's through `report`). Thrown only so graphile-worker retries
+ * the job with its backoff.
+ */
+export class ReportedFailure extends Error {}
+
+/**
+ * graphile-worker's Logger over a plain sink: its scope and metadata become the line's fields.
+ * Its "Failed task" line for a ReportedFailure comes at info, like a completed task's: at error
+ * it would say again, once per job, what the pod already said once (during a store outage,
+ * once per step and fan-out in flight).
+ */
 function graphileLogger(sink: NonNullable<GraphileDriverOptions['log']>): Logger {
-  return new Logger((scope) => (level, message, meta) => sink(level, message, { ...scope, ...meta }));
+  return new Logger((scope) => (level, message, meta) => {
+    const reported = level === 'error' && meta?.failure === true && meta.error instanceof ReportedFailure;
+    sink(reported ? 'info' : level, message, { ...scope, ...meta });
+  });
 }
 
 /**
@@ -176,17 +191,22 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     // Booked and reported as in every driver; the retry time it answers is graphile-worker's
     // to choose here (its own backoff, kept in the job's row, so any pod may take the retry).
     if (!(out.ok && out.refused)) book.settle(key, out, now(), random);
-    if (!out.ok) throw new Error(out.diagnostic.message);
+    if (!out.ok) throw new ReportedFailure(out.diagnostic.message);
   };
 
   const fanoutTask: Task = async (payload, helpers) => {
     const controller = byName.get((payload as { controller: string }).controller);
     if (!controller?.subjects) return;
-    await helpers.withPgClient(async (client) => {
-      const subjects = await controller.subjects!(opts.store);
-      opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
-      await addJobsAlone(client, subjects.map((subject) => stepJob(controller, subject)));
-    });
+    const listing = controller.subjects;
+    // Reported like a step's failure: the store down (CCA-E0403) or a bug in the listing (CCA-E0404).
+    const fail = (e: unknown): never => {
+      const d = stepFailure(controller, e).diagnostic;
+      report(d);
+      throw new ReportedFailure(d.message);
+    };
+    const subjects = await listing(opts.store).catch(fail);
+    opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
+    await helpers.withPgClient((client) => addJobsAlone(client, subjects.map((subject) => stepJob(controller, subject)))).catch((e: unknown) => fail(pgFailure(e, 'the job database')));
   };
 
   const m = opts.maintenance;
@@ -197,8 +217,15 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       } catch (e) {
         report(pgFailure(e, 'the job database').diagnostic); // a refused connection is an outage (E0111), not a bug
       }
-      // Next run, whatever happened: upkeep must never stop for good.
-      await helpers.withPgClient((client) => addJobsAlone(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]));
+      // Next run, whatever happened: upkeep must never stop for good (a failure here is
+      // retried by graphile-worker, and the watchdog re-adds a lost upkeep job).
+      try {
+        await helpers.withPgClient((client) => addJobsAlone(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]));
+      } catch (e) {
+        const d = pgFailure(e, 'the job database').diagnostic;
+        report(d);
+        throw new ReportedFailure(d.message);
+      }
     };
   const maintenanceTasks: Record<string, Task> = m
     ? {

@@ -68,11 +68,21 @@ async function graphileCluster(name: string, controllers: Controller[]) {
   cleanups.push(() => pool.end());
   const reports: Diagnostic[] = [];
   const steps: StepInfo[] = [];
+  const lines: { level: string; message: string }[] = []; // graphile-worker's own
   const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
   cleanups.push(() => store.close());
-  const driver = await startGraphileDriver({ pool, store, controllers, pollIntervalMs: 100, concurrency: 2, onDiagnostic: (d) => reports.push(d), metrics: { step: (i) => steps.push(i) } });
+  const driver = await startGraphileDriver({
+    pool,
+    store,
+    controllers,
+    pollIntervalMs: 100,
+    concurrency: 2,
+    onDiagnostic: (d) => reports.push(d),
+    metrics: { step: (i) => steps.push(i) },
+    log: (level, message) => void lines.push({ level, message }),
+  });
   cleanups.push(() => driver.stop());
-  return { store, pool, driver, reports, steps };
+  return { store, pool, driver, reports, steps, lines };
 }
 
 test('controller steps run as graphile-worker jobs: woken in the writing transaction, timed by run_at, failures retried', async () => {
@@ -109,6 +119,31 @@ test('controller steps run as graphile-worker jobs: woken in the writing transac
   await driver.kickAll();
   await new Promise((r) => setTimeout(r, 800));
   expect(await store.revision()).toBe(before);
+}, 60_000);
+
+/** A fan-out controller whose listing is broken. */
+const unlistable: Controller = {
+  name: 'unlistable',
+  watches: ['/u/'],
+  subjectOf: (key) => key.slice('/u/'.length) || undefined,
+  subjects: async () => {
+    throw new Error('cannot list');
+  },
+  reconcile: async () => ({}),
+};
+
+test("a failed fan-out is reported like a failed step; graphile-worker's own line of a failure the driver reported is not an error", async () => {
+  const { store, reports, lines } = await graphileCluster('graphile-fanout-failure', [unlistable, broken]);
+  await store.put('/u/', 'x'); // the prefix itself: no one subject, so a fan-out
+  await store.put('/trigger', '1');
+  await waitFor('both failures reported', async () => reports.map((d) => d.code), (codes) => codes.length >= 2);
+  const failed = () => lines.filter((l) => l.message.startsWith('Failed task'));
+  await waitFor("graphile-worker's lines of both failed jobs", async () => failed().map((l) => l.message), (m) => m.some((s) => s.includes('cca-fanout')) && m.some((s) => s.includes('cca-step')));
+  expect(reports.map((d) => d.code).sort()).toEqual(['CCA-E0404', 'CCA-E0404']);
+  expect(reports.find((d) => d.message.includes('unlistable'))?.message).toMatch(/cannot list/);
+  // The driver's report is the failure's one line at warning or above; graphile-worker's, with its stack, is info.
+  expect(failed().map((l) => l.level)).toEqual(failed().map(() => 'info'));
+  expect(lines.filter((l) => l.level === 'error')).toEqual([]);
 }, 60_000);
 
 /** Writes a value too large for the store for one key and a small one for another, each in its own txn. */
