@@ -100,6 +100,12 @@ export class ServerMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   });
+  readonly commitWays = new Counter({
+    name: 'cca_store_commit_batches_total',
+    help: "Committed write batches by way: planned from a snapshot without a lock, or under the revision counter's lock (leases, or another writer overtook the plan; Postgres store only).",
+    labelNames: ['way'] as const,
+    registers: [this.registry],
+  });
   readonly poolWait = new Histogram({
     name: 'cca_store_pool_wait_seconds',
     help: "How long the store's reads and write batches waited for a connection from its pool (Postgres store only).",
@@ -146,7 +152,8 @@ export class ServerMetrics {
 
   /** The Postgres store's observer (db/postgres/observer.ts). */
   readonly store = {
-    committed: (info: { batchSize: number; seconds: number }) => {
+    committed: (info: { batchSize: number; seconds: number; way: 'snapshot' | 'locked' }) => {
+      this.commitWays.inc({ way: info.way });
       this.commitBatch.observe(info.batchSize);
       this.commitDuration.observe(info.seconds);
     },

@@ -1,6 +1,6 @@
 import type { KeyValue } from '../store.js';
 import type { Snapshot } from './sql/loadSnapshot.js';
-import type { LogRow } from './sql/writeChanges.js';
+import { keyValueOf, type LogRow } from './sql/writeChanges.js';
 
 /**
  * What the write batcher knows for certain about some keys: their rows (or absence) at one
@@ -49,7 +49,7 @@ export class KnownRows {
       this.head = to;
     }
     for (const r of rows) {
-      this.set(r.key, r.deleted ? null : { key: r.key, value: r.value, createRevision: r.createRevision, modRevision: r.revision, version: r.version, lease: r.lease });
+      this.set(r.key, r.deleted ? null : keyValueOf(r));
     }
   }
 

@@ -8,6 +8,9 @@ import type { StoreObserver } from './observer.js';
 
 type Applied = { outcomes: WriteOutcome[]; before: number; after: number };
 
+/** How a batch committed (StoreObserver.committed). */
+export type BatchWay = 'snapshot' | 'locked';
+
 /** `interactive`: someone waits on it (the store's interactive lane): it goes in the next batch, ahead of the rest. */
 type Settle<T> = { resolve(v: T): void; reject(e: unknown): void; interactive?: boolean };
 
@@ -100,7 +103,8 @@ export class WriteBatcher {
       const settled = await this.atSnapshot(client, items, () => (committing = true));
       committing = false; // overtaken: nothing was written
       const { outcomes, before, after } = settled ?? (await this.locked(client, items, () => (committing = true)));
-      this.opts.observer?.committed?.({ batchSize: items.length, seconds: (performance.now() - started) / 1000 });
+      const way: BatchWay = settled ? 'snapshot' : 'locked';
+      this.opts.observer?.committed?.({ batchSize: items.length, seconds: (performance.now() - started) / 1000, way });
       if (after > before) this.opts.onCommit(after);
       items.forEach((it, i) => {
         const o = outcomes[i]!;

@@ -62,6 +62,27 @@ describe('the Postgres write path', () => {
     }
   });
 
+  test('the observer is told which way each batch committed: from a snapshot, or under the lock (a lease; a plan another writer overtook)', async () => {
+    const url = await freshUrl('ways');
+    const ways: string[] = [];
+    const a = await PostgresStore.open(url, { leaseReaperMs: 0, observer: { committed: (i) => void ways.push(i.way) } });
+    const b = await PostgresStore.open(url, { leaseReaperMs: 0 });
+    try {
+      await a.put('k', 'v1'); // from a snapshot; a remembers k at this head
+      await b.put('k', 'v2'); // so a's memory of k is stale
+      await a.put('k', 'v3'); // planned from memory, overtaken at the commit: locked
+      await a.put('x', '1'); // the batch after an overtaken one: locked
+      const { id } = await a.grantLease(60);
+      await a.put('l', 'v', { lease: id }); // attaches a lease: locked
+      await a.put('y', '1'); // from a snapshot again
+      expect(ways).toEqual(['snapshot', 'locked', 'locked', 'locked', 'snapshot']);
+      expect((await b.get('k'))?.value).toBe('v3');
+    } finally {
+      await a.close();
+      await b.close();
+    }
+  });
+
   test('two stores racing compare-and-swap increments: none lost, revisions gap-free', async () => {
     const url = await freshUrl('race');
     const stores = [await PostgresStore.open(url, { leaseReaperMs: 0 }), await PostgresStore.open(url, { leaseReaperMs: 0 })];

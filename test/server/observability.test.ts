@@ -122,6 +122,9 @@ describe('the server /metrics', () => {
     expect(total(s, 'cca_store_commit_batch_size_count')).toBeGreaterThan(total(before.samples, 'cca_store_commit_batch_size_count'));
     expect(total(s, 'cca_store_commit_batch_size_sum')).toBeGreaterThanOrEqual(total(s, 'cca_store_commit_batch_size_count'));
     expect(total(s, 'cca_store_commit_duration_seconds_count')).toBe(total(s, 'cca_store_commit_batch_size_count'));
+    // Every batch counted once by the way it went; a server's first writes (no lease) go from a snapshot.
+    expect(total(s, 'cca_store_commit_batches_total')).toBe(total(s, 'cca_store_commit_batch_size_count'));
+    expect(total(s, 'cca_store_commit_batches_total', { way: 'snapshot' })).toBeGreaterThan(0);
     expect(total(s, 'cca_store_pool_wait_seconds_count')).toBeGreaterThan(total(before.samples, 'cca_store_pool_wait_seconds_count'));
     expect(total(s, 'cca_watch_lag_revisions_count')).toBeGreaterThan(0);
     expect(total(s, 'cca_watch_ring_misses_total')).toBeGreaterThan(0);

@@ -1,3 +1,4 @@
+import type { KeyValue } from '../../store.js';
 import type { Db } from './db.js';
 import { booleanArrayLiteral, integerArrayLiteral, textArrayLiteral } from './text-array.js';
 
@@ -11,6 +12,11 @@ export interface LogRow {
   version: number;
   lease: number;
   prevRevision: number;
+}
+
+/** The row a put's log row leaves for its key. */
+export function keyValueOf(r: LogRow): KeyValue {
+  return { key: r.key, value: r.value, createRevision: r.createRevision, modRevision: r.revision, version: r.version, lease: r.lease };
 }
 
 /** The head a batch was planned at: its changes apply only if the store is still there. */
