@@ -15,6 +15,11 @@ const K = new Uint32Array([
 const encoder = new TextEncoder();
 
 export function sha256Hex(text: string): string {
+  return sha256OfText(text).hex;
+}
+
+/** The hash and the UTF-8 length of a string, from one encoding of it (a cited value needs both). */
+export function sha256OfText(text: string): { hex: string; bytes: number } {
   const data = encoder.encode(text);
   const bitLength = data.length * 8;
   const padded = new Uint8Array((((data.length + 9 + 63) >> 6) << 6));
@@ -59,5 +64,5 @@ export function sha256Hex(text: string): string {
     h7 = (h7 + hh) | 0;
   }
   const h = [h0, h1, h2, h3, h4, h5, h6, h7].map((x) => x >>> 0);
-  return Array.from(h, (x) => x.toString(16).padStart(8, '0')).join('');
+  return { hex: Array.from(h, (x) => x.toString(16).padStart(8, '0')).join(''), bytes: data.length };
 }

@@ -176,7 +176,8 @@ async function publish(
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
   const value = { service, endpoints, ...(count > endpoints.length ? { ready: count } : {}), at: now };
-  const ops: Op[] = [spec ? putFact('endpoints', [service], value) : deleteKey(key), ...d.ops];
+  const put = spec ? putFact('endpoints', [service], value) : undefined;
+  const ops: Op[] = [put ?? deleteKey(key), ...d.ops];
   // Read-set rule: the change is justified by the keys of the replicas that joined or left
   // (and the spec and the published set). A member that stays is not compared: its report
   // changing meanwhile (a usage figure, every few seconds per replica) must not make every
@@ -184,7 +185,8 @@ async function publish(
   const compares = [unchanged(current, key), unchanged(spec, buildKey('service', service)), ...(spec ? batch.flatMap((c) => c.readSet) : [])];
   const r = await store.txn({ compare: dedupe([...compares, ...d.compares]), success: ops });
   if (!r.succeeded) return { ok: false };
-  const kv: KeyValue = { key, value: JSON.stringify(value), createRevision: current?.kv.createRevision ?? r.revision, modRevision: r.revision, version: (current?.kv.version ?? 0) + 1, lease: 0 };
+  // The value as written (encoded once): the next txn of the chain compares and cites it.
+  const kv: KeyValue = { key, value: put && 'put' in put ? put.put.value : JSON.stringify(value), createRevision: current?.kv.createRevision ?? r.revision, modRevision: r.revision, version: (current?.kv.version ?? 0) + 1, lease: 0 };
   return { ok: true, written: { key, kv, value } };
 }
 

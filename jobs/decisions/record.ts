@@ -1,5 +1,5 @@
 import { buildKey, decodeFact, encodeFact, parseKey, redactStoredValue } from '../../core/keys.js';
-import { sha256Hex } from '../../core/sha256.js';
+import { sha256OfText } from '../../core/sha256.js';
 import { utf8Length } from '../../db/keyspace.js';
 import type { Decision, Repeat } from '../../core/model/facts.js';
 import type { KeyValue } from '../../db/store.js';
@@ -31,7 +31,9 @@ export function decisionKey(kind: DecisionKind, subject: string, at: number, tag
 export function evidenceOf(f: { key: string; kv: KeyValue }): Evidence {
   const kind = parseKey(f.key)?.kind;
   const spec = kind !== undefined && CITED_KINDS.has(kind);
-  if (!spec && utf8Length(f.kv.value) <= DECISION_LIMITS.embedMaxBytes) {
+  // A string's UTF-8 length is at least its length in UTF-16 units: a long one is not measured.
+  const max = DECISION_LIMITS.embedMaxBytes;
+  if (!spec && f.kv.value.length <= max && utf8Length(f.kv.value) <= max) {
     return { key: f.key, modRevision: f.kv.modRevision, value: f.kv.value };
   }
   return citedEvidence(f.key, f.kv.modRevision, redactStoredValue(f.key, f.kv.value));
@@ -48,7 +50,8 @@ export function citeOf(f: { key: string; kv: KeyValue }): Evidence {
 
 /** Evidence citing a value (already redacted) by its hash instead of embedding it. */
 export function citedEvidence(key: string, modRevision: number, redacted: string): Evidence {
-  return { key, modRevision, value: '', hash: `sha256:${sha256Hex(redacted)}`, bytes: utf8Length(redacted) };
+  const { hex, bytes } = sha256OfText(redacted);
+  return { key, modRevision, value: '', hash: `sha256:${hex}`, bytes };
 }
 
 /** Evidence that a key was absent when read. */

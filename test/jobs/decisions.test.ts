@@ -78,6 +78,15 @@ describe('why', () => {
     const w = decide({ kind: 'node', subject: 'n1', controller: 'c', action: 'a', tag: 't', at: 1, evidence: [{ key: '/audit/n1', modRevision: 3, value: big }], cause: causedByFact({ key: '/nodes/n1', modRevision: 1 }), reasons: [] });
     expect(w.decision.evidence[0]).toEqual({ key: '/audit/n1', modRevision: 3, value: '', hash: `sha256:${sha256Hex(big)}`, bytes: big.length });
   });
+
+  test('the embedding bound is in UTF-8 bytes: a value within it in characters but over it in bytes is cited, with its byte size', () => {
+    const kv = (value: string) => ({ key: '/node-status/n1', kv: { key: '/node-status/n1', value, modRevision: 7, createRevision: 7, version: 1, lease: 0 } });
+    const max = DECISION_LIMITS.embedMaxBytes;
+    expect(evidenceOf(kv('é'.repeat(max / 2))).value).toBe('é'.repeat(max / 2)); // exactly max bytes: embedded
+    const wide = 'é'.repeat(max / 2 + 1); // max + 2 bytes in max / 2 + 1 characters
+    expect(evidenceOf(kv(wide))).toEqual({ key: '/node-status/n1', modRevision: 7, value: '', hash: `sha256:${sha256Hex(wide)}`, bytes: max + 2 });
+    expect(evidenceOf(kv('x'.repeat(max + 1)))).toMatchObject({ value: '', bytes: max + 1 });
+  });
 });
 
 describe('retention', () => {

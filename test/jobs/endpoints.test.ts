@@ -5,6 +5,7 @@ import type { Observation } from '../../core/model/facts.js';
 import type { ServiceSpecInput } from '../../core/model/service.js';
 import type { Store, TxnRequest } from '../../db/store.js';
 import { auditor, endpointController, nodeController, readyCount, replicaController, scheduler } from '../../jobs/controllers/index.js';
+import { readAllCited } from '../../jobs/decisions/cited.js';
 import { why, whyText } from '../../jobs/decisions/why.js';
 import { Bench } from './harness.js';
 
@@ -281,6 +282,11 @@ describe('endpoint controller', () => {
     expect(await b.store.revision()).toBe(before + 3); // 16 + 16 + 8 joins
     const history = (await why(b.store, 'service', 'web')).history.map((l) => l.decision.action);
     expect(history.slice(0, 3)).toEqual(['endpoints changed: 40 ready', 'endpoints changed: 32 ready', 'endpoints changed: 16 ready']);
+    // Links 2 and 3 cite the set the link before wrote, as it was written (hashed from the value stored).
+    const evidence = (await why(b.store, 'service', 'web')).history.flatMap((h) => h.decision.evidence);
+    const cited = (await readAllCited(b.store, evidence)).filter((c) => c.key === buildKey('endpoints', 'web'));
+    expect(cited.length).toBeGreaterThanOrEqual(2);
+    expect(cited.map((c) => c.state)).toEqual(cited.map(() => 'retained'));
     // Twenty leave and a new replica joins: the leaves go out first.
     for (const r of live.slice(0, 20)) await report(b, r.id, { state: 'exited', exitCode: 1 });
     await b.settle(placing);
