@@ -37,7 +37,8 @@ describe('console, live mode, in headless Chromium', () => {
     page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && errors.push(m.text()));
     page.on('response', (r) => r.status() === 404 && errors.push(`404 ${r.url()}`));
     page.on('request', (r) => !r.url().startsWith(pod.url) && foreign.push(r.url()));
-    await page.goto(pod.url);
+    // openConsole reloads after a load the network failed (another test's namespaces), as a bare goto cannot.
+    await openConsole(page, pod.url, 'auth', errors, 60_000);
 
     // Reads are not open: the console asks for the token, keeps it in sessionStorage, never in the URL.
     // A reader token is all it needs (issue 16 §3: the console only reads and watches).

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { writeFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { type MapFigures, measureMapScript, OUTPUT, pageWithErrors, podAndBrowser } from './support.js';
+import { type MapFigures, measureMapScript, openConsole, OUTPUT, pageWithErrors, podAndBrowser } from './support.js';
 
 /**
  * The cluster map at 1,000 nodes and 10,000 replicas (issue 22), in Chromium: web/scale.js
@@ -16,7 +16,9 @@ describe('the cluster map at scale', () => {
 
   it('1,000 nodes and 10,000 replicas: per-batch update time (printed)', async () => {
     const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
-    await page.goto(`${fx.pod.url}/#map`);
+    // Through openConsole, as every console test: a bare goto left the page blank when another
+    // test's network namespaces failed its loads (CI at de724eb: #view-map never showed in 30 s).
+    await openConsole(page, `${fx.pod.url}/#map`, 'live', errors, 60_000);
     await page.waitForSelector('#view-map');
     const r = (await page.evaluate(measureMapScript({ nodes: 1_000, replicas: 10_000, rounds: 20, seed: 1 }))) as MapFigures;
     await page.screenshot({ path: join(OUTPUT, 'map-scale.png') });
