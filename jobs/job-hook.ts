@@ -42,14 +42,32 @@ export function fanoutJob(c: Controller): JobSpec {
  * `preserveRunAt`: a pending job with the same key keeps its run_at (a watchdog's re-add
  * never postpones it); in every mode a job locked by a worker (running, or held by a dead
  * pod) loses its key and a new one is made.
+ * add_jobs clears the key of locked jobs before it inserts, so a job a worker locks between
+ * the two (its get_job waits on nothing we hold) is neither updated nor replaced: the add is
+ * silently dropped, while that worker's step reads a store without the caller's change — a
+ * controller then never ran for it (CI: the scheduler stalled with four unplaced replicas).
+ * Every key add_jobs did not answer is added again: that job is locked now, so it loses its
+ * key and a new one is made.
  */
 export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
-  if (specs.length === 0) return;
   // In one order everywhere: add_jobs inserts or updates one row per key, and two calls that
   // met the same keys in opposite orders (a fan-out's subjects, a commit's changes) deadlocked.
-  const jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  await client.query(
-    `SELECT ${schema}.add_jobs(array(
+  let jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  for (let attempt = 1; jobs.length > 0; attempt++) {
+    const added = new Set((await addJobsOnce(client, jobs, schema, preserveRunAt)).map((r) => r.key));
+    jobs = jobs.filter((j) => !added.has(j.key));
+    if (jobs.length > 0 && attempt >= ADD_ATTEMPTS) {
+      throw new Error(`graphile-worker's add_jobs dropped ${jobs.length} job(s) ${ADD_ATTEMPTS} times: ${jobs.slice(0, 5).map((j) => j.key).join(', ')}`);
+    }
+  }
+}
+
+/** Calls of add_jobs for keys it dropped: the second always finds the job locked, so 3 is a bound, not a hope. */
+export const ADD_ATTEMPTS = 3;
+
+async function addJobsOnce(client: pg.ClientBase, jobs: readonly JobSpec[], schema: string, preserveRunAt: boolean): Promise<{ key: string }[]> {
+  const r = await client.query<{ key: string }>(
+    `SELECT key FROM ${schema}.add_jobs(array(
        SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
          FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)), $5::boolean)`,
     [
@@ -60,6 +78,7 @@ export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], 
       preserveRunAt,
     ],
   );
+  return r.rows;
 }
 
 /** Attempts of one job-queue statement that Postgres aborts as a deadlock's victim. */

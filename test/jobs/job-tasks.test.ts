@@ -77,3 +77,41 @@ describe('a job-queue statement chosen as a deadlock victim goes again', () => {
     expect(calls).toBe(1);
   });
 });
+
+describe('a job added while a worker takes the pending one of its key', () => {
+  /** Until a statement of another session waits on a lock. */
+  async function untilLockWait(pool: pg.Pool): Promise<void> {
+    for (let i = 0; i < 200; i++) {
+      if ((await pool.query(`SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()`)).rowCount) return;
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error('no statement waited on a lock within 5 s');
+  }
+
+  test('is not lost: the taken job ran on a store without the change, so a pending one must remain', async () => {
+    const pool = await freshJobSchema('jobtasks-taken');
+    await registerTasks(pool, [STEP_TASK]);
+    await addJobs(await pool.connect().then((c) => (cleanups.push(async () => c.release()), c)), [job(STEP_TASK, 'scheduler')]);
+    const [worker, writer] = [await pool.connect(), await pool.connect()];
+    try {
+      // A worker takes the pending job (graphile-worker's get_job locks it in a short transaction)...
+      await worker.query('BEGIN');
+      await worker.query(`UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'w1' WHERE key = 'scheduler'`);
+      // ...while a write's commit hook adds the same key: add_jobs saw it unlocked, then waits on the worker's row.
+      await writer.query('BEGIN');
+      const adding = addJobs(writer, [job(STEP_TASK, 'scheduler')]);
+      await untilLockWait(pool);
+      await worker.query('COMMIT'); // the worker's step now reads a store without the writer's change
+      await adding;
+      await writer.query('COMMIT');
+      const rows = await pool.query<{ key: string | null; locked_by: string | null }>(`SELECT key, locked_by FROM graphile_worker._private_jobs ORDER BY id`);
+      // The running job, and a pending one for the change it could not have seen.
+      expect(rows.rows.filter((r) => r.locked_by === null)).toEqual([{ key: 'scheduler', locked_by: null }]);
+    } finally {
+      await worker.query('ROLLBACK').catch(() => undefined);
+      await writer.query('ROLLBACK').catch(() => undefined);
+      worker.release();
+      writer.release();
+    }
+  });
+});
