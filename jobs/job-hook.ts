@@ -47,7 +47,7 @@ export function fanoutJob(c: Controller): JobSpec {
  * silently dropped, while that worker's step reads a store without the caller's change — a
  * controller then never ran for it (CI: the scheduler stalled with four unplaced replicas).
  * Every key add_jobs did not answer is added again: that job is locked now, so it loses its
- * key and a new one is made.
+ * key and a new one is made. (Upstream: graphile/worker issue 580, open for 0.17.3.)
  */
 export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
   // In one order everywhere: add_jobs inserts or updates one row per key, and two calls that
