@@ -149,6 +149,11 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   const random = opts.random ?? Math.random;
   const logger = opts.log ? graphileLogger(opts.log) : quiet;
   const report = reportOnce(opts.onDiagnostic); // upkeep's failures
+  /** A fan-out's or upkeep's failure: reported here, then thrown for graphile-worker to retry. */
+  const failReported = (d: Diagnostic): never => {
+    report(d);
+    throw new ReportedFailure(d.message);
+  };
   const book = new StepBook((d) => opts.onDiagnostic?.(d)); // the steps'
 
   const stepTask: Task = async (payload, helpers) => {
@@ -197,14 +202,9 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   const fanoutTask: Task = async (payload, helpers) => {
     const controller = byName.get((payload as { controller: string }).controller);
     if (!controller?.subjects) return;
-    const listing = controller.subjects;
     // Reported like a step's failure: the store down (CCA-E0403) or a bug in the listing (CCA-E0404).
-    const fail = (e: unknown): never => {
-      const d = stepFailure(controller, e).diagnostic;
-      report(d);
-      throw new ReportedFailure(d.message);
-    };
-    const subjects = await listing(opts.store).catch(fail);
+    const fail = (e: unknown) => failReported(stepFailure(controller, e).diagnostic);
+    const subjects = await controller.subjects(opts.store).catch(fail);
     opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
     await helpers.withPgClient((client) => addJobsAlone(client, subjects.map((subject) => stepJob(controller, subject)))).catch((e: unknown) => fail(pgFailure(e, 'the job database')));
   };
@@ -219,13 +219,9 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       }
       // Next run, whatever happened: upkeep must never stop for good (a failure here is
       // retried by graphile-worker, and the watchdog re-adds a lost upkeep job).
-      try {
-        await helpers.withPgClient((client) => addJobsAlone(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]));
-      } catch (e) {
-        const d = pgFailure(e, 'the job database').diagnostic;
-        report(d);
-        throw new ReportedFailure(d.message);
-      }
+      await helpers
+        .withPgClient((client) => addJobsAlone(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]))
+        .catch((e: unknown) => failReported(pgFailure(e, 'the job database').diagnostic));
     };
   const maintenanceTasks: Record<string, Task> = m
     ? {
