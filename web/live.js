@@ -12,6 +12,12 @@ export const PREFIXES = ['/services/', '/replicas/', '/assigned/', '/observed/',
 const TOKEN_KEY = 'cca-token';
 const IDLE_MS = 40_000; // the server sends a heartbeat every 15 s
 const BACKOFF = [500, 1_000, 2_000, 4_000, 8_000];
+/**
+ * How long one read (a page of the listing, /readyz, a `why`) may take. A request the server
+ * accepted and never answered (a stuck pod, a connection cut without a reset) would otherwise
+ * keep the console "connecting…" for good; past this it fails and the loop's backoff retries.
+ */
+export const REQUEST_MS = 30_000;
 
 export const keep = (key) => PREFIXES.some((p) => key.startsWith(p));
 
@@ -52,8 +58,26 @@ export class LiveSource {
   }
 
   async getJson(path, signal) {
-    const r = await fetch(path, { headers: this.headers({ accept: 'application/json' }), cache: 'no-store', signal });
-    const body = await r.json().catch(() => ({}));
+    // A timer of the page's (not AbortSignal.timeout) so a test's fake clock can move it.
+    const ac = new AbortController();
+    const timer = setTimeout(() => ac.abort(), REQUEST_MS);
+    const cancel = () => ac.abort();
+    signal?.addEventListener('abort', cancel, { once: true });
+    let r;
+    let body;
+    try {
+      r = await fetch(path, { headers: this.headers({ accept: 'application/json' }), cache: 'no-store', signal: ac.signal });
+      body = await r.json().catch((e) => {
+        if (ac.signal.aborted) throw e; // cut mid-body: not an answer without one
+        return {};
+      });
+    } catch (e) {
+      if (ac.signal.aborted && !signal?.aborted) throw new Error(`${path.split('?')[0]} did not answer within ${REQUEST_MS / 1000} s`);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', cancel);
+    }
     if (r.status === 401 || r.status === 403) throw new AuthNeeded(body.error?.message ?? 'this server needs a token to read');
     if (!r.ok) throw Object.assign(new Error(body.error ? `${body.error.code} ${body.error.message}` : `HTTP ${r.status}`), { code: body.error?.code });
     return body;

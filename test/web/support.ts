@@ -196,15 +196,14 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
 
 /**
  * Open the console and wait until it reaches `want` ('sim' for simulation mode, 'live' when it
- * follows the server). Chromium fails the loads in
- * flight with net::ERR_NETWORK_CHANGED when the host's addresses change — other tests of the
- * suite create and delete network namespaces — and a module graph with one failed import never
- * starts (the page stays "connecting"; seen in full runs, never alone, once with only "Failed
- * to fetch dynamically imported module" among the page's errors). A load that failed at the
- * network level (Playwright's `requestfailed`: a connection to the loopback server, never an
- * HTTP error status, which still fails the test) has the page loaded again, at most three
- * times, and those failures are taken out of `errors`. Every controller module is transpiled
- * on its first request, slow on a loaded machine, hence the generous bound.
+ * follows the server). Chromium fails the loads in flight with net::ERR_NETWORK_CHANGED when
+ * the host's addresses change — other tests of the suite create and delete network
+ * namespaces — and the console's own first module (web/boot.js) then loads the page again;
+ * this waits through that, and takes those failures (a connection to the loopback server
+ * failing, never an HTTP error status, which still fails the test) out of `errors`. A
+ * navigation that itself failed that way is tried again, at most three times. Every
+ * controller module is transpiled on its first request, slow on a loaded machine, hence the
+ * generous bound.
  */
 export async function openConsole(page: Page, url: string, want: 'sim' | 'live' | 'auth', errors: string[] = [], timeoutMs = 150_000): Promise<void> {
   const failed: string[] = [];
@@ -223,21 +222,26 @@ export async function openConsole(page: Page, url: string, want: 'sim' | 'live' 
   const deadline = Date.now() + timeoutMs;
   const networkErrors = (e: string) => e.includes('net::ERR_') || e.includes('Failed to fetch dynamically imported module');
   for (let attempt = 0; ; attempt++) {
-    failed.length = 0;
-    await page.goto(url).catch((e: unknown) => {
-      if (!String(e).includes('net::ERR_')) throw e;
-      failed.push(String(e));
-    });
+    const navigated = await page.goto(url).then(
+      () => true,
+      (e: unknown) => {
+        if (!String(e).includes('net::ERR_') || attempt >= 3) throw e;
+        failed.push(String(e));
+        return false;
+      },
+    );
+    if (!navigated) continue;
+    let state: string | null | undefined;
     for (;;) {
-      const state = await page.locator('#conn').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
-      if (state === want) return;
-      if (failed.length > 0 && attempt < 3) break;
-      if (Date.now() > deadline) {
-        throw new Error(`the console did not reach state "${want}" within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}; failed loads: ${JSON.stringify(failed)}; unanswered requests: ${JSON.stringify(unanswered())}`);
+      state = await page.locator('#conn').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
+      if (state === want) {
+        if (failed.length > 0) errors.splice(0, errors.length, ...errors.filter((e) => !networkErrors(e)));
+        return;
       }
+      if (Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }
-    errors.splice(0, errors.length, ...errors.filter((e) => !networkErrors(e)));
+    throw new Error(`the console did not reach state "${want}" within ${timeoutMs} ms (state ${state ?? 'unknown'}); page errors: ${JSON.stringify(errors)}; failed loads: ${JSON.stringify(failed)}; unanswered requests: ${JSON.stringify(unanswered())}`);
   }
 }
 

@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { openConsole, pageWithErrors, podAndBrowser } from './support.js';
+// @ts-expect-error plain ES module of the console, no types
+import { REQUEST_MS as requestMs } from '../../web/live.js';
+
+const REQUEST_MS = requestMs as number;
+
+/**
+ * The console when the network fails it, in Chromium: a module of its code that fails to load
+ * (the browser fails loads in flight when the machine's network changes: net::ERR_NETWORK_CHANGED)
+ * and a read the server never answers. Both used to leave the page "connecting…" for good.
+ */
+describe('console, loads that fail', () => {
+  const fx = podAndBrowser({ openReads: true });
+
+  it('a module that failed to load: the page loads itself again and goes live', async () => {
+    const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
+    let refused = 0;
+    // Deep in the graph (app.js → map.js → svg.js), so the entry itself loaded.
+    await page.route('**/web/svg.js', async (route) => {
+      if (refused++ === 0) await route.abort('internetdisconnected');
+      else await route.continue();
+    });
+    await page.goto(`${fx.pod.url}/#map`);
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
+    expect(refused).toBe(2);
+    expect(errors.filter((e) => !e.includes('Failed to fetch dynamically imported module'))).toEqual([]);
+    expect(errors.length).toBe(1); // the failed load, reported as an uncaught error
+    expect(await page.evaluate(() => sessionStorage.getItem('cca-boot-tries'))).toBeNull();
+    await page.close();
+  }, 60_000);
+
+  it('a read the server never answers: it gives up on it and lists again', async () => {
+    const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
+    let held = 0;
+    await page.route('**/v1/state?*', async (route) => {
+      if (held++ === 0) return; // never answered, never failed
+      await route.continue();
+    });
+    await page.clock.install();
+    await page.goto(fx.pod.url);
+    await expect.poll(() => held, { timeout: 30_000 }).toBeGreaterThan(0);
+    expect(await page.locator('#conn').getAttribute('data-state')).toBe('connecting');
+    await page.clock.fastForward(REQUEST_MS + 100);
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state')).toBe('reconnecting');
+    expect(await page.locator('#conn').getAttribute('title')).toBe(`/v1/state did not answer within ${REQUEST_MS / 1000} s`);
+    await page.clock.fastForward(1_000);
+    await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('live');
+    expect(held).toBeGreaterThan(1);
+    expect(errors).toEqual([]);
+    await page.close();
+  }, 60_000);
+});
