@@ -250,4 +250,5 @@ async function main() {
   changed();
 }
 
-void main();
+/** Settles once the console runs (web/boot.js loads the page again when it fails: simulation mode imports more). */
+export const started = main();

@@ -6,7 +6,7 @@ import { FakeRuntime } from '../../agent/runtime-fake.js';
 import { StateDir } from '../../agent/state.js';
 import { tempDir } from '../agent/support.js';
 import { waitFor } from '../support/wait.js';
-import { launchBrowser, openConsole, OUTPUT, startTestPod, webService, type TestPod } from './support.js';
+import { collectErrors, launchBrowser, openConsole, OUTPUT, startTestPod, webService, type TestPod } from './support.js';
 
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
   return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
@@ -59,9 +59,8 @@ describe('console history views (timeline, usage, rollouts), live mode, in headl
   it('lists decisions as they are made, links to why, backfills a filtered replica after a reload; usage grows; a rollout completes', async () => {
     const page = await browser.context.newPage();
     const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
     // Refused connections are expected once (the server stopped, below); script errors are not.
-    page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && errors.push(m.text()));
+    collectErrors(page, errors, { accept: (t) => t.startsWith('Failed to load resource') });
     const listed: string[] = [];
     page.on('request', (r) => r.url().includes('/v1/state?prefix=%2Fdecisions%2Fnode%2F') && listed.push(r.url()));
     // Once stuck at "connecting" in a full run, beside network-e2e's namespaces (openConsole).

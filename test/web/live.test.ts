@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpTestAgent } from '../server/http-agent.js';
-import { launchBrowser, openConsole, OUTPUT, startTestPod, webService, type TestPod } from './support.js';
+import { collectErrors, launchBrowser, openConsole, OUTPUT, startTestPod, webService, type TestPod } from './support.js';
 
 /** The cell text of a row of a keyed table: `running` of service `web`, say. */
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
@@ -32,9 +32,8 @@ describe('console, live mode, in headless Chromium', () => {
 
   it('lists, follows the watch, survives a server restart and catches up', async () => {
     const page = await browser.context.newPage();
-    page.on('pageerror', (e) => errors.push(String(e)));
     // Refused and cut connections are expected here (no token yet, the server stopped); script errors and missing files are not.
-    page.on('console', (m) => m.type() === 'error' && !m.text().startsWith('Failed to load resource') && errors.push(m.text()));
+    collectErrors(page, errors, { accept: (t) => t.startsWith('Failed to load resource') });
     page.on('response', (r) => r.status() === 404 && errors.push(`404 ${r.url()}`));
     page.on('request', (r) => !r.url().startsWith(pod.url) && foreign.push(r.url()));
     // openConsole reloads after a load the network failed (another test's namespaces), as a bare goto cannot.

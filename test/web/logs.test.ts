@@ -6,7 +6,7 @@ import { ProcessRuntime } from '../../agent/runtime-process.js';
 import { StateDir } from '../../agent/state.js';
 import { killLeftoverWorkloads, tempDir } from '../agent/support.js';
 import { waitFor } from '../support/wait.js';
-import { launchBrowser, openConsole, OUTPUT, startTestPod, type TestPod } from './support.js';
+import { collectErrors, launchBrowser, openConsole, OUTPUT, startTestPod, type TestPod } from './support.js';
 
 /** The console's logs view: a replica's last lines, then the ones it writes while the page is open. */
 describe('console logs view, in headless Chromium', () => {
@@ -44,7 +44,7 @@ describe('console logs view, in headless Chromium', () => {
   it('shows the last lines and follows new ones, with a reader token', async () => {
     const page = await browser.context.newPage();
     const errors: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
+    collectErrors(page, errors, { consoleErrors: false });
     // Until it asks for the token; a console that does not get there names the requests it still waits on
     // (a full run once found the token field hidden for 30 s, and passed alone).
     await openConsole(page, `${pod.url}/#replicas`, 'auth', errors, 60_000);

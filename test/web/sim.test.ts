@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
-import { OUTPUT, openSim, podAndBrowser } from './support.js';
+import { collectErrors, OUTPUT, openSim, podAndBrowser } from './support.js';
 
 async function cell(page: Page, table: string, key: string, column: number): Promise<string> {
   return page.locator(`table[data-id="${table}"] tr[data-key="${key}"] td`).nth(column).innerText();
@@ -26,8 +26,7 @@ describe('console, simulation mode, in headless Chromium', () => {
     const page = await fx.browser.context.newPage();
     const errors: string[] = [];
     const apiCalls: string[] = [];
-    page.on('pageerror', (e) => errors.push(String(e)));
-    page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+    collectErrors(page, errors);
     page.on('request', (r) => {
       const path = new URL(r.url()).pathname;
       // Only the console's own files: nothing in this mode talks to the API.

@@ -185,13 +185,34 @@ export function podAndBrowser(opts: { openReads: boolean }): { readonly pod: Tes
   };
 }
 
-/** A new page whose uncaught errors (and, unless told otherwise, console errors) are collected: a test asserts `errors` empty. */
+/**
+ * Collect a page's uncaught errors (and, unless told otherwise, console errors) into `errors`,
+ * leaving out what the host's network changing caused: Chromium fails the loads in flight
+ * with net::ERR_NETWORK_CHANGED when other tests of the suite create or delete network
+ * namespaces, and the console loads itself again (web/boot.js). Those are the machine's, not
+ * the page's: a failed load's console line, and the failed module import once such a load was
+ * seen (in whichever order Playwright reports the two). `accept` drops other expected errors.
+ */
+export function collectErrors(page: Page, errors: string[], opts: { consoleErrors?: boolean; accept?: (text: string) => boolean } = {}): string[] {
+  let networkChanged = false;
+  const environmental = (text: string) => text.includes('net::ERR_NETWORK_CHANGED') || (networkChanged && text.includes('Failed to fetch dynamically imported module'));
+  const add = (text: string) => {
+    if (!environmental(text) && !opts.accept?.(text)) errors.push(text);
+  };
+  page.on('requestfailed', (r) => {
+    if (networkChanged || !r.failure()?.errorText.includes('ERR_NETWORK_CHANGED')) return;
+    networkChanged = true;
+    errors.splice(0, errors.length, ...errors.filter((e) => !environmental(e)));
+  });
+  page.on('pageerror', (e) => add(String(e)));
+  if (opts.consoleErrors ?? true) page.on('console', (m) => m.type() === 'error' && add(m.text()));
+  return errors;
+}
+
+/** A new page whose errors are collected (collectErrors): a test asserts `errors` empty. */
 export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors?: boolean } = {}): Promise<{ page: Page; errors: string[] }> {
   const page = await browser.context.newPage();
-  const errors: string[] = [];
-  page.on('pageerror', (e) => errors.push(String(e)));
-  if (opts.consoleErrors ?? true) page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
-  return { page, errors };
+  return { page, errors: collectErrors(page, [], opts) };
 }
 
 /**
@@ -199,9 +220,9 @@ export async function pageWithErrors(browser: TestBrowser, opts: { consoleErrors
  * follows the server). Chromium fails the loads in flight with net::ERR_NETWORK_CHANGED when
  * the host's addresses change — other tests of the suite create and delete network
  * namespaces — and the console's own first module (web/boot.js) then loads the page again;
- * this waits through that, and takes those failures (a connection to the loopback server
- * failing, never an HTTP error status, which still fails the test) out of `errors`. A
- * navigation that itself failed that way is tried again, at most three times. Every
+ * this waits through that (collectErrors leaves those failures out of a test's errors). A
+ * navigation that itself failed that way is tried again, at most three times; `errors`
+ * is only named when the page never gets there. Every
  * controller module is transpiled on its first request, slow on a loaded machine, hence the
  * generous bound.
  */
@@ -220,7 +241,6 @@ export async function openConsole(page: Page, url: string, want: 'sim' | 'live' 
   });
   const unanswered = () => [...pending].map(([r, at]) => `${r.method()} ${new URL(r.url()).pathname} (${Math.round((Date.now() - at) / 1000)} s)`).slice(0, 20);
   const deadline = Date.now() + timeoutMs;
-  const networkErrors = (e: string) => e.includes('net::ERR_') || e.includes('Failed to fetch dynamically imported module');
   for (let attempt = 0; ; attempt++) {
     const navigated = await page.goto(url).then(
       () => true,
@@ -234,10 +254,7 @@ export async function openConsole(page: Page, url: string, want: 'sim' | 'live' 
     let state: string | null | undefined;
     for (;;) {
       state = await page.locator('#conn').getAttribute('data-state', { timeout: 1_000 }).catch(() => undefined);
-      if (state === want) {
-        if (failed.length > 0) errors.splice(0, errors.length, ...errors.filter((e) => !networkErrors(e)));
-        return;
-      }
+      if (state === want) return;
       if (Date.now() > deadline) break;
       await new Promise((r) => setTimeout(r, 250));
     }
