@@ -18,10 +18,11 @@ try {
   const until = Date.now() + WAIT_MS[Math.min(tries, WAIT_MS.length - 1)];
   const conn = document.getElementById('conn');
   conn.dataset.state = 'reloading';
-  conn.title = e instanceof Error ? e.message : String(e);
+  const reason = e instanceof Error ? e.message : String(e);
+  conn.title = reason;
   const tick = () => {
     const s = Math.max(0, Math.ceil((until - Date.now()) / 1000));
-    conn.textContent = `the console did not load (${tries + 1} ${tries === 0 ? 'try' : 'tries'}); loading it again in ${s}s`;
+    conn.textContent = `the console did not load (${tries + 1} ${tries === 0 ? 'try' : 'tries'}: ${reason.slice(0, 160)}); loading it again in ${s}s`;
   };
   tick();
   setInterval(tick, 250);
