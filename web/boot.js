@@ -1,4 +1,4 @@
-// The console's first module: it loads the rest (web/app.js and everything that imports, and
+// The console's first module: it loads the rest (web/app.js and everything it imports, and
 // in simulation mode the simulation's modules) and loads the page again when that fails.
 // Browsers fail the loads in flight when the machine's network changes (Chromium:
 // net::ERR_NETWORK_CHANGED — a VPN coming up, a Wi-Fi switch, a bridge or network namespace
