@@ -10,10 +10,17 @@ import { admissibleObservation, readReplicaStates, type ReplicaState } from './r
 import { digest } from './view.js';
 import { retrySoon } from '../retry.js';
 import { utf8Bytes } from '../write.js';
+import { DECISION_LIMITS } from '../decisions/bounds.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
-/** Joins and leaves per txn: each compares six keys, and a txn compares at most 128. */
-const MAX_CHANGES = 16;
+/**
+ * Compares per txn (the store's per-branch limit). A txn of the chain spends three on itself
+ * (the set, the spec, its decision's absence); each join or leave six on the keys its standing
+ * was read from, of which its node's registration and status are shared by every change on
+ * that node: so changes go in node order and a txn takes as many as fit.
+ */
+const MAX_COMPARES = 128;
+const OWN_COMPARES = 3;
 /** Txns per step; a larger change continues in the next step, at once. */
 const MAX_TXNS = 64;
 /** Where replicas are reached when neither the observation nor the node names an address (host networking). */
@@ -58,6 +65,8 @@ export function servesTraffic(obs: Pick<Observation, 'state' | 'health'>, hasRea
 /** One replica's standing: in the set (with its address), or out, and why in words. */
 interface Standing {
   replica: string;
+  /** Where it is placed (changes on one node share their node's compares and one reason). */
+  node?: string;
   endpoint?: Endpoint;
   why: string;
   cause: Cause;
@@ -92,7 +101,7 @@ export const endpointController: Controller = {
 export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[] }> {
   const spec = await getFact(store, 'service', service);
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
-  const standings: Standing[] = (await readReplicaStates(store, records)).map((s) => ({ ...standingOf(s), readSet: readSetOf(s) }));
+  const standings: Standing[] = (await readReplicaStates(store, records)).map((s) => ({ ...standingOf(s), ...(s.placement ? { node: s.placement.value.node } : {}), readSet: readSetOf(s) }));
   return { ...(spec ? { spec } : {}), standings };
 }
 
@@ -129,18 +138,58 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   // A store txn compares at most 128 keys: a large change (a whole service becoming ready)
   // goes out as a chain of txns, leaves first, each publishing a valid set of its own and
   // comparing the set the previous one wrote.
-  changes.sort((a, b) => Number(!!now_.get(a.replica)) - Number(!!now_.get(b.replica)));
-  if (!spec) return (await publish(ctx, service, current, changes, undefined, now_, 0)).ok ? {} : retrySoon(now);
+  const joins = (c: Standing) => Number(now_.has(c.replica));
+  changes.sort((a, b) => joins(a) - joins(b) || byText(a.node ?? '', b.node ?? '') || byText(a.replica, b.replica));
+  if (!spec) return (await publish(ctx, service, current, changes, [], undefined, now_, 0)).ok ? {} : retrySoon(now);
   let published = current;
+  let txns = 0;
   // Only the last txn of the chain knows the whole ready count; before it, what is listed.
-  for (let i = 0; i < Math.max(1, changes.length); i += MAX_CHANGES) {
-    if (i >= MAX_CHANGES * MAX_TXNS) return { at: now };
-    const last = i + MAX_CHANGES >= changes.length;
-    const r = await publish(ctx, service, published, changes.slice(i, i + MAX_CHANGES), spec, now_, last ? ready.length : undefined);
+  for (let i = 0; i === 0 || i < changes.length; ) {
+    if (txns++ >= MAX_TXNS) return { at: now };
+    const { batch, reasons } = nextLink(changes, i);
+    i += Math.max(1, batch.length);
+    const r = await publish(ctx, service, published, batch, reasons, spec, now_, i >= changes.length ? ready.length : undefined);
     if (!r.ok) return retrySoon(now);
     published = r.written;
   }
   return {};
+}
+
+/**
+ * The changes of the chain's next txn, from `from` on, and its reasons: as many changes as
+ * keep its compares (a key shared by several changes counted once) within MAX_COMPARES, its
+ * evidence within the decision's bound, and its reasons within theirs — one reason per run
+ * of changes on one node, their words joined while they fit a reason's length — so the
+ * decision cites and words every change it makes, none clipped.
+ */
+function nextLink(changes: readonly Standing[], from: number): { batch: Standing[]; reasons: string[] } {
+  const compares = new Set<string>();
+  let evidence = 1; // the set as read
+  const reasons: string[] = [];
+  const batch: Standing[] = [];
+  for (let i = from; i < changes.length; i++) {
+    const c = changes[i]!;
+    const last = reasons.length - 1;
+    const sameReason = batch.length > 0 && c.node === batch.at(-1)!.node && reasons[last]!.length + REASON_SEPARATOR.length + c.why.length <= DECISION_LIMITS.maxTextChars;
+    const added = c.readSet.filter((k) => !compares.has(compareId(k))).length;
+    // One reason's room is kept for the listed-bound reason (publish).
+    const fits = OWN_COMPARES + compares.size + added <= MAX_COMPARES && evidence + c.evidence.length <= DECISION_LIMITS.maxEvidence && (sameReason || reasons.length + 2 <= DECISION_LIMITS.maxReasons);
+    if (!fits && batch.length > 0) break;
+    for (const k of c.readSet) compares.add(compareId(k));
+    evidence += c.evidence.length;
+    if (sameReason) reasons[last] += `${REASON_SEPARATOR}${c.why}`;
+    else reasons.push(c.why);
+    batch.push(c);
+  }
+  return { batch, reasons };
+}
+
+const REASON_SEPARATOR = '; ';
+
+const compareId = (c: Compare) => `${c.key}\0${c.target}`;
+
+function byText(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** One txn: the set with this batch of changes applied (or withdrawn when the service is gone), with its decision. */
@@ -149,6 +198,8 @@ async function publish(
   service: string,
   current: Fact<'endpoints'> | undefined,
   batch: readonly Standing[],
+  /** The batch's own reasons (nextLink); unused when the service is gone. */
+  batchReasons: readonly string[],
   spec: Fact<'service'> | undefined,
   next: ReadonlyMap<string, Endpoint>,
   ready: number | undefined,
@@ -160,7 +211,7 @@ async function publish(
   const count = ready ?? endpoints.length;
   const reasons = !spec
     ? [`the service was deleted: ${before.length} endpoint(s) withdrawn`]
-    : [...(count > endpoints.length ? [`${count} ready, ${endpoints.length} listed: the set lists at most ${ENDPOINT_LIMITS.listedBytes} bytes of entries`] : []), ...batch.map((c) => c.why)];
+    : [...(count > endpoints.length ? [`${count} ready, ${endpoints.length} listed: the set lists at most ${ENDPOINT_LIMITS.listedBytes} bytes of entries`] : []), ...batchReasons];
   const first = batch[0];
   const cause: Cause = !spec ? causedByFact({ key: buildKey('service', service), modRevision: 0 }) : first ? first.cause : causedByFact(spec);
   const d = decide({
@@ -171,7 +222,7 @@ async function publish(
     // The set's digest keeps two changes in one millisecond apart.
     tag: `ep-${digest(endpoints.map((e) => `${e.replica}@${e.address}`))}`,
     at: now,
-    evidence: [current ? evidenceOf(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, 32)],
+    evidence: [current ? evidenceOf(current) : absentEvidence(key), ...batch.flatMap((c) => c.evidence).slice(0, DECISION_LIMITS.maxEvidence - 1)],
     cause,
     reasons: reasons.length > 0 ? reasons : ['the published set differed from the replicas'],
   });
@@ -202,7 +253,7 @@ function applyChanges(before: readonly Endpoint[], batch: readonly Standing[], n
 }
 
 function byReplica(a: Endpoint, b: Endpoint): number {
-  return a.replica < b.replica ? -1 : a.replica > b.replica ? 1 : 0;
+  return byText(a.replica, b.replica);
 }
 
 /** The replica's standing and the words `cca why service` shows for it. */
@@ -277,7 +328,7 @@ function readSetOf(s: ReplicaState): Compare[] {
 
 function dedupe(cs: Compare[]): Compare[] {
   const seen = new Map<string, Compare>();
-  for (const c of cs) seen.set(`${c.key}\0${c.target}`, c);
+  for (const c of cs) seen.set(compareId(c), c);
   return [...seen.values()];
 }
 
