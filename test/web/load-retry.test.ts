@@ -1,9 +1,27 @@
+import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { pageWithErrors, podAndBrowser } from './support.js';
 // @ts-expect-error plain ES module of the console, no types
 import { REQUEST_MS as requestMs } from '../../web/live.js';
 
 const REQUEST_MS = requestMs as number;
+
+/**
+ * Wait until `until()` gives `want`, moving the page's fake clock on whenever the console counts
+ * down to loading itself again: the host's network may fail a load at any time (other tests
+ * create network namespaces), and a paused clock would hold that countdown for good.
+ */
+async function waitMovingOn<T>(page: Page, until: () => Promise<T>, want: T): Promise<void> {
+  await expect
+    .poll(
+      async () => {
+        if ((await page.locator('#conn').getAttribute('data-state')) === 'reloading') await page.clock.fastForward(30_000);
+        return until();
+      },
+      { timeout: 30_000 },
+    )
+    .toBe(want);
+}
 
 /**
  * The console when the network fails it, in Chromium: a module of its code that fails to load
@@ -21,22 +39,15 @@ describe('console, loads that fail', () => {
       if (refused++ === 0) await route.abort('internetdisconnected');
       else await route.continue();
     });
-    // A fake clock holds the page at its countdown until the test moves it on.
+    // A paused fake clock holds the page at its countdown until the test moves it on.
     await page.clock.install();
+    await page.clock.pauseAt(Date.now() + 1_000);
     await page.goto(`${fx.pod.url}/#map`);
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('reloading');
     expect(await page.locator('#conn').innerText()).toMatch(/^the console did not load \(1 try: Failed to fetch dynamically imported module: \S+\/web\/app\.js\); loading it again in 1s$/);
-    // Moved on again whenever it counts down: the host's network may fail a later load too (other tests' namespaces).
-    await expect
-      .poll(
-        async () => {
-          const state = await page.locator('#conn').getAttribute('data-state');
-          if (state === 'reloading') await page.clock.fastForward(30_000);
-          return state;
-        },
-        { timeout: 30_000 },
-      )
-      .toBe('live');
+    // Time flows again (the clock is the browser context's, which the other tests share).
+    await page.clock.resume();
+    await waitMovingOn(page, () => page.locator('#conn').getAttribute('data-state'), 'live');
     // Twice at least: more when the host's network changed meanwhile (other tests' namespaces).
     expect(refused).toBeGreaterThanOrEqual(2);
     // The failed load is reported as an uncaught error (left out when the host's network
@@ -70,31 +81,12 @@ describe('console, loads that fail', () => {
     });
     await page.clock.install();
     await page.goto(fx.pod.url);
-    await expect
-      .poll(
-        async () => {
-          // A load the host's network failed (other tests' namespaces) counts down on the fake clock: move it on.
-          if ((await page.locator('#conn').getAttribute('data-state')) === 'reloading') await page.clock.fastForward(30_000);
-          return held;
-        },
-        { timeout: 30_000 },
-      )
-      .toBeGreaterThan(0);
+    await waitMovingOn(page, async () => held > 0, true);
     expect(await page.locator('#conn').getAttribute('data-state')).toBe('connecting');
     await page.clock.fastForward(REQUEST_MS + 100);
     await expect.poll(() => page.locator('#conn').getAttribute('data-state')).toBe('reconnecting');
     expect(await page.locator('#conn').getAttribute('title')).toBe(`/v1/state did not answer within ${REQUEST_MS / 1000} s`);
-    // Moved on again whenever it counts down: the host's network may fail a later load too (other tests' namespaces).
-    await expect
-      .poll(
-        async () => {
-          const state = await page.locator('#conn').getAttribute('data-state');
-          if (state === 'reloading') await page.clock.fastForward(30_000);
-          return state;
-        },
-        { timeout: 30_000 },
-      )
-      .toBe('live');
+    await waitMovingOn(page, () => page.locator('#conn').getAttribute('data-state'), 'live');
     expect(held).toBeGreaterThan(1);
     expect(errors).toEqual([]);
     await page.close();
