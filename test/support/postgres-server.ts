@@ -1,22 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres, type RunningPostgres } from '../../db/postgres/embedded.js';
+import { freePort } from './ports.js';
 
-export async function freePort(): Promise<number> {
-  return await new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /** Whether a container runtime answers; testcontainers throws at once when none does. */
 async function containerRuntimeAvailable(): Promise<boolean> {

@@ -1,7 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 
 /** A Debian `docker-registry` on 127.0.0.1 (plain HTTP), storage under `dir`, optionally with htpasswd auth. */
 export interface TestRegistry {
@@ -10,17 +10,6 @@ export interface TestRegistry {
   /** Copy an OCI archive to `<host>/<repo>` (repo is "name:tag"); resolves with the manifest digest pushed. */
   push(archive: string, repo: string): string;
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const a = s.address();
-      s.close(() => (typeof a === 'object' && a ? resolve(a.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 export async function startRegistry(dir: string, auth?: { user: string; password: string }): Promise<TestRegistry> {
