@@ -17,6 +17,7 @@ import { requestIdGenerator } from '../../handlers/request-id.js';
 import { listen, type RunningHttp } from '../../handlers/serve.js';
 import { TEST_SECRET_BOX } from '../handlers/harness.js';
 import { needs } from '../support/prerequisites.js';
+import { freePort } from '../support/ports.js';
 
 /** Screenshots of each view land here (linked from docs/console.md, copied to docs/console/). */
 export const OUTPUT = join(import.meta.dirname, '..', '..', '.tmp', 'test-output', 'web');
@@ -55,7 +56,7 @@ export async function startTestPod(opts: { openReads: boolean }): Promise<TestPo
     secrets: TEST_SECRET_BOX,
     why: (kind, name) => why(store, kind, name),
   });
-  let http: RunningHttp | undefined = await listen(app, { port: 0 });
+  let http: RunningHttp | undefined = await listen(app, { port: await freePort() }); // the restart (below) reuses it: not an ephemeral one (support/ports.ts)
   const port = http.port;
   const pod: TestPod = {
     url: http.url,
