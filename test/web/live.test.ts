@@ -36,7 +36,7 @@ describe('console, live mode, in headless Chromium', () => {
     collectErrors(page, errors, { accept: (t) => t.startsWith('Failed to load resource') });
     page.on('response', (r) => r.status() === 404 && errors.push(`404 ${r.url()}`));
     page.on('request', (r) => !r.url().startsWith(pod.url) && foreign.push(r.url()));
-    // openConsole reloads after a load the network failed (another test's namespaces), as a bare goto cannot.
+    // openConsole waits through the page loading itself again after the network failed a load (another test's namespaces).
     await openConsole(page, pod.url, 'auth', errors, 60_000);
 
     // Reads are not open: the console asks for the token, keeps it in sessionStorage, never in the URL.

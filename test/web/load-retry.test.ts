@@ -23,6 +23,16 @@ async function waitMovingOn<T>(page: Page, until: () => Promise<T>, want: T): Pr
     .toBe(want);
 }
 
+/** Fail the first load of `glob` as a dropped network would; how many loads of it were asked for so far. */
+async function refuseOnce(page: Page, glob: string): Promise<() => number> {
+  let asked = 0;
+  await page.route(glob, async (route) => {
+    if (asked++ === 0) await route.abort('internetdisconnected');
+    else await route.continue();
+  });
+  return () => asked;
+}
+
 /**
  * The console when the network fails it, in Chromium: a module of its code that fails to load
  * (the browser fails loads in flight when the machine's network changes: net::ERR_NETWORK_CHANGED)
@@ -33,12 +43,8 @@ describe('console, loads that fail', () => {
 
   it('a module that failed to load: the page loads itself again and goes live', async () => {
     const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
-    let refused = 0;
     // Deep in the graph (app.js → map.js → svg.js), so the entry itself loaded.
-    await page.route('**/web/svg.js', async (route) => {
-      if (refused++ === 0) await route.abort('internetdisconnected');
-      else await route.continue();
-    });
+    const asked = await refuseOnce(page, '**/web/svg.js');
     // A paused fake clock holds the page at its countdown until the test moves it on.
     await page.clock.install();
     await page.clock.pauseAt(Date.now() + 1_000);
@@ -49,7 +55,7 @@ describe('console, loads that fail', () => {
     await page.clock.resume();
     await waitMovingOn(page, () => page.locator('#conn').getAttribute('data-state'), 'live');
     // Twice at least: more when the host's network changed meanwhile (other tests' namespaces).
-    expect(refused).toBeGreaterThanOrEqual(2);
+    expect(asked()).toBeGreaterThanOrEqual(2);
     // The failed load is reported as an uncaught error (left out when the host's network
     // changed meanwhile: collectErrors), and nothing else is.
     expect(errors.filter((e) => !e.includes('Failed to fetch dynamically imported module'))).toEqual([]);
@@ -59,15 +65,11 @@ describe('console, loads that fail', () => {
 
   it('simulation mode: a module of the simulation that failed to load is loaded again too', async () => {
     const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
-    let refused = 0;
     // Imported by app.js only in simulation mode, after the entry's graph loaded.
-    await page.route('**/web/sim.js', async (route) => {
-      if (refused++ === 0) await route.abort('internetdisconnected');
-      else await route.continue();
-    });
+    const asked = await refuseOnce(page, '**/web/sim.js');
     await page.goto(`${fx.pod.url}/?sim=1`);
     await expect.poll(() => page.locator('#conn').getAttribute('data-state'), { timeout: 30_000 }).toBe('sim');
-    expect(refused).toBeGreaterThanOrEqual(2);
+    expect(asked()).toBeGreaterThanOrEqual(2);
     expect(errors.filter((e) => !e.includes('Failed to fetch dynamically imported module'))).toEqual([]);
     await page.close();
   }, 60_000);

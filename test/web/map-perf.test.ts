@@ -16,8 +16,8 @@ describe('the cluster map at scale', () => {
 
   it('1,000 nodes and 10,000 replicas: per-batch update time (printed)', async () => {
     const { page, errors } = await pageWithErrors(fx.browser, { consoleErrors: false });
-    // Through openConsole, as every console test: a bare goto left the page blank when another
-    // test's network namespaces failed its loads (CI at de724eb: #view-map never showed in 30 s).
+    // Through openConsole, as every console test: it waits through the page loading itself again
+    // when another test's network namespaces fail its loads (web/boot.js).
     await openConsole(page, `${fx.pod.url}/#map`, 'live', errors, 60_000);
     await page.waitForSelector('#view-map');
     const r = (await page.evaluate(measureMapScript({ nodes: 1_000, replicas: 10_000, rounds: 20, seed: 1 }))) as MapFigures;
