@@ -128,6 +128,20 @@ export class ServerMetrics {
     help: 'Watch reads that went to the log table: a watcher behind the ring (Postgres store only).',
     registers: [this.registry],
   });
+  readonly mirrorReads = new Counter({
+    name: 'cca_mirror_reads_total',
+    help: "Controller steps' reads by where they were served: the pod's read mirror, or the store (uncovered prefix, mirror loading or off, mirror behind, or an old revision; Postgres store only).",
+    labelNames: ['way'] as const,
+    registers: [this.registry],
+  });
+  readonly mirrorBytes: Gauge = new Gauge({
+    name: 'cca_mirror_bytes',
+    help: "What the pod's read mirror holds (keys and values as in memory); 0 while it is loading or off.",
+    registers: [this.registry],
+    collect: () => this.mirrorBytes.set(this.mirrorSource?.().bytes ?? 0),
+  });
+  /** The read mirror's size, once the server has one. */
+  mirrorSource: (() => { bytes: number }) | undefined;
   readonly jobsWaiting: Gauge<'controller'> = new Gauge({
     name: 'cca_jobs_waiting',
     help: "Controller steps due and not yet taken by a worker, by controller (graphile-worker's queue, or the in-process driver's).",

@@ -5,6 +5,7 @@ import { pgFailure } from '../db/postgres/errors.js';
 import { stepKey, type Controller } from './controller.js';
 import { FANOUT_TASK, STEP_TASK, addJobs, addJobsAlone, fanoutJob, registerTasks, retryingAborted, stepJob, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
+import type { StoreMirror } from '../db/mirror.js';
 import type { Store } from '../db/store.js';
 import { runStep, StepBook, stepFailure, stepResult, type StepMetrics, type StepOutcome } from './step-runner.js';
 
@@ -32,6 +33,11 @@ export interface GraphileDriverOptions {
    */
   store: Store;
   controllers: readonly Controller[];
+  /**
+   * The pod's read mirror of `store` (db/mirror.ts): each step reads the prefixes it covers
+   * there, at or after the head when the step began, instead of from the database.
+   */
+  mirror?: StoreMirror;
   /** Steps this pod runs at once. */
   concurrency?: number;
   /** graphile-worker's poll for timed jobs; a timer runs at most this late (NOTIFY wakes the rest). */
@@ -155,6 +161,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     throw new ReportedFailure(d.message);
   };
   const book = new StepBook((d) => opts.onDiagnostic?.(d)); // the steps'
+  const stepStore = (): Store => (opts.mirror ? opts.mirror.reads(opts.store) : opts.store);
 
   const stepTask: Task = async (payload, helpers) => {
     const { controller: name, subject } = payload as { controller: string; subject?: string };
@@ -175,7 +182,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
         // connection dying with its pod — a crash never leaves it held (a named queue would).
         await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cca-step:${key}`]);
-        const out = await runStep(controller, opts.store, now(), random, subject);
+        const out = await runStep(controller, stepStore(), now(), random, subject);
         if (!out.ok) {
           await client.query('ROLLBACK');
           return out;
@@ -204,7 +211,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     if (!controller?.subjects) return;
     // Reported like a step's failure: the store down (CCA-E0403) or a bug in the listing (CCA-E0404).
     const fail = (e: unknown) => failReported(stepFailure(controller, e).diagnostic);
-    const subjects = await controller.subjects(opts.store).catch(fail);
+    const subjects = await controller.subjects(stepStore()).catch(fail);
     opts.metrics?.fanout?.({ controller: controller.name, subjects: subjects.length });
     await helpers.withPgClient((client) => addJobsAlone(client, subjects.map((subject) => stepJob(controller, subject)))).catch((e: unknown) => fail(pgFailure(e, 'the job database')));
   };

@@ -14,6 +14,7 @@ const configSchema = z.object({
   joinToken: z.string().regex(/^cca_join_[\w-]{43}$/, 'must look like cca_join_<43 characters>').optional(),
   workers: z.coerce.number().int().min(0).max(64).default(4),
   poolSize: z.coerce.number().int().min(2).max(200).default(10),
+  mirrorMib: z.coerce.number().int().min(0).max(65_536).default(512),
   noMigrate: z.boolean().default(false),
   leaderTtlSeconds: z.coerce.number().int().min(1).max(300).default(10),
   drainSeconds: z.coerce.number().min(0).max(300).default(1),
@@ -37,7 +38,7 @@ const configSchema = z.object({
 
 export type ServerFlags = z.output<typeof configSchema>;
 
-export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--tls-cert FILE --tls-key FILE] [--open-reads] [--workers N] [--pool-size N] [--no-migrate] [--leader-ttl S]
+export const serverUsage = `usage: cca server [--store URL | --database-url URL] [--port N] [--host ADDR] [--tls-cert FILE --tls-key FILE] [--open-reads] [--workers N] [--pool-size N] [--mirror-mib N] [--no-migrate] [--leader-ttl S]
 
   --store URL         memory:, sqlite:./file.db, postgres://user:pass@host:port/db, or etcd://host:port/prefix  (env CCA_STORE)
                       (TLS: postgres://…?sslmode=verify-full&sslrootcert=FILE, etcd+https://host:port/prefix?ca=FILE&cert=FILE&key=FILE)
@@ -50,6 +51,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --pool-size N       Postgres: the store's connections (one for writes, the rest for reads; default 10, at least 2) (env CCA_POOL_SIZE)
                       a pod opens at most pool-size + 1 (LISTEN) + workers + 4 (graphile-worker) connections
+  --mirror-mib N      Postgres: memory for the copy of the state controller steps read (default 512; 0 = none, steps read the database) (env CCA_MIRROR_MIB)
   --no-migrate        Postgres, SQLite: apply no migration; refuse a schema that is behind (run \`cca migrate\`) (env CCA_NO_MIGRATE=1)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)
@@ -76,6 +78,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
         'open-reads': { type: 'boolean' },
         workers: { type: 'string' },
         'pool-size': { type: 'string' },
+        'mirror-mib': { type: 'string' },
         'no-migrate': { type: 'boolean' },
         'leader-ttl': { type: 'string' },
         'secret-key-file': { type: 'string' },
@@ -104,6 +107,7 @@ export function serverConfig(argv: string[], env: NodeJS.ProcessEnv): ServerFlag
     joinToken: env.CCA_JOIN_TOKEN || undefined,
     workers: values.workers ?? env.CCA_WORKERS,
     poolSize: values['pool-size'] ?? env.CCA_POOL_SIZE,
+    mirrorMib: values['mirror-mib'] ?? (env.CCA_MIRROR_MIB || undefined),
     noMigrate: values['no-migrate'] ?? (env.CCA_NO_MIGRATE === '1' || env.CCA_NO_MIGRATE === 'true'),
     leaderTtlSeconds: values['leader-ttl'] ?? env.CCA_LEADER_TTL,
     drainSeconds: values['drain-seconds'] ?? env.CCA_DRAIN_SECONDS,

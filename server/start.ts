@@ -16,6 +16,7 @@ import { checkJobsSchema, migrateJobs } from '../jobs/graphile-migrate.js';
 import { why } from '../jobs/decisions/why.js';
 import { jobHook } from '../jobs/job-hook.js';
 import { compactOnce } from '../jobs/maintenance.js';
+import { startStepMirror } from '../jobs/step-mirror.js';
 import { createApp } from '../handlers/app.js';
 import { ensureTokens, type BootstrapTokens } from '../handlers/auth.js';
 import { defaultLimits, type ServerLimits } from '../handlers/deps.js';
@@ -44,6 +45,8 @@ export interface ServerConfig {
   workers: number;
   /** Postgres: the store's pool (default 10); graphile-worker's follows `workers` (jobsPoolSize). */
   poolSize?: number;
+  /** Postgres: the bound of the controllers' read mirror in MiB (default 512); 0 = none, steps read the database. */
+  mirrorMib?: number;
   /** Postgres and SQLite: apply no migration; refuse a schema that is behind (CCA-E0151). */
   noMigrate?: boolean;
   version: string;
@@ -147,9 +150,18 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         throw pgFailure(e, target);
       });
       if (cfg.workers > 0) {
+        const mirrorMib = cfg.mirrorMib ?? 512;
+        const mirror = mirrorMib > 0
+          ? startStepMirror(pg, { maxBytes: mirrorMib * 2 ** 20, onDiagnostic: report, onRead: (way) => metrics.mirrorReads.inc({ way }) })
+          : undefined;
+        if (mirror) {
+          stops.unshift(() => mirror.close()); // after the driver (unshifted below), before the store
+          metrics.mirrorSource = () => mirror.status();
+        }
         const driver = await startGraphileDriver({
           pool,
           store: pg,
+          ...(mirror ? { mirror } : {}),
           controllers,
           concurrency: cfg.workers,
           metrics: steps,

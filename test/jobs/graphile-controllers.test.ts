@@ -12,7 +12,7 @@ afterAll(async () => {
 
 /** The real controllers, unchanged, as graphile-worker jobs over Postgres: each step one transaction. */
 test('the controllers place replicas and explain them when run as graphile-worker jobs', async () => {
-  const { store, driver, diagnostics } = await graphileCluster('graphile_controllers', cleanups);
+  const { store, driver, reads, diagnostics } = await graphileCluster('graphile_controllers', cleanups);
 
   for (const [n, zone] of [['n1', 'a'], ['n2', 'b']] as const) {
     const { id } = await store.grantLease(30);
@@ -42,4 +42,10 @@ test('the controllers place replicas and explain them when run as graphile-worke
   await driver.kickAll();
   await new Promise((r) => setTimeout(r, 1_000));
   expect(await store.revision()).toBe(before);
+  // The steps read their state from the pod's read mirror; only histories (decisions) and
+  // credentials from the database, and no read fell back for the mirror lagging.
+  const ways = Object.fromEntries(reads);
+  expect(ways.mirror, JSON.stringify(ways)).toBeGreaterThan(100);
+  expect(ways.mirror, JSON.stringify(ways)).toBeGreaterThan(10 * (ways['store-uncovered'] ?? 0));
+  expect(ways['store-behind'] ?? 0, JSON.stringify(ways)).toBe(0);
 }, 60_000);

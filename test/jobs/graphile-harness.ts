@@ -1,9 +1,11 @@
 import type { Diagnostic } from '../../core/diagnostics/index.js';
+import type { MirrorReadWay } from '../../db/mirror.js';
 import { createPool } from '../../db/postgres/pool.js';
 import { PostgresStore } from '../../db/postgres/store.js';
 import { controllers, type ControllerOptions } from '../../jobs/controllers/index.js';
 import { startGraphileDriver } from '../../jobs/graphile-driver.js';
 import { jobHook } from '../../jobs/job-hook.js';
+import { startStepMirror } from '../../jobs/step-mirror.js';
 import { createTestDatabase } from '../support/databases.js';
 import { postgresEvidence } from '../support/pod-evidence.js';
 
@@ -23,9 +25,13 @@ export async function graphileCluster(name: string, cleanups: (() => Promise<voi
   const onDiagnostic = (d: Diagnostic) => void diagnostics.push(`${new Date().toISOString()} ${d.code} ${d.message}`);
   const store = await PostgresStore.open(db.url, { commitHook: jobHook(list), onDiagnostic });
   cleanups.push(() => store.close());
-  const driver = await startGraphileDriver({ pool, store, controllers: list, pollIntervalMs: 100, concurrency: 2, onDiagnostic });
+  // As a server pod runs them: steps read through the pod's read mirror (jobs/step-mirror.ts).
+  const reads = new Map<MirrorReadWay, number>();
+  const mirror = startStepMirror(store, { onDiagnostic, onRead: (way) => reads.set(way, (reads.get(way) ?? 0) + 1) });
+  cleanups.push(() => mirror.close());
+  const driver = await startGraphileDriver({ pool, store, mirror, controllers: list, pollIntervalMs: 100, concurrency: 2, onDiagnostic });
   cleanups.push(() => driver.stop());
   /** For `withEvidence`: the diagnostics, graphile-worker's jobs and the database's sessions. */
   const evidence = async () => [`diagnostics (${diagnostics.length}):`, ...diagnostics.slice(-30), await postgresEvidence(db.url)].join('\n');
-  return { store, driver, diagnostics, evidence };
+  return { store, driver, mirror, reads, diagnostics, evidence };
 }

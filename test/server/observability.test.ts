@@ -130,6 +130,9 @@ describe('the server /metrics', () => {
     expect(total(s, 'cca_watch_ring_misses_total')).toBeGreaterThan(0);
     expect(total(s, 'cca_job_runs_total')).toBeGreaterThan(0);
     expect(total(s, 'cca_controller_step_duration_seconds_count')).toBeGreaterThan(0);
+    // The steps read through the pod's read mirror, which holds the cluster's state.
+    expect(total(s, 'cca_mirror_reads_total', { way: 'mirror' })).toBeGreaterThan(total(before.samples, 'cca_mirror_reads_total', { way: 'mirror' }));
+    expect(total(s, 'cca_mirror_bytes')).toBeGreaterThan(1_000);
     expect(total(s, 'cca_jobs_waiting', { controller: 'test-probe' })).toBe(1);
     expect(total(s, 'cca_jobs_oldest_waiting_seconds', { controller: 'test-probe' })).toBeGreaterThan(290);
     expect(total(s, 'process_cpu_seconds_total')).toBeGreaterThan(0);

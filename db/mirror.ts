@@ -1,0 +1,411 @@
+import { createRequire } from 'node:module';
+import { CcaError, isCcaError, makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
+import { checkRangeOptions, compareKeys, intervalOf, prefixEnd, shapeRange, type KeyInterval } from './keyspace.js';
+import type { KeyValue, LeaseTtl, RangeRequest, RangeResponse, Store, TxnRequest, TxnResponse, WatchBatch, WatchRequest } from './store.js';
+
+// sorted-btree is CommonJS with its class on `default`, which an ESM default import resolves
+// differently under Node and under Vite: required, it is the same everywhere.
+type BTreeClass = typeof import('sorted-btree').default;
+const BTree = (createRequire(import.meta.url)('sorted-btree') as { default: BTreeClass }).default;
+type Tree = InstanceType<typeof BTree<string, KeyValue>>;
+
+/**
+ * The bound on what a mirror holds (keys and values as UTF-16, plus a per-key overhead):
+ * a 10,000-replica cluster's state is ~60 MiB. Past it the mirror turns itself off
+ * (CCA-E0129) and steps read the store directly, as without one.
+ */
+export const MIRROR_DEFAULT_MAX_BYTES = 512 * 2 ** 20;
+/** How long a read waits for the mirror to reach the revision it must see before reading the store instead. */
+export const MIRROR_CATCH_UP_MS = 2_000;
+/** Keys per page of the initial listing. */
+const LIST_PAGE = 2_000;
+const KEY_OVERHEAD = 96;
+
+export interface MirrorOptions {
+  /** The key prefixes mirrored: ranges inside one of them are served from memory. */
+  prefixes: readonly string[];
+  maxBytes?: number;
+  catchUpMs?: number;
+  /** The mirror turned itself off (CCA-E0129), or its feed failed other than by the store being down. */
+  onDiagnostic?: (d: Diagnostic) => void;
+  /** Told of every read a step's view served: from the mirror, or from the store (and why). */
+  onRead?: (way: MirrorReadWay) => void;
+}
+
+export type MirrorReadWay = 'mirror' | 'store-uncovered' | 'store-not-ready' | 'store-behind' | 'store-revision';
+
+/** The mirror's state at one revision; never changes (a copy-on-write clone of the live tree). */
+export interface MirrorSnapshot {
+  readonly revision: number;
+  readonly tree: Tree;
+}
+
+type State = { kind: 'loading' } | { kind: 'live' } | { kind: 'off'; reason: string } | { kind: 'closed' };
+
+/**
+ * An in-memory copy of the keys under some prefixes, kept by one watch of the whole store
+ * (list at a revision, then every batch after it, in order and gap-free): what Kubernetes
+ * calls an informer's cache. Controller steps read their prefixes here instead of asking
+ * the store for thousands of keys per step; their txns still go to the store and compare
+ * what they read, so a read a little behind the head can only make a txn fail, never lie
+ * (DESIGN rule 2). `MirroredReads` makes each step read at or after the store's head when
+ * it began and after its own writes, so no wakeup is lost.
+ */
+export class StoreMirror {
+  private live: Tree = new BTree(undefined, compareKeys);
+  private revision = 0;
+  private bytes = 0;
+  private state: State = { kind: 'loading' };
+  private last: MirrorSnapshot | undefined;
+  private waiters: { floor: number; resolve: () => void }[] = [];
+  private readonly abort = new AbortController();
+  private readonly intervals: KeyInterval[];
+  private readonly maxBytes: number;
+  readonly catchUpMs: number;
+  private following: Promise<void> | undefined;
+
+  constructor(
+    private readonly store: Store,
+    private readonly opts: MirrorOptions,
+  ) {
+    this.intervals = opts.prefixes.map((prefix) => intervalOf({ prefix }));
+    this.maxBytes = opts.maxBytes ?? MIRROR_DEFAULT_MAX_BYTES;
+    this.catchUpMs = opts.catchUpMs ?? MIRROR_CATCH_UP_MS;
+  }
+
+  /** Lists, then follows the store until close(); failures are retried (a relist), never thrown. */
+  start(): this {
+    this.following ??= this.follow();
+    return this;
+  }
+
+  async close(): Promise<void> {
+    this.state = { kind: 'closed' };
+    this.abort.abort();
+    this.wakeAll();
+    await this.following;
+  }
+
+  /** Is every key of the interval under one mirrored prefix? */
+  covers(iv: KeyInterval): boolean {
+    return this.intervals.some((m) => compareKeys(iv.start, m.start) >= 0 && (m.end === undefined || (iv.single ? compareKeys(iv.start, m.end) < 0 : iv.end !== undefined && compareKeys(iv.end, m.end) <= 0)));
+  }
+
+  coversKey(key: string): boolean {
+    return this.intervals.some((m) => compareKeys(key, m.start) >= 0 && (m.end === undefined || compareKeys(key, m.end) < 0));
+  }
+
+  status(): { state: State['kind']; revision: number; keys: number; bytes: number } {
+    return { state: this.state.kind, revision: this.revision, keys: this.live.size, bytes: this.bytes };
+  }
+
+  /**
+   * The mirror at a revision ≥ floor: at once if it is there, else once it gets there within
+   * catchUpMs. Undefined (read the store) while it loads, when it is off, or when it stays behind.
+   */
+  async at(floor: number): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
+    if (this.state.kind !== 'live' && this.state.kind !== 'loading') return { why: 'store-not-ready' };
+    if (this.state.kind === 'live' && this.revision >= floor) return { snapshot: this.snapshot() };
+    const reached = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== waiter);
+        resolve(false);
+      }, this.catchUpMs);
+      const waiter = {
+        floor,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+      };
+      this.waiters.push(waiter);
+    });
+    if (this.state.kind !== 'live') return { why: 'store-not-ready' };
+    return reached && this.revision >= floor ? { snapshot: this.snapshot() } : { why: 'store-behind' };
+  }
+
+  private snapshot(): MirrorSnapshot {
+    if (this.last?.revision !== this.revision) this.last = { revision: this.revision, tree: this.live.clone() };
+    return this.last;
+  }
+
+  /** Loading or live (not off, not closed): a method, so the compiler re-reads the state after each await. */
+  private isFollowing(): boolean {
+    return this.state.kind === 'loading' || this.state.kind === 'live';
+  }
+
+  private async follow(): Promise<void> {
+    let failures = 0;
+    while (this.isFollowing()) {
+      try {
+        const from = await this.load();
+        this.state = { kind: 'live' };
+        failures = 0;
+        this.wake();
+        for await (const batch of this.store.watch({ prefix: '', fromRevision: from + 1, signal: this.abort.signal })) {
+          this.apply(batch);
+          if (this.state.kind !== 'live') break;
+          this.wake();
+        }
+      } catch (e) {
+        if (!this.isFollowing()) break;
+        // Compacted past us (CCA-E0101) or the store down: list again. A bug is said once per failure run.
+        if (!isCcaError(e) || (e.blame !== 'environment' && e.code !== 'CCA-E0101')) {
+          if (failures === 0) this.opts.onDiagnostic?.(makeDiagnostic('CCA-E0130', { reason: isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : messageOf(e) }));
+        }
+        this.state = { kind: 'loading' };
+        this.wakeAll();
+        await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures++, 6)), this.abort.signal);
+      }
+      if (this.abort.signal.aborted) break;
+    }
+    this.wakeAll();
+  }
+
+  /** Every mirrored key at one revision, into a fresh tree; answers that revision. */
+  private async load(): Promise<number> {
+    const tree: Tree = new BTree(undefined, compareKeys);
+    let bytes = 0;
+    let at = 0;
+    for (const iv of this.intervals) {
+      let page: RangeRequest = { prefix: iv.start };
+      for (;;) {
+        const r = await this.store.range({ ...page, limit: LIST_PAGE, ...(at ? { revision: at } : {}) });
+        if (!at) at = r.revision;
+        for (const kv of r.kvs) {
+          tree.set(kv.key, kv);
+          bytes += weight(kv);
+        }
+        if (bytes > this.maxBytes) this.turnOff(bytes);
+        if (this.state.kind === 'off') throw new CcaError('CCA-E0129', { bytes, max: this.maxBytes });
+        if (!r.more || r.kvs.length === 0) break;
+        page = { start: r.kvs[r.kvs.length - 1]!.key + '\u0001', ...(iv.end !== undefined ? { end: iv.end } : {}) };
+      }
+    }
+    if (!at) at = await this.store.revision();
+    this.live = tree;
+    this.bytes = bytes;
+    this.revision = at;
+    this.last = undefined;
+    return at;
+  }
+
+  private apply(batch: WatchBatch): void {
+    for (const e of batch.events) {
+      if (!this.coversKey(e.kv.key)) continue;
+      const before = this.live.get(e.kv.key);
+      if (before) this.bytes -= weight(before);
+      if (e.type === 'put') {
+        this.live.set(e.kv.key, e.kv);
+        this.bytes += weight(e.kv);
+      } else {
+        this.live.delete(e.kv.key);
+      }
+    }
+    this.revision = batch.revision;
+    if (this.bytes > this.maxBytes) this.turnOff(this.bytes);
+  }
+
+  private turnOff(bytes: number): void {
+    if (this.state.kind === 'off') return;
+    const reason = `it holds ${bytes} bytes, over its bound of ${this.maxBytes}`;
+    this.state = { kind: 'off', reason };
+    this.live = new BTree(undefined, compareKeys);
+    this.last = undefined;
+    this.bytes = 0;
+    this.abort.abort();
+    this.opts.onDiagnostic?.(makeDiagnostic('CCA-E0129', { bytes, max: this.maxBytes }));
+    this.wakeAll();
+  }
+
+  private wake(): void {
+    if (this.waiters.length === 0) return;
+    const due = this.waiters.filter((w) => w.floor <= this.revision);
+    if (due.length === 0) return;
+    this.waiters = this.waiters.filter((w) => w.floor > this.revision);
+    for (const w of due) w.resolve();
+  }
+
+  private wakeAll(): void {
+    const ws = this.waiters;
+    this.waiters = [];
+    for (const w of ws) w.resolve();
+  }
+
+  /** A step's view of the store: see MirroredReads. */
+  reads(store: Store): MirroredReads {
+    return new MirroredReads(store, this);
+  }
+
+  report(way: MirrorReadWay): void {
+    this.opts.onRead?.(way);
+  }
+}
+
+function weight(kv: KeyValue): number {
+  return KEY_OVERHEAD + 2 * (kv.key.length + kv.value.length);
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+    function done() {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+  });
+}
+
+/** The keys of a snapshot in [iv.start, iv.end), in key order. */
+function collect(tree: Tree, iv: KeyInterval): KeyValue[] {
+  if (iv.single) {
+    const kv = tree.get(iv.start);
+    return kv ? [kv] : [];
+  }
+  const out: KeyValue[] = [];
+  const high = iv.end ?? tree.maxKey();
+  if (high === undefined) return out;
+  tree.forRange(iv.start, high, iv.end === undefined, (_k: string, v: KeyValue) => {
+    out.push(v);
+  });
+  return out;
+}
+
+/**
+ * One controller step's view of the store: reads of mirrored prefixes come from the
+ * mirror, everything else (writes, leases, watches, other reads) from the store.
+ * - The first mirrored read waits until the mirror holds the store's head as it was then,
+ *   so a step woken by a commit reads that commit (a wakeup is never lost to a lagging copy).
+ * - Every later read is at or after the last one and after the step's own txns.
+ * - A read at an explicit revision is served from a snapshot this view read at it (a paged
+ *   read continuing), else from the store.
+ * When the mirror is loading, off or stays behind, reads go to the store: slower, never wrong.
+ */
+export class MirroredReads implements Store {
+  private floor: number | undefined;
+  private readonly snapshots = new Map<number, MirrorSnapshot>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly mirror: StoreMirror,
+  ) {}
+
+  private raise(revision: number): void {
+    if (this.floor !== undefined && revision > this.floor) this.floor = revision;
+  }
+
+  private async head(): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
+    this.floor ??= await this.store.revision();
+    const got = await this.mirror.at(this.floor);
+    if (got.snapshot) {
+      this.snapshots.set(got.snapshot.revision, got.snapshot);
+      this.raise(got.snapshot.revision);
+    }
+    return got;
+  }
+
+  private async snapshotFor(iv: KeyInterval, revision: number): Promise<MirrorSnapshot | undefined> {
+    if (!this.mirror.covers(iv)) {
+      this.mirror.report('store-uncovered');
+      return undefined;
+    }
+    if (revision !== 0) {
+      const s = this.snapshots.get(revision);
+      this.mirror.report(s ? 'mirror' : 'store-revision');
+      return s;
+    }
+    const got = await this.head();
+    this.mirror.report(got.snapshot ? 'mirror' : got.why!);
+    return got.snapshot;
+  }
+
+  async range(req: RangeRequest): Promise<RangeResponse> {
+    const iv = intervalOf(req);
+    checkRangeOptions(req);
+    const s = await this.snapshotFor(iv, req.revision ?? 0);
+    if (!s) {
+      const r = await this.store.range(req);
+      this.raise(r.revision);
+      return r;
+    }
+    return { ...shapeRange(collect(s.tree, iv), req), revision: s.revision };
+  }
+
+  async get(key: string, opts: { revision?: number } = {}): Promise<KeyValue | null> {
+    const s = await this.snapshotFor(intervalOf({ key }), opts.revision ?? 0);
+    if (!s) return this.store.get(key, opts);
+    return s.tree.get(key) ?? null;
+  }
+
+  async getMany(keys: readonly string[]): Promise<(KeyValue | null)[]> {
+    if (keys.length === 0) return [];
+    if (keys.every((k) => this.mirror.coversKey(k))) {
+      const got = await this.head();
+      this.mirror.report(got.snapshot ? 'mirror' : got.why!);
+      if (got.snapshot) return keys.map((k) => got.snapshot!.tree.get(k) ?? null);
+    } else {
+      this.mirror.report('store-uncovered');
+    }
+    return this.store.getMany(keys);
+  }
+
+  async txn(req: TxnRequest): Promise<TxnResponse> {
+    const r = await this.store.txn(req);
+    this.raise(r.revision);
+    return r;
+  }
+
+  async put(key: string, value: string, opts?: { lease?: number; prevKv?: boolean }): Promise<{ revision: number; prevKv?: KeyValue }> {
+    const r = await this.store.put(key, value, opts);
+    this.raise(r.revision);
+    return r;
+  }
+
+  async delete(key: string, opts?: { prefix?: boolean; prevKv?: boolean }): Promise<{ revision: number; deleted: number; prevKvs?: KeyValue[] }> {
+    const r = await this.store.delete(key, opts);
+    this.raise(r.revision);
+    return r;
+  }
+
+  revision(): Promise<number> {
+    return this.store.revision();
+  }
+
+  watch(req: WatchRequest): AsyncIterable<WatchBatch> {
+    return this.store.watch(req);
+  }
+
+  grantLease(ttlSeconds: number): Promise<{ id: number; ttl: number }> {
+    return this.store.grantLease(ttlSeconds);
+  }
+
+  keepAlive(id: number): Promise<{ ttl: number }> {
+    return this.store.keepAlive(id);
+  }
+
+  revokeLease(id: number): Promise<{ revision: number }> {
+    return this.store.revokeLease(id);
+  }
+
+  leaseTimeToLive(id: number): Promise<{ ttl: number; grantedTtl: number; keys: string[] }> {
+    return this.store.leaseTimeToLive(id);
+  }
+
+  leasesTimeToLive(ids: readonly number[]): Promise<LeaseTtl[]> {
+    return this.store.leasesTimeToLive(ids);
+  }
+
+  leases(): Promise<{ id: number }[]> {
+    return this.store.leases();
+  }
+
+  compact(revision: number): Promise<void> {
+    return this.store.compact(revision);
+  }
+
+  /** A step's view owns nothing: the store is closed by whoever opened it. */
+  async close(): Promise<void> {}
+}
