@@ -50,6 +50,14 @@ export const LAYERS: Layer[] = [
   { name: 'sqlite', paths: ['db/sqlite/'], what: 'SqliteStore', imports: ['core', 'store interface', 'store kit'], builtins: true },
   { name: 'etcd', paths: ['db/etcd/'], what: 'EtcdStore (etcd3)', imports: ['core', 'store interface', 'store kit'], builtins: true },
   {
+    name: 'read mirror',
+    paths: ['db/mirror.ts'],
+    what: "an in-memory copy of some prefixes, kept by one watch, that controller steps read (a pod's informer cache)",
+    imports: ['core', 'store interface', 'store kit'],
+    builtins: true,
+    packages: ['sorted-btree'],
+  },
+  {
     name: 'store transfer',
     paths: ['db/transfer/'],
     what: 'snapshots and copies of a whole store at one revision, between any two backends (`cca store`)',
@@ -100,9 +108,9 @@ export const LAYERS: Layer[] = [
   },
   {
     name: 'graphile',
-    paths: ['jobs/graphile-driver.ts', 'jobs/job-hook.ts', 'jobs/graphile-migrate.ts'],
-    what: 'the graphile-worker driver (Postgres only)',
-    imports: ['core', 'store interface', 'postgres', 'step kit', 'drivers'],
+    paths: ['jobs/graphile-driver.ts', 'jobs/job-hook.ts', 'jobs/graphile-migrate.ts', 'jobs/step-mirror.ts'],
+    what: "the graphile-worker driver (Postgres only) and its steps' read mirror",
+    imports: ['core', 'store interface', 'postgres', 'read mirror', 'step kit', 'drivers'],
     builtins: false,
   },
   { name: 'agent core', paths: ['agent/core/'], what: "the agent's I/O-free decisions, shared with the simulation", imports: ['core'], builtins: false, packages: ['zod'] },
