@@ -232,9 +232,12 @@ export class StoreMirror {
     for (const w of ws) w.resolve();
   }
 
-  /** A step's view of the store: see MirroredReads. */
-  reads(store: Store): MirroredReads {
-    return new MirroredReads(store, this);
+  /**
+   * A step's view of the store (see MirroredReads). `floor`: the revision its reads must
+   * reach, when the caller knows it; else the store's head at its first read (a round trip).
+   */
+  reads(store: Store, floor?: number): MirroredReads {
+    return new MirroredReads(store, this, floor);
   }
 
   report(way: MirrorReadWay): void {
@@ -291,7 +294,10 @@ export class MirroredReads implements Store {
   constructor(
     private readonly store: Store,
     private readonly mirror: StoreMirror,
-  ) {}
+    floor?: number,
+  ) {
+    this.floor = floor;
+  }
 
   private raise(revision: number): void {
     if (this.floor !== undefined && revision > this.floor) this.floor = revision;

@@ -58,6 +58,13 @@ export const defaultLimits: ServerLimits = {
 /** Everything a handler may touch. Handlers hold no state of their own: any pod serves any request. */
 export interface ServerDeps {
   store: Store;
+  /**
+   * The store as the agents' hot routes read it (assignments, observations, events): the
+   * pod's read mirror at or after `atLeast` and the newest revision the pod knows committed;
+   * writes go to the store. A route confirms against `store` whatever it would refuse on
+   * such a read. Absent: `store`.
+   */
+  agentView?: (atLeast: number) => Store;
   metrics: ServerMetrics;
   limits: ServerLimits;
   /** Request IDs for requests that bring none: unique across pods and restarts. */

@@ -125,6 +125,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   setMaxListeners(0, drain.signal, closing.signal);
   const inflight = new InFlight();
   let store: Store;
+  let agentView: ((atLeast: number) => Store) | undefined;
   let leading = () => false;
   let absorbRejection = (_reason: unknown) => false;
   try {
@@ -149,15 +150,17 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       await (cfg.noMigrate ? checkJobsSchema(pool, target) : migrateJobs(pool, target)).catch((e: unknown) => {
         throw pgFailure(e, target);
       });
+      // The pod's read mirror: its controller steps and its agents' hot routes read there.
+      const mirrorMib = cfg.mirrorMib ?? 512;
+      const mirror = mirrorMib > 0
+        ? startStepMirror(pg, { maxBytes: mirrorMib * 2 ** 20, onDiagnostic: report, onRead: (way) => metrics.mirrorReads.inc({ way }) })
+        : undefined;
+      if (mirror) {
+        stops.unshift(() => mirror.close()); // after the driver (unshifted below), before the store
+        metrics.mirrorSource = () => mirror.status();
+        agentView = (atLeast) => mirror.reads(pg, Math.max(pg.knownHead(), atLeast));
+      }
       if (cfg.workers > 0) {
-        const mirrorMib = cfg.mirrorMib ?? 512;
-        const mirror = mirrorMib > 0
-          ? startStepMirror(pg, { maxBytes: mirrorMib * 2 ** 20, onDiagnostic: report, onRead: (way) => metrics.mirrorReads.inc({ way }) })
-          : undefined;
-        if (mirror) {
-          stops.unshift(() => mirror.close()); // after the driver (unshifted below), before the store
-          metrics.mirrorSource = () => mirror.status();
-        }
         const driver = await startGraphileDriver({
           pool,
           store: pg,
@@ -233,6 +236,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     });
     const app = createApp({
       store,
+      ...(agentView ? { agentView } : {}),
       metrics,
       limits: cfg.limits ?? defaultLimits,
       newRequestId: requestIdGenerator(),

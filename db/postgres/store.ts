@@ -111,6 +111,14 @@ export class PostgresStore extends StoreShortcuts implements Store {
     return this.lane;
   }
 
+  /**
+   * The newest revision this pod knows was committed — its own commits and the NOTIFYs it
+   * heard — without a round trip: what a read from the pod's read mirror must reach.
+   */
+  knownHead(): number {
+    return this.hub.head();
+  }
+
   private get isClosed(): boolean {
     return this.shared.state.closed;
   }

@@ -4,7 +4,7 @@ import { getConnInfo } from '@hono/node-server/conninfo';
 import { loopbackNetworks, peerAddressProblem } from '../../core/model/peer-address.js';
 import { z } from 'zod';
 import { tieSignals } from '../../core/abort.js';
-import { CcaError } from '../../core/diagnostics/index.js';
+import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, prefixOf, segmentProblem } from '../../core/keys.js';
 import { eventSchema, nodeRecordSchema, observationSchema, volumeObservationSchema, type NodeRecord, type Observation } from '../../core/model/index.js';
 import type { Compare, KeyValue, LeaseTtl, Op, Store, WatchRequest } from '../../db/store.js';
@@ -96,26 +96,51 @@ async function notAssignedReason(store: Store, node: string, replica: string): P
   return other !== undefined && other !== node ? `it is placed on node ${other}` : 'it is not assigned to this node';
 }
 
-async function writeObservations(store: Store, node: string, tenure: number, observations: Observation[], withCleanup: boolean): Promise<number> {
+/** What a read from the pod's read mirror may refuse wrongly (it may not yet hold what the agent saw through another pod): confirmed on the store. */
+const CONFIRMED_REFUSALS = new Set(['CCA-E0613', 'CCA-E0634']);
+
+/** `judge` on `first` (the read mirror); if it refuses, or with no mirror, on `exact` (the store). */
+async function confirmed<T>(first: Store, exact: Store, judge: (reads: Store) => Promise<T>): Promise<T> {
+  if (first === exact) return judge(exact);
+  try {
+    return await judge(first);
+  } catch (e) {
+    if (isCcaError(e) && CONFIRMED_REFUSALS.has(e.code)) return judge(exact);
+    throw e;
+  }
+}
+
+/**
+ * The observations written under the tenure, each admitted against the assignments it relies
+ * on. The first attempt reads `first` (the read mirror); a refusal or a failed compare reads
+ * `store` again: the txn compares every key the judgment read, so a read behind the head can
+ * only make it fail, never write.
+ */
+async function writeObservations(store: Store, first: Store, node: string, tenure: number, observations: Observation[], withCleanup: boolean): Promise<number> {
   for (let attempt = 0; attempt < 5; attempt++) {
-    // A stale tenure is refused before anything else is judged.
-    const current = await tenureOf(store, node);
-    if (current !== tenure) throw new CcaError('CCA-E0613', { node, tenure, current });
-    const { compares, assigned } = await admit(store, node, tenure, observations);
-    // Keys only for admitted replicas: a name that is no key segment was refused above.
-    const ops: Op[] = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
-    // The first part of a report also deletes what the node reported of replicas released since.
-    if (withCleanup) {
-      const room = REPORT_TXN_ROOM - Math.max(ops.length, compares.length);
-      const stale = await staleObservationWrites(store, node, assigned, new Set(observations.map((o) => o.replica)), room);
-      compares.push(...stale.compares);
-      ops.push(...stale.ops);
-    }
-    const revision = await tryUnderTenure(store, node, tenure, ops, compares);
-    if (revision !== undefined) return revision;
+    const written = await confirmed(attempt === 0 ? first : store, store, (reads) => writeObservationsOnce(reads, node, tenure, observations, withCleanup));
+    if (written !== undefined) return written;
     // The tenure or an assignment changed between the read and the write: judge again.
   }
   throw new CcaError('CCA-E0611', { what: `the assignments of node ${node}` });
+}
+
+/** One attempt, judged on `reads` and written through it (a mirror view's later reads then follow the write); undefined when a compare failed. */
+async function writeObservationsOnce(reads: Store, node: string, tenure: number, observations: Observation[], withCleanup: boolean): Promise<number | undefined> {
+  // A stale tenure is refused before anything else is judged.
+  const current = await tenureOf(reads, node);
+  if (current !== tenure) throw new CcaError('CCA-E0613', { node, tenure, current });
+  const { compares, assigned } = await admit(reads, node, tenure, observations);
+  // Keys only for admitted replicas: a name that is no key segment was refused above.
+  const ops: Op[] = observations.map((o) => ({ put: { key: buildKey('observed', node, o.replica), value: encodeFact('observed', o) } }));
+  // The first part of a report also deletes what the node reported of replicas released since.
+  if (withCleanup) {
+    const room = REPORT_TXN_ROOM - Math.max(ops.length, compares.length);
+    const stale = await staleObservationWrites(reads, node, assigned, new Set(observations.map((o) => o.replica)), room);
+    compares.push(...stale.compares);
+    ops.push(...stale.ops);
+  }
+  return tryUnderTenure(reads, node, tenure, ops, compares);
 }
 
 /** The first items whose JSON fits in `maxBytes`, at least one: an answer bounded in bytes, paged. */
@@ -231,6 +256,8 @@ async function changedSince(
 /** `keepaliveStore`: the store keepalives use (the interactive lane: handlers/app.ts); the rest use `deps.store`. */
 export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: Store = deps.store) {
   const { store } = deps;
+  /** A hot route's reads: the pod's read mirror at or after `atLeast` (ServerDeps.agentView), else the store. */
+  const mirrored = (atLeast = 0): Store => deps.agentView?.(atLeast) ?? store;
   /** A long poll holds one of its credential's stream slots while it waits (CCA-E0642 over the cap). */
   const polled = async <T>(c: Context<AuthEnv>, poll: () => Promise<T>): Promise<T> => {
     const release = pod.slots.hold(c.get('principal'));
@@ -339,9 +366,12 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: St
     if ((q.cursor === undefined) !== (q.revision === undefined)) throw new CcaError('CCA-E0603', { where: 'query parameters cursor and revision', reason: 'a later page names both: the first page\'s revision and its cursor' });
     // A later page answers at once; the first waits for a change.
     const changed = q.cursor !== undefined ? true : await polled(c, () => changedSince(deps, { prefix: prefixOf('assigned', node) }, q, c.req.raw.signal));
-    const { revision, facts } = await readFacts(store, 'assigned', [node], q.revision ?? 0);
+    // A first page from the read mirror, at or after the revision the agent already has and the
+    // change that answered the poll (never older than what it saw); a later page at the first's revision.
+    const reads = q.revision === undefined ? mirrored(q.after) : store;
+    const { revision, facts } = await readFacts(reads, 'assigned', [node], q.revision ?? 0);
     // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
-    const m = await store.get(buildKey('membership', 'nodes'), { revision });
+    const m = await reads.get(buildKey('membership', 'nodes'), { revision });
     const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
     // The one place a secret is opened: for the agent of the node that runs the replica.
     const rest = q.cursor === undefined ? facts : facts.filter((f) => f.value.replica > q.cursor!);
@@ -388,11 +418,13 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: St
     // Observations are independent facts: a large report is written in parts, each admitted
     // against the assignments it relies on (one compare each, within the store's bound).
     // The whole batch is judged first, so a refused replica leaves nothing of it written.
-    await admit(store, node, body.tenure, observations);
+    // Judged on the read mirror, a refusal confirmed on the store.
+    const reads = mirrored();
+    await confirmed(reads, store, (r) => admit(r, node, body.tenure, observations));
     let revision = 0;
     let first = true;
     for (const part of chunks(observations, OPS_PER_TXN)) {
-      revision = await writeObservations(store, node, body.tenure, part, first);
+      revision = await writeObservations(store, reads, node, body.tenure, part, first);
       first = false;
     }
     return c.json({ revision });
