@@ -240,6 +240,11 @@ export class StoreMirror {
     return new MirroredReads(store, this, floor);
   }
 
+  /** People's reads of `store` (see ConsistentReads): one long-lived view. */
+  consistent(store: Store): ConsistentReads {
+    return new ConsistentReads(store, this);
+  }
+
   report(way: MirrorReadWay): void {
     this.opts.onRead?.(way);
   }
@@ -278,40 +283,23 @@ function collect(tree: Tree, iv: KeyInterval): KeyValue[] {
 }
 
 /**
- * One controller step's view of the store: reads of mirrored prefixes come from the
- * mirror, everything else (writes, leases, watches, other reads) from the store.
- * - The first mirrored read waits until the mirror holds the store's head as it was then,
- *   so a step woken by a commit reads that commit (a wakeup is never lost to a lagging copy).
- * - Every later read is at or after the last one and after the step's own txns.
- * - A read at an explicit revision is served from a snapshot this view read at it (a paged
- *   read continuing), else from the store.
- * When the mirror is loading, off or stays behind, reads go to the store: slower, never wrong.
+ * Reads of mirrored prefixes served from the mirror, everything else (writes, leases,
+ * watches, other reads) from the store. A subclass says which snapshot a read at the head
+ * takes and which a read at an explicit revision may use; a read the mirror cannot serve
+ * (loading, off, behind, an unknown revision) goes to the store: slower, never wrong.
  */
-export class MirroredReads implements Store {
-  private floor: number | undefined;
-  private readonly snapshots = new Map<number, MirrorSnapshot>();
-
+abstract class MirrorView implements Store {
   constructor(
-    private readonly store: Store,
-    private readonly mirror: StoreMirror,
-    floor?: number,
-  ) {
-    this.floor = floor;
-  }
+    protected readonly store: Store,
+    protected readonly mirror: StoreMirror,
+  ) {}
 
-  private raise(revision: number): void {
-    if (this.floor !== undefined && revision > this.floor) this.floor = revision;
-  }
-
-  private async head(): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
-    this.floor ??= await this.store.revision();
-    const got = await this.mirror.at(this.floor);
-    if (got.snapshot) {
-      this.snapshots.set(got.snapshot.revision, got.snapshot);
-      this.raise(got.snapshot.revision);
-    }
-    return got;
-  }
+  /** The snapshot a read at the head takes, or why the store answers instead. */
+  protected abstract atHead(): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }>;
+  /** A snapshot this view took at exactly `revision`, if it still has it. */
+  protected abstract atRevision(revision: number): MirrorSnapshot | undefined;
+  /** The store answered at, or committed at, this revision. */
+  protected saw(_revision: number): void {}
 
   private async snapshotFor(iv: KeyInterval, revision: number): Promise<MirrorSnapshot | undefined> {
     if (!this.mirror.covers(iv)) {
@@ -319,11 +307,11 @@ export class MirroredReads implements Store {
       return undefined;
     }
     if (revision !== 0) {
-      const s = this.snapshots.get(revision);
+      const s = this.atRevision(revision);
       this.mirror.report(s ? 'mirror' : 'store-revision');
       return s;
     }
-    const got = await this.head();
+    const got = await this.atHead();
     this.mirror.report(got.snapshot ? 'mirror' : got.why!);
     return got.snapshot;
   }
@@ -334,7 +322,7 @@ export class MirroredReads implements Store {
     const s = await this.snapshotFor(iv, req.revision ?? 0);
     if (!s) {
       const r = await this.store.range(req);
-      this.raise(r.revision);
+      this.saw(r.revision);
       return r;
     }
     return { ...shapeRange(collect(s.tree, iv), req), revision: s.revision };
@@ -349,7 +337,7 @@ export class MirroredReads implements Store {
   async getMany(keys: readonly string[]): Promise<(KeyValue | null)[]> {
     if (keys.length === 0) return [];
     if (keys.every((k) => this.mirror.coversKey(k))) {
-      const got = await this.head();
+      const got = await this.atHead();
       this.mirror.report(got.snapshot ? 'mirror' : got.why!);
       if (got.snapshot) return keys.map((k) => got.snapshot!.tree.get(k) ?? null);
     } else {
@@ -360,19 +348,19 @@ export class MirroredReads implements Store {
 
   async txn(req: TxnRequest): Promise<TxnResponse> {
     const r = await this.store.txn(req);
-    this.raise(r.revision);
+    this.saw(r.revision);
     return r;
   }
 
   async put(key: string, value: string, opts?: { lease?: number; prevKv?: boolean }): Promise<{ revision: number; prevKv?: KeyValue }> {
     const r = await this.store.put(key, value, opts);
-    this.raise(r.revision);
+    this.saw(r.revision);
     return r;
   }
 
   async delete(key: string, opts?: { prefix?: boolean; prevKv?: boolean }): Promise<{ revision: number; deleted: number; prevKvs?: KeyValue[] }> {
     const r = await this.store.delete(key, opts);
-    this.raise(r.revision);
+    this.saw(r.revision);
     return r;
   }
 
@@ -412,6 +400,70 @@ export class MirroredReads implements Store {
     return this.store.compact(revision);
   }
 
-  /** A step's view owns nothing: the store is closed by whoever opened it. */
+  /** A view owns nothing: the store is closed by whoever opened it. */
   async close(): Promise<void> {}
+}
+
+/**
+ * One controller step's (or one request's) view of the store:
+ * - The first mirrored read waits until the mirror holds `floor`, or the store's head as it
+ *   was then, so a step woken by a commit reads that commit (a wakeup is never lost to a
+ *   lagging copy).
+ * - Every later read is at or after the last one and after the view's own writes.
+ * - A read at an explicit revision is served from a snapshot this view read at it (a paged
+ *   read continuing), else from the store.
+ */
+export class MirroredReads extends MirrorView {
+  private floor: number | undefined;
+  private readonly snapshots = new Map<number, MirrorSnapshot>();
+
+  constructor(store: Store, mirror: StoreMirror, floor?: number) {
+    super(store, mirror);
+    this.floor = floor;
+  }
+
+  protected override saw(revision: number): void {
+    if (this.floor !== undefined && revision > this.floor) this.floor = revision;
+  }
+
+  protected async atHead(): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
+    this.floor ??= await this.store.revision();
+    const got = await this.mirror.at(this.floor);
+    if (got.snapshot) {
+      this.snapshots.set(got.snapshot.revision, got.snapshot);
+      this.saw(got.snapshot.revision);
+    }
+    return got;
+  }
+
+  protected atRevision(revision: number): MirrorSnapshot | undefined {
+    return this.snapshots.get(revision);
+  }
+}
+
+/** Snapshots a ConsistentReads keeps for reads at a revision it answered at (a status view's other kinds, later pages). */
+const RECENT_SNAPSHOTS = 8;
+
+/**
+ * A long-lived view for people's reads (the API): each read at the head waits until the
+ * mirror holds the store's head as of that call — one small round trip for the revision,
+ * instead of the rows — so it is as linearizable as a read from the store; a read at a
+ * revision it recently answered at is served from that snapshot.
+ */
+export class ConsistentReads extends MirrorView {
+  private readonly recent = new Map<number, MirrorSnapshot>();
+
+  protected async atHead(): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
+    const got = await this.mirror.at(await this.store.revision());
+    const s = got.snapshot;
+    if (s && !this.recent.has(s.revision)) {
+      this.recent.set(s.revision, s);
+      if (this.recent.size > RECENT_SNAPSHOTS) this.recent.delete(this.recent.keys().next().value!);
+    }
+    return got;
+  }
+
+  protected atRevision(revision: number): MirrorSnapshot | undefined {
+    return this.recent.get(revision);
+  }
 }

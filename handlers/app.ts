@@ -76,7 +76,10 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   // People's requests read and write on the store's interactive lane; the agents' (and the
   // controllers', which never come through here) on the background one, so a busy
   // cluster's own machinery does not queue a person's apply behind it (db/postgres/store.ts).
-  const people: ServerDeps = { ...deps, store: interactiveLane(deps.store) };
+  // Their reads of the state controllers keep come from the pod's read mirror, each at or after
+  // the store's head when it was asked (ServerDeps.peopleReads).
+  const lane = interactiveLane(deps.store);
+  const people: ServerDeps = { ...deps, store: deps.peopleReads ? deps.peopleReads(lane) : lane };
   app.route('/', healthRoutes(people));
   const authPeople = authenticate(people.store, deps.auth);
   const authAgents = authenticate(deps.store, deps.auth);

@@ -65,6 +65,12 @@ export interface ServerDeps {
    * such a read. Absent: `store`.
    */
   agentView?: (atLeast: number) => Store;
+  /**
+   * People's requests' store (`lane`, the interactive one) with reads of the mirrored state
+   * from the pod's read mirror, each at or after the store's head as of the read (one small
+   * round trip instead of the rows: db/mirror.ts ConsistentReads). Absent: `lane`.
+   */
+  peopleReads?: (lane: Store) => Store;
   metrics: ServerMetrics;
   limits: ServerLimits;
   /** Request IDs for requests that bring none: unique across pods and restarts. */

@@ -126,6 +126,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
   const inflight = new InFlight();
   let store: Store;
   let agentView: ((atLeast: number) => Store) | undefined;
+  let peopleReads: ((lane: Store) => Store) | undefined;
   let leading = () => false;
   let absorbRejection = (_reason: unknown) => false;
   try {
@@ -159,6 +160,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
         stops.unshift(() => mirror.close()); // after the driver (unshifted below), before the store
         metrics.mirrorSource = () => mirror.status();
         agentView = (atLeast) => mirror.reads(pg, Math.max(pg.knownHead(), atLeast));
+        peopleReads = (lane) => mirror.consistent(lane);
       }
       if (cfg.workers > 0) {
         const driver = await startGraphileDriver({
@@ -237,6 +239,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
     const app = createApp({
       store,
       ...(agentView ? { agentView } : {}),
+      ...(peopleReads ? { peopleReads } : {}),
       metrics,
       limits: cfg.limits ?? defaultLimits,
       newRequestId: requestIdGenerator(),

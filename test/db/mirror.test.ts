@@ -44,6 +44,8 @@ test("a step's view reads what the store holds at the revision it answers, and a
   opened.push(store);
   const { mirror, ways } = mirrorOf(store);
   const history = generateHistory(next, 600);
+  // People's reads: one long-lived view, each read at or after the head as of that read.
+  const people = mirror.consistent(store);
   let checks = 0;
   for (const [i, op] of history.entries()) {
     await runOp(store, op);
@@ -56,6 +58,9 @@ test("a step's view reads what the store holds at the revision it answers, and a
       expect(got.revision, `seed ${seed}, op ${i}: read below the head the step began at`).toBeGreaterThanOrEqual(head);
       const want = await store.range({ ...req, revision: got.revision });
       expect({ ...got, revision: 0 }, `seed ${seed}, op ${i}: ${JSON.stringify(req)}`).toEqual({ ...want, revision: 0 });
+      const theirs = await people.range(req);
+      expect(theirs.revision, `seed ${seed}, op ${i}: a person's read below the head`).toBe(head);
+      expect({ ...theirs, revision: 0 }, `seed ${seed}, op ${i}: a person's ${JSON.stringify(req)}`).toEqual({ ...want, revision: 0 });
       checks++;
     }
     const keys = ['a/1', 'a/2/x', 'b', 'b/1', '😀'];
@@ -64,7 +69,7 @@ test("a step's view reads what the store holds at the revision it answers, and a
   }
   expect(checks).toBeGreaterThan(2_000);
   // The answers above came from the mirror, not from the store behind it.
-  const covered = history.length / 3 * COVERED.length;
+  const covered = (2 * history.length / 3) * COVERED.length;
   expect(ways.get('mirror') ?? 0, JSON.stringify([...ways])).toBeGreaterThan(covered * 0.9);
   expect(ways.get('store-uncovered') ?? 0).toBeGreaterThan(0);
 });
@@ -85,6 +90,22 @@ test("a view reads its own writes and another writer's writes made before it beg
   expect(await view.get('a/1')).toBeNull();
   expect(ways.get('mirror')).toBe(4);
   expect([...ways.keys()]).toEqual(['mirror']);
+});
+
+test("a person's reads see every write committed before them; a read at the revision one answered at uses that snapshot", async () => {
+  const store = new MemoryStore();
+  opened.push(store);
+  const { mirror, ways } = mirrorOf(store);
+  const people = mirror.consistent(store);
+  for (let i = 0; i < 20; i++) {
+    await store.put('a/1', `v${i}`); // another writer, the instant before the read
+    expect((await people.get('a/1'))?.value).toBe(`v${i}`);
+  }
+  const first = await people.range({ prefix: 'a/' });
+  await store.put('b', 'later');
+  await store.compact(await store.revision());
+  expect((await people.range({ prefix: 'b', revision: first.revision })).kvs).toEqual([]);
+  expect(ways.get('mirror')).toBe(22);
 });
 
 test('a paged read continues on the snapshot its first page read, however the store moved since', async () => {
