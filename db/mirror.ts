@@ -173,7 +173,7 @@ export class StoreMirror {
         const r = await this.store.range({ ...page, limit: LIST_PAGE, ...(at ? { revision: at } : {}) });
         if (!at) at = r.revision;
         for (const kv of r.kvs) {
-          tree.set(kv.key, kv);
+          tree.set(kv.key, own(kv));
           bytes += weight(kv);
         }
         if (bytes > this.maxBytes) this.turnOff(bytes);
@@ -196,7 +196,7 @@ export class StoreMirror {
       const before = this.live.get(e.kv.key);
       if (before) this.bytes -= weight(before);
       if (e.type === 'put') {
-        this.live.set(e.kv.key, e.kv);
+        this.live.set(e.kv.key, own(e.kv));
         this.bytes += weight(e.kv);
       } else {
         this.live.delete(e.kv.key);
@@ -248,6 +248,14 @@ export class StoreMirror {
   report(way: MirrorReadWay): void {
     this.opts.onRead?.(way);
   }
+}
+
+/**
+ * The mirror's own copy of a key-value, frozen: every read hands out the same object while
+ * the key is unchanged, so its decoded value is remembered by the object (jobs/decode-memo.ts).
+ */
+function own(kv: KeyValue): KeyValue {
+  return Object.freeze({ ...kv });
 }
 
 function weight(kv: KeyValue): number {

@@ -1,4 +1,5 @@
 import { decodeFact, type FactOf, type KeyKind } from '../core/keys.js';
+import type { KeyValue } from '../db/store.js';
 
 /**
  * Bytes of stored values the pod's memo holds at most (values and keys, as UTF-16 lengths):
@@ -21,9 +22,25 @@ const UNREMEMBERED: ReadonlySet<KeyKind> = new Set<KeyKind>(['decision', 'repeat
  */
 export class DecodeMemo {
   private readonly memo = new Map<string, { value: string; decoded: unknown }>();
+  /**
+   * By the key-value object itself: a store that hands out the same object while a key is
+   * unchanged (the pod's read mirror, MemoryStore) is answered without comparing the value
+   * or reordering the memo. Weak: the entry goes with the object.
+   */
+  private readonly byKv = new WeakMap<KeyValue, unknown>();
   private held = 0;
 
   constructor(private readonly maxBytes = DECODE_MEMO_MAX_BYTES) {}
+
+  /** `decode` of a key-value as a store returned it. */
+  decodeKv<K extends KeyKind>(kind: K, kv: KeyValue): FactOf<K> {
+    const known = this.byKv.get(kv);
+    if (known !== undefined) return known as FactOf<K>;
+    const decoded = this.decode(kind, kv.key, kv.value);
+    // Histories are not remembered (see UNREMEMBERED), nor is a value whose object a caller may change.
+    if (!UNREMEMBERED.has(kind) && Object.isFrozen(kv)) this.byKv.set(kv, decoded);
+    return decoded;
+  }
 
   decode<K extends KeyKind>(kind: K, key: string, value: string): FactOf<K> {
     if (UNREMEMBERED.has(kind)) return decodeFact(kind, key, value);

@@ -16,7 +16,7 @@ export interface Fact<K extends KeyKind> {
 export async function getFact<K extends KeyKind>(store: Store, kind: K, ...params: KeyParams<K>): Promise<Fact<K> | undefined> {
   const key = buildKey(kind, ...params);
   const kv = await store.get(key);
-  return kv ? { key, kv, value: decodeMemo.decode(kind, key, kv.value) } : undefined;
+  return kv ? { key, kv, value: decodeMemo.decodeKv(kind, kv) } : undefined;
 }
 
 /** Keys read per page: big reads never hold one huge response. */
@@ -53,7 +53,7 @@ async function readUnder<K extends KeyKind>(store: Store, kind: K, prefix: strin
     for (const kv of r.kvs) {
       // Another kind's keys may share the prefix: only this kind is decoded.
       if (kindOfKey(kv.key) !== kind) continue;
-      facts.push({ key: kv.key, kv, value: decodeMemo.decode(kind, kv.key, kv.value) });
+      facts.push({ key: kv.key, kv, value: decodeMemo.decodeKv(kind, kv) });
     }
     if (!r.more || r.kvs.length === 0) return { revision: at, facts };
     // Keys hold no NUL: the next possible key after the last one read.

@@ -57,3 +57,21 @@ test('decisions and events are decoded every time, never held (only retention an
   expect(memo.decode('event', key, value)).toEqual(decodeFact('event', key, value));
   expect(memo.size().entries).toBe(0);
 });
+
+test("a frozen key-value (the read mirror's) is answered by the object itself, however the value memo moved; another is not", () => {
+  const one = buildKey('replica', 'web', 'web-00').length + record('web-00').length;
+  const memo = new DecodeMemo(one * 2);
+  const key = buildKey('replica', 'web', 'web-00');
+  const kv = Object.freeze({ key, value: record('web-00'), createRevision: 1, modRevision: 1, version: 1, lease: 0 });
+  const a = memo.decodeKv('replica', kv);
+  expect(a).toEqual(decodeFact('replica', key, kv.value));
+  // The value memo forgets it (its bound: two records), the object still answers.
+  for (let i = 1; i <= 3; i++) memo.decode('replica', buildKey('replica', 'web', `web-0${i}`), record(`web-0${i}`));
+  expect(memo.decode('replica', key, kv.value)).not.toBe(a);
+  expect(memo.decodeKv('replica', kv)).toBe(a);
+  // An object a caller may still change is judged by its value every time.
+  const open = { ...kv };
+  memo.decodeKv('replica', open);
+  open.value = record('web-00', 'changed');
+  expect(memo.decodeKv('replica', open).reason).toBe('changed');
+});
