@@ -37,7 +37,17 @@ export function templateText(spec: TemplateFields): string {
  * make a changed spec not roll, so 32 bits alone were not enough.
  */
 export function templateHash(spec: TemplateFields): string {
-  const text = templateText(spec);
+  // A frozen spec (a decoded fact: jobs/decode-memo.ts) cannot change: its hash is kept with
+  // it. A roll compares every old replica's assignment with the target on every step.
+  if (!Object.isFrozen(spec)) return hashOf(templateText(spec));
+  let h = frozenHashes.get(spec);
+  if (h === undefined) frozenHashes.set(spec, (h = hashOf(templateText(spec))));
+  return h;
+}
+
+const frozenHashes = new WeakMap<TemplateFields, string>();
+
+function hashOf(text: string): string {
   let a = 0x811c9dc5;
   let b = 0x9747b28c;
   for (let i = 0; i < text.length; i++) {

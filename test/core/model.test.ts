@@ -210,6 +210,24 @@ describe('template hash', async () => {
     expect(templateHash(ok({ name: 'w', image: 'busybox:1.35' }))).toBe(templateHash(ok({ name: 'other', image: 'busybox:1.35', replicas: 7 })));
   });
 
+  test("a frozen spec's hash is computed once and kept with it; an open one's every time", () => {
+    let reads = 0;
+    const counted = (spec: typeof base) => {
+      const o = { ...spec };
+      Object.defineProperty(o, 'image', { get: () => (reads++, spec.image), enumerable: true });
+      return o;
+    };
+    const frozen = Object.freeze(counted(base));
+    expect(templateHash(frozen)).toBe(templateHash(base));
+    const once = reads;
+    expect(templateHash(frozen)).toBe(templateHash(base));
+    expect(reads).toBe(once);
+    const open = counted(base);
+    templateHash(open);
+    templateHash(open);
+    expect(reads).toBe(once + 2);
+  });
+
   test('every rollout field changes it; replicas, update, autoscale, placement, labels, after and network do not', () => {
     const changed: Record<(typeof ROLLOUT_FIELDS)[number], Parameters<typeof ok>[0]> = {
       image: { name: 'w', image: 'x:2', env: { A: '1', B: '2' } },
