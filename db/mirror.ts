@@ -101,11 +101,13 @@ export class StoreMirror {
 
   /**
    * The mirror at a revision ≥ floor: at once if it is there, else once it gets there within
-   * catchUpMs. Undefined (read the store) while it loads, when it is off, or when it stays behind.
+   * catchUpMs. Undefined (read the store) at once while it loads (a large cluster's listing
+   * takes seconds: a pod's first requests should not wait for it) or when it is off, and
+   * when it stays behind.
    */
   async at(floor: number): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
-    if (this.state.kind !== 'live' && this.state.kind !== 'loading') return { why: 'store-not-ready' };
-    if (this.state.kind === 'live' && this.revision >= floor) return { snapshot: this.snapshot() };
+    if (this.state.kind !== 'live') return { why: 'store-not-ready' };
+    if (this.revision >= floor) return { snapshot: this.snapshot() };
     const reached = await new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w !== waiter);

@@ -10,8 +10,11 @@ afterEach(async () => {
   for (const o of opened.splice(0).reverse()) await o.close();
 });
 
-/** A mirror of the keys random-history writes under 'a/', 'b' and '😀' (a surrogate pair: key order is UTF-8's). */
-function mirrorOf(store: Store, opts: Partial<MirrorOptions> = {}) {
+/**
+ * A mirror of the keys random-history writes under 'a/', 'b' and '😀' (a surrogate pair: key
+ * order is UTF-8's), once it is live (while it lists, reads go to the store).
+ */
+async function mirrorOf(store: Store, opts: Partial<MirrorOptions> = {}) {
   const ways = new Map<MirrorReadWay, number>();
   const diagnostics: Diagnostic[] = [];
   const mirror = new StoreMirror(store, {
@@ -21,6 +24,7 @@ function mirrorOf(store: Store, opts: Partial<MirrorOptions> = {}) {
     ...opts,
   }).start();
   opened.push(mirror);
+  await expect.poll(() => mirror.status().state).toBe('live');
   return { mirror, ways, diagnostics };
 }
 
@@ -42,7 +46,7 @@ test("a step's view reads what the store holds at the revision it answers, and a
   const next = rng(seed);
   const store = new MemoryStore();
   opened.push(store);
-  const { mirror, ways } = mirrorOf(store);
+  const { mirror, ways } = await mirrorOf(store);
   const history = generateHistory(next, 600);
   // People's reads: one long-lived view, each read at or after the head as of that read.
   const people = mirror.consistent(store);
@@ -77,7 +81,7 @@ test("a step's view reads what the store holds at the revision it answers, and a
 test("a view reads its own writes and another writer's writes made before it began", async () => {
   const store = new MemoryStore();
   opened.push(store);
-  const { mirror, ways } = mirrorOf(store);
+  const { mirror, ways } = await mirrorOf(store);
   await store.put('a/1', 'one');
   const view = mirror.reads(store);
   expect((await view.get('a/1'))?.value).toBe('one');
@@ -95,7 +99,7 @@ test("a view reads its own writes and another writer's writes made before it beg
 test("a person's reads see every write committed before them; a read at the revision one answered at uses that snapshot", async () => {
   const store = new MemoryStore();
   opened.push(store);
-  const { mirror, ways } = mirrorOf(store);
+  const { mirror, ways } = await mirrorOf(store);
   const people = mirror.consistent(store);
   for (let i = 0; i < 20; i++) {
     await store.put('a/1', `v${i}`); // another writer, the instant before the read
@@ -111,7 +115,7 @@ test("a person's reads see every write committed before them; a read at the revi
 test('a paged read continues on the snapshot its first page read, however the store moved since', async () => {
   const store = new MemoryStore();
   opened.push(store);
-  const { mirror } = mirrorOf(store);
+  const { mirror } = await mirrorOf(store);
   for (let i = 0; i < 5; i++) await store.put(`a/${i}`, 'v1');
   const view = mirror.reads(store);
   const first = await view.range({ prefix: 'a/', limit: 2 });
@@ -124,7 +128,7 @@ test('a paged read continues on the snapshot its first page read, however the st
 test('past its byte bound the mirror turns itself off once (CCA-E0129) and views read the store', async () => {
   const store = new MemoryStore();
   opened.push(store);
-  const { mirror, ways, diagnostics } = mirrorOf(store, { maxBytes: 2_000 });
+  const { mirror, ways, diagnostics } = await mirrorOf(store, { maxBytes: 2_000 });
   await store.put('a/1', 'x');
   expect((await mirror.reads(store).get('a/1'))?.value).toBe('x');
   expect(ways.get('mirror')).toBe(1);
@@ -158,7 +162,7 @@ test('a feed that stays behind costs a read catchUpMs, then the read goes to the
     },
   }));
   await store.put('a/1', 'old');
-  const { mirror, ways } = mirrorOf(stuck, { catchUpMs: 50 });
+  const { mirror, ways } = await mirrorOf(stuck, { catchUpMs: 50 });
   expect((await mirror.reads(stuck).get('a/1'))?.value).toBe('old'); // listed after the put: no wait
   expect(ways.get('mirror')).toBe(1);
   await store.put('a/1', 'new');
@@ -174,7 +178,7 @@ test('a feed that fails lists again: a bug is reported once (CCA-E0130), compact
     if (call === 1) return { [Symbol.asyncIterator]: async function* () { throw new CcaError('CCA-E0101', { revision: 1, compactRevision: 2 }); } };
     return store.watch(req);
   });
-  const { mirror, ways, diagnostics } = mirrorOf(failing);
+  const { mirror, ways, diagnostics } = await mirrorOf(failing);
   await store.put('a/1', 'x');
   await expect.poll(() => mirror.status().state, { timeout: 5_000 }).toBe('live');
   expect((await mirror.reads(failing).get('a/1'))?.value).toBe('x');
@@ -182,4 +186,40 @@ test('a feed that fails lists again: a bug is reported once (CCA-E0130), compact
   expect((await mirror.reads(failing).get('a/1'))?.value).toBe('y');
   expect(ways.get('mirror')).toBe(2);
   expect(diagnostics.map((d) => d.code)).toEqual(['CCA-E0130']);
+});
+
+test("while the mirror lists, reads go to the store at once: a pod's first requests do not wait for a large cluster's listing", async () => {
+  const store = new MemoryStore();
+  opened.push(store);
+  await store.put('a/1', 'x');
+  // The listing hangs (a large cluster's first page) until released.
+  let release = () => {};
+  const listed = new Promise<void>((resolve) => (release = resolve));
+  let first = true;
+  const slow = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'range') {
+        return async (req: RangeRequest) => {
+          if (first) {
+            first = false;
+            await listed;
+          }
+          return target.range(req);
+        };
+      }
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  }) as Store;
+  const ways = new Map<MirrorReadWay, number>();
+  const mirror = new StoreMirror(slow, { prefixes: ['a/'], catchUpMs: 60_000, onRead: (w) => ways.set(w, (ways.get(w) ?? 0) + 1) }).start();
+  opened.push(mirror);
+  expect(mirror.status().state).toBe('loading');
+  expect((await mirror.consistent(store).get('a/1'))?.value).toBe('x');
+  expect((await mirror.reads(store).get('a/1'))?.value).toBe('x');
+  expect(ways.get('store-not-ready')).toBe(2);
+  release();
+  await expect.poll(() => mirror.status().state).toBe('live');
+  expect((await mirror.reads(store).get('a/1'))?.value).toBe('x');
+  expect(ways.get('mirror')).toBe(1);
 });
