@@ -40,7 +40,7 @@ export interface MirrorSnapshot {
   readonly tree: Tree;
 }
 
-type State = { kind: 'loading' } | { kind: 'live' } | { kind: 'off'; reason: string } | { kind: 'closed' };
+type State = { kind: 'loading' | 'live' | 'off' | 'closed' };
 
 /**
  * An in-memory copy of the keys under some prefixes, kept by one watch of the whole store
@@ -61,7 +61,7 @@ export class StoreMirror {
   private readonly abort = new AbortController();
   private readonly intervals: KeyInterval[];
   private readonly maxBytes: number;
-  readonly catchUpMs: number;
+  private readonly catchUpMs: number;
   private following: Promise<void> | undefined;
 
   constructor(
@@ -141,6 +141,7 @@ export class StoreMirror {
     while (this.isFollowing()) {
       try {
         const from = await this.load();
+        if (!this.isFollowing()) break; // closed while it listed
         this.state = { kind: 'live' };
         failures = 0;
         this.wake();
@@ -210,8 +211,7 @@ export class StoreMirror {
 
   private turnOff(bytes: number): void {
     if (this.state.kind === 'off') return;
-    const reason = `it holds ${bytes} bytes, over its bound of ${this.maxBytes}`;
-    this.state = { kind: 'off', reason };
+    this.state = { kind: 'off' };
     this.live = new BTree(undefined, compareKeys);
     this.last = undefined;
     this.bytes = 0;

@@ -51,7 +51,7 @@ export const serverUsage = `usage: cca server [--store URL | --database-url URL]
   --workers N         controller steps this pod runs at once; 0 = API only                     (env CCA_WORKERS)
   --pool-size N       Postgres: the store's connections (one for writes, the rest for reads; default 10, at least 2) (env CCA_POOL_SIZE)
                       a pod opens at most pool-size + 1 (LISTEN) + workers + 4 (graphile-worker) connections
-  --mirror-mib N      Postgres: memory for the copy of the state controller steps read (default 512; 0 = none, steps read the database) (env CCA_MIRROR_MIB)
+  --mirror-mib N      Postgres: memory for the pod's copy of the state its steps and requests read (default 512; 0 = none: they read the database) (env CCA_MIRROR_MIB)
   --no-migrate        Postgres, SQLite: apply no migration; refuse a schema that is behind (run \`cca migrate\`) (env CCA_NO_MIGRATE=1)
   --leader-ttl S      etcd: the leader election's lease TTL; a dead leader is replaced within it (env CCA_LEADER_TTL, default 10)
   --drain-seconds S   on SIGTERM, /readyz fails this long before the pod stops listening; requests in flight then get 10 s (env CCA_DRAIN_SECONDS, default 1)

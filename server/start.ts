@@ -45,7 +45,7 @@ export interface ServerConfig {
   workers: number;
   /** Postgres: the store's pool (default 10); graphile-worker's follows `workers` (jobsPoolSize). */
   poolSize?: number;
-  /** Postgres: the bound of the controllers' read mirror in MiB (default 512); 0 = none, steps read the database. */
+  /** Postgres: the bound of the pod's read mirror in MiB (default 512); 0 = none, everything reads the database. */
   mirrorMib?: number;
   /** Postgres and SQLite: apply no migration; refuse a schema that is behind (CCA-E0151). */
   noMigrate?: boolean;
@@ -151,7 +151,7 @@ export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
       await (cfg.noMigrate ? checkJobsSchema(pool, target) : migrateJobs(pool, target)).catch((e: unknown) => {
         throw pgFailure(e, target);
       });
-      // The pod's read mirror: its controller steps and its agents' hot routes read there.
+      // The pod's read mirror: its controller steps, people's requests and the agents' hot routes read there.
       const mirrorMib = cfg.mirrorMib ?? 512;
       const mirror = mirrorMib > 0
         ? startStepMirror(pg, { maxBytes: mirrorMib * 2 ** 20, onDiagnostic: report, onRead: (way) => metrics.mirrorReads.inc({ way }) })

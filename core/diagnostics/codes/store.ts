@@ -201,15 +201,15 @@ export const storeCodes = [
   {
     code: 'CCA-E0129',
     blame: 'environment',
-    title: "controllers' read mirror is off",
-    cause: "the state the controllers read outgrew this pod's read mirror: it would hold {bytes} bytes, over its bound of {max}; until the pod restarts, its controller steps read the store directly (correct, but every step reads its whole prefixes from the database)",
+    title: "the pod's read mirror is off",
+    cause: "the state the controllers read outgrew this pod's read mirror: it would hold {bytes} bytes, over its bound of {max}; until the pod restarts, its controller steps and requests read the store directly (correct, but every step reads its whole prefixes from the database)",
     fix: 'start the pod with a larger --mirror-mib (it needs that much more memory), or look for what grew: `cca get services` and the store\'s largest prefixes (docs/store.md)',
   },
   {
     code: 'CCA-E0130',
     blame: 'bug',
-    title: "controllers' read mirror failed",
-    cause: "the pod's read mirror could not follow the store: {reason}; it lists the store again, and steps read the store directly meanwhile",
+    title: "the pod's read mirror failed",
+    cause: "the pod's read mirror could not follow the store: {reason}; it lists the store again, and steps and requests read the store directly meanwhile",
     fix: 'report this with the lines around it; the controllers stay correct (their txns compare what they read)',
   },
   {
