@@ -1,6 +1,8 @@
 import { createRequire } from 'node:module';
 import { CcaError, isCcaError, makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
 import { checkRangeOptions, compareKeys, intervalOf, prefixEnd, shapeRange, type KeyInterval } from './keyspace.js';
+import { HeadWaiters } from './waiters.js';
+import { outageBackoffMs, sleep } from './watch-feed.js';
 import type { KeyValue, LeaseTtl, RangeRequest, RangeResponse, Store, TxnRequest, TxnResponse, WatchBatch, WatchRequest } from './store.js';
 
 // sorted-btree is CommonJS with its class on `default`, which an ESM default import resolves
@@ -57,7 +59,7 @@ export class StoreMirror {
   private bytes = 0;
   private state: State = { kind: 'loading' };
   private last: MirrorSnapshot | undefined;
-  private waiters: { floor: number; resolve: () => void }[] = [];
+  private readonly waiters = new HeadWaiters();
   private readonly abort = new AbortController();
   private readonly intervals: KeyInterval[];
   private readonly maxBytes: number;
@@ -82,7 +84,7 @@ export class StoreMirror {
   async close(): Promise<void> {
     this.state = { kind: 'closed' };
     this.abort.abort();
-    this.wakeAll();
+    this.waiters.wake();
     await this.following;
   }
 
@@ -108,22 +110,12 @@ export class StoreMirror {
   async at(floor: number): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
     if (this.state.kind !== 'live') return { why: 'store-not-ready' };
     if (this.revision >= floor) return { snapshot: this.snapshot() };
-    const reached = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        this.waiters = this.waiters.filter((w) => w !== waiter);
-        resolve(false);
-      }, this.catchUpMs);
-      const waiter = {
-        floor,
-        resolve: () => {
-          clearTimeout(timer);
-          resolve(true);
-        },
-      };
-      this.waiters.push(waiter);
-    });
+    // Woken at every batch the mirror applies and at any change of its state: each wait re-checks.
+    const reached = () => this.revision >= floor || this.state.kind !== 'live';
+    const timeout = AbortSignal.timeout(this.catchUpMs);
+    while (!reached() && !timeout.aborted) await this.waiters.wait(reached, timeout);
     if (this.state.kind !== 'live') return { why: 'store-not-ready' };
-    return reached && this.revision >= floor ? { snapshot: this.snapshot() } : { why: 'store-behind' };
+    return this.revision >= floor ? { snapshot: this.snapshot() } : { why: 'store-behind' };
   }
 
   private snapshot(): MirrorSnapshot {
@@ -144,11 +136,11 @@ export class StoreMirror {
         if (!this.isFollowing()) break; // closed while it listed
         this.state = { kind: 'live' };
         failures = 0;
-        this.wake();
+        this.waiters.wake();
         for await (const batch of this.store.watch({ prefix: '', fromRevision: from + 1, signal: this.abort.signal })) {
           this.apply(batch);
           if (this.state.kind !== 'live') break;
-          this.wake();
+          this.waiters.wake();
         }
       } catch (e) {
         if (!this.isFollowing()) break;
@@ -157,12 +149,12 @@ export class StoreMirror {
           if (failures === 0) this.opts.onDiagnostic?.(makeDiagnostic('CCA-E0130', { reason: isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : messageOf(e) }));
         }
         this.state = { kind: 'loading' };
-        this.wakeAll();
-        await sleep(Math.min(5_000, 100 * 2 ** Math.min(failures++, 6)), this.abort.signal);
+        this.waiters.wake();
+        await sleep(outageBackoffMs(++failures), this.abort.signal);
       }
       if (this.abort.signal.aborted) break;
     }
-    this.wakeAll();
+    this.waiters.wake();
   }
 
   /** Every mirrored key at one revision, into a fresh tree; answers that revision. */
@@ -217,22 +209,10 @@ export class StoreMirror {
     this.bytes = 0;
     this.abort.abort();
     this.opts.onDiagnostic?.(makeDiagnostic('CCA-E0129', { bytes, max: this.maxBytes }));
-    this.wakeAll();
+    this.waiters.wake();
   }
 
-  private wake(): void {
-    if (this.waiters.length === 0) return;
-    const due = this.waiters.filter((w) => w.floor <= this.revision);
-    if (due.length === 0) return;
-    this.waiters = this.waiters.filter((w) => w.floor > this.revision);
-    for (const w of due) w.resolve();
-  }
 
-  private wakeAll(): void {
-    const ws = this.waiters;
-    this.waiters = [];
-    for (const w of ws) w.resolve();
-  }
 
   /**
    * A step's view of the store (see MirroredReads). `floor`: the revision its reads must
@@ -264,18 +244,6 @@ function weight(kv: KeyValue): number {
   return KEY_OVERHEAD + 2 * (kv.key.length + kv.value.length);
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-    function done() {
-      clearTimeout(t);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-  });
-}
 
 /** The keys of a snapshot in [iv.start, iv.end), in key order. */
 function collect(tree: Tree, iv: KeyInterval): KeyValue[] {

@@ -59,7 +59,7 @@ export const defaultLimits: ServerLimits = {
 export interface ServerDeps {
   store: Store;
   /**
-   * The store as the agents' hot routes read it (assignments, observations, events): the
+   * The store as the agents' hot routes read it (assignments, observations): the
    * pod's read mirror at or after `atLeast` and the newest revision the pod knows committed;
    * writes go to the store. A route confirms against `store` whatever it would refuse on
    * such a read. Absent: `store`.

@@ -23,9 +23,9 @@ const UNREMEMBERED: ReadonlySet<KeyKind> = new Set<KeyKind>(['decision', 'repeat
 export class DecodeMemo {
   private readonly memo = new Map<string, { value: string; decoded: unknown }>();
   /**
-   * By the key-value object itself: a store that hands out the same object while a key is
-   * unchanged (the pod's read mirror, MemoryStore) is answered without comparing the value
-   * or reordering the memo. Weak: the entry goes with the object.
+   * By the key-value object itself, when it is frozen: the pod's read mirror hands out its own
+   * frozen copy while a key is unchanged, answered here without comparing the value or
+   * reordering the memo. Weak: the entry goes with the object.
    */
   private readonly byKv = new WeakMap<KeyValue, unknown>();
   private held = 0;
