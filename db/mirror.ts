@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { CcaError, isCcaError, makeDiagnostic, messageOf, type Diagnostic } from '../core/diagnostics/index.js';
-import { checkRangeOptions, compareKeys, intervalOf, prefixEnd, shapeRange, type KeyInterval } from './keyspace.js';
+import { checkRangeOptions, compareKeys, intervalOf, shapeRange, type KeyInterval } from './keyspace.js';
 import { HeadWaiters } from './waiters.js';
 import { outageBackoffMs, sleep } from './watch-feed.js';
 import type { KeyValue, LeaseTtl, RangeRequest, RangeResponse, Store, TxnRequest, TxnResponse, WatchBatch, WatchRequest } from './store.js';
@@ -13,7 +13,7 @@ type Tree = InstanceType<typeof BTree<string, KeyValue>>;
 
 /**
  * The bound on what a mirror holds (keys and values as UTF-16, plus a per-key overhead):
- * a 10,000-replica cluster's state is ~60 MiB. Past it the mirror turns itself off
+ * 3.5 MB at 1,000 replicas on 100 nodes, so ~35 MiB at 10,000 (docs/benchmarks.md). Past it the mirror turns itself off
  * (CCA-E0129) and steps read the store directly, as without one.
  */
 export const MIRROR_DEFAULT_MAX_BYTES = 512 * 2 ** 20;
@@ -30,7 +30,7 @@ export interface MirrorOptions {
   catchUpMs?: number;
   /** The mirror turned itself off (CCA-E0129), or its feed failed other than by the store being down. */
   onDiagnostic?: (d: Diagnostic) => void;
-  /** Told of every read a step's view served: from the mirror, or from the store (and why). */
+  /** Told of every read a view served: from the mirror, or from the store (and why). */
   onRead?: (way: MirrorReadWay) => void;
 }
 
@@ -42,7 +42,7 @@ export interface MirrorSnapshot {
   readonly tree: Tree;
 }
 
-type State = { kind: 'loading' | 'live' | 'off' | 'closed' };
+type State = 'loading' | 'live' | 'off' | 'closed';
 
 /**
  * An in-memory copy of the keys under some prefixes, kept by one watch of the whole store
@@ -57,7 +57,7 @@ export class StoreMirror {
   private live: Tree = new BTree(undefined, compareKeys);
   private revision = 0;
   private bytes = 0;
-  private state: State = { kind: 'loading' };
+  private state: State = 'loading';
   private last: MirrorSnapshot | undefined;
   private readonly waiters = new HeadWaiters();
   private readonly abort = new AbortController();
@@ -82,7 +82,7 @@ export class StoreMirror {
   }
 
   async close(): Promise<void> {
-    this.state = { kind: 'closed' };
+    this.state = 'closed';
     this.abort.abort();
     this.waiters.wake();
     await this.following;
@@ -97,8 +97,8 @@ export class StoreMirror {
     return this.intervals.some((m) => compareKeys(key, m.start) >= 0 && (m.end === undefined || compareKeys(key, m.end) < 0));
   }
 
-  status(): { state: State['kind']; revision: number; keys: number; bytes: number } {
-    return { state: this.state.kind, revision: this.revision, keys: this.live.size, bytes: this.bytes };
+  status(): { state: State; revision: number; keys: number; bytes: number } {
+    return { state: this.state, revision: this.revision, keys: this.live.size, bytes: this.bytes };
   }
 
   /**
@@ -108,13 +108,13 @@ export class StoreMirror {
    * when it stays behind.
    */
   async at(floor: number): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
-    if (this.state.kind !== 'live') return { why: 'store-not-ready' };
+    if (this.state !== 'live') return { why: 'store-not-ready' };
     if (this.revision >= floor) return { snapshot: this.snapshot() };
     // Woken at every batch the mirror applies and at any change of its state: each wait re-checks.
-    const reached = () => this.revision >= floor || this.state.kind !== 'live';
+    const reached = () => this.revision >= floor || this.state !== 'live';
     const timeout = AbortSignal.timeout(this.catchUpMs);
     while (!reached() && !timeout.aborted) await this.waiters.wait(reached, timeout);
-    if (this.state.kind !== 'live') return { why: 'store-not-ready' };
+    if (this.state !== 'live') return { why: 'store-not-ready' };
     return this.revision >= floor ? { snapshot: this.snapshot() } : { why: 'store-behind' };
   }
 
@@ -125,7 +125,7 @@ export class StoreMirror {
 
   /** Loading or live (not off, not closed): a method, so the compiler re-reads the state after each await. */
   private isFollowing(): boolean {
-    return this.state.kind === 'loading' || this.state.kind === 'live';
+    return this.state === 'loading' || this.state === 'live';
   }
 
   private async follow(): Promise<void> {
@@ -134,12 +134,12 @@ export class StoreMirror {
       try {
         const from = await this.load();
         if (!this.isFollowing()) break; // closed while it listed
-        this.state = { kind: 'live' };
+        this.state = 'live';
         failures = 0;
         this.waiters.wake();
         for await (const batch of this.store.watch({ prefix: '', fromRevision: from + 1, signal: this.abort.signal })) {
           this.apply(batch);
-          if (this.state.kind !== 'live') break;
+          if (this.state !== 'live') break;
           this.waiters.wake();
         }
       } catch (e) {
@@ -148,7 +148,7 @@ export class StoreMirror {
         if (!isCcaError(e) || (e.blame !== 'environment' && e.code !== 'CCA-E0101')) {
           if (failures === 0) this.opts.onDiagnostic?.(makeDiagnostic('CCA-E0130', { reason: isCcaError(e) ? `${e.code} ${e.diagnostic.message}` : messageOf(e) }));
         }
-        this.state = { kind: 'loading' };
+        this.state = 'loading';
         this.waiters.wake();
         await sleep(outageBackoffMs(++failures), this.abort.signal);
       }
@@ -172,7 +172,7 @@ export class StoreMirror {
           bytes += weight(kv);
         }
         if (bytes > this.maxBytes) this.turnOff(bytes);
-        if (this.state.kind === 'off') throw new CcaError('CCA-E0129', { bytes, max: this.maxBytes });
+        if (this.state === 'off') throw new CcaError('CCA-E0129', { bytes, max: this.maxBytes });
         if (!r.more || r.kvs.length === 0) break;
         page = { start: r.kvs[r.kvs.length - 1]!.key + '\u0001', ...(iv.end !== undefined ? { end: iv.end } : {}) };
       }
@@ -202,8 +202,8 @@ export class StoreMirror {
   }
 
   private turnOff(bytes: number): void {
-    if (this.state.kind === 'off') return;
-    this.state = { kind: 'off' };
+    if (this.state === 'off') return;
+    this.state = 'off';
     this.live = new BTree(undefined, compareKeys);
     this.last = undefined;
     this.bytes = 0;
@@ -211,8 +211,6 @@ export class StoreMirror {
     this.opts.onDiagnostic?.(makeDiagnostic('CCA-E0129', { bytes, max: this.maxBytes }));
     this.waiters.wake();
   }
-
-
 
   /**
    * A step's view of the store (see MirroredReads). `floor`: the revision its reads must
@@ -243,7 +241,6 @@ function own(kv: KeyValue): KeyValue {
 function weight(kv: KeyValue): number {
   return KEY_OVERHEAD + 2 * (kv.key.length + kv.value.length);
 }
-
 
 /** The keys of a snapshot in [iv.start, iv.end), in key order. */
 function collect(tree: Tree, iv: KeyInterval): KeyValue[] {
