@@ -81,8 +81,11 @@ export function createApp(deps: ServerDeps): Hono<AuthEnv> {
   const lane = interactiveLane(deps.store);
   const people: ServerDeps = { ...deps, store: deps.peopleReads ? deps.peopleReads(lane) : lane };
   app.route('/', healthRoutes(people));
-  const authPeople = authenticate(people.store, deps.auth);
-  const authAgents = authenticate(deps.store, deps.auth);
+  // Node credentials (the agents' requests, keepalives included) are looked up in the read
+  // mirror first, as of the newest revision the pod knows committed (handlers/auth.ts principalOf).
+  const credentials = deps.agentView ? () => deps.agentView!(0) : undefined;
+  const authPeople = authenticate(people.store, deps.auth, credentials);
+  const authAgents = authenticate(deps.store, deps.auth, credentials);
   app.use('/v1/*', async function authenticateByLane(c, next) {
     return (AGENT_PATH.test(c.req.path) && !KEEPALIVE_PATH.test(c.req.path) ? authAgents : authPeople)(c, next);
   });

@@ -3,7 +3,7 @@ import type { MiddlewareHandler } from 'hono';
 import { CcaError } from '../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, segmentProblem } from '../core/keys.js';
 import { roleOfToken, roleSatisfies, tokenUnusable, type ApiToken, type RouteRole, type TokenRole } from '../core/model/auth.js';
-import type { Store } from '../db/store.js';
+import type { KeyValue, Store } from '../db/store.js';
 import type { RequestIdEnv } from './request-id.js';
 
 /**
@@ -61,7 +61,15 @@ export function unusableError(id: string, t: ApiToken, now: number): CcaError | 
   return undefined;
 }
 
-export async function principalOf(store: Store, authorization: string | undefined, now = Date.now()): Promise<Principal> {
+/**
+ * Who `authorization` speaks for. A node credential is looked up in `credentials` when given
+ * (the pod's read mirror at the newest revision the pod knows committed, ServerDeps.agentView)
+ * and, unless it matches there, in `store`: an agent enrolled or rotated through another pod a
+ * moment ago is never refused for this pod's lag (it would enroll again), while a credential
+ * reset or rotated through another pod keeps working here until this pod hears of the change
+ * (its NOTIFY, or the watch poll within 0.5 s; docs/security.md). Through this pod: at once.
+ */
+export async function principalOf(store: Store, authorization: string | undefined, now = Date.now(), credentials?: Store): Promise<Principal> {
   const anonymous: Principal = { kind: 'anonymous' };
   const token = /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
   if (!token) return anonymous;
@@ -84,8 +92,11 @@ export async function principalOf(store: Store, authorization: string | undefine
     // (the store is down) must surface as such: an agent told "bad token" would re-enroll.
     if (segmentProblem(name) !== undefined) return anonymous;
     const key = buildKey('nodeCredential', name);
-    const kv = await store.get(key);
-    if (kv && sameHash(decodeFact('nodeCredential', key, kv.value).sha256, sha256(token))) return { kind: 'node', node: name, credentialRevision: kv.modRevision };
+    const hash = sha256(token);
+    const matches = (kv: KeyValue | null): kv is KeyValue => kv !== null && sameHash(decodeFact('nodeCredential', key, kv.value).sha256, hash);
+    const kv = credentials ? await credentials.get(key) : null;
+    const confirmed = matches(kv) ? kv : await store.get(key);
+    if (matches(confirmed)) return { kind: 'node', node: name, credentialRevision: confirmed.modRevision };
   }
   return anonymous;
 }
@@ -137,10 +148,11 @@ export interface AuthPolicy {
 }
 
 /** Resolve the principal once per request; routes then say which role they need. */
-export function authenticate(store: Store, policy: AuthPolicy): MiddlewareHandler<AuthEnv> {
+/** `credentials`: where node credentials are looked up first (principalOf). */
+export function authenticate(store: Store, policy: AuthPolicy, credentials?: () => Store): MiddlewareHandler<AuthEnv> {
   return async function authenticateMiddleware(c, next) {
     c.set('openReads', policy.openReads);
-    c.set('principal', await principalOf(store, c.req.header('authorization')));
+    c.set('principal', await principalOf(store, c.req.header('authorization'), Date.now(), credentials?.()));
     await next();
   };
 }

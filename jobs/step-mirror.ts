@@ -3,11 +3,13 @@ import { StoreMirror, type MirrorOptions } from '../db/mirror.js';
 import type { Store } from '../db/store.js';
 
 /**
- * What controller steps read whole, step after step: every kind but the append-only
- * histories (read whole only by retention and `why`, and the bulk of the store's bytes) and
- * the API's credentials (no step reads them).
+ * What controller steps read whole, step after step, and the agents' node credentials (each
+ * agent request is authenticated by one: handlers/auth.ts principalOf): every kind but the
+ * append-only histories (read whole only by retention and `why`, and the bulk of the store's
+ * bytes) and people's tokens (read from the store at each request, so a revocation holds at
+ * once on every pod).
  */
-const NOT_MIRRORED: ReadonlySet<KeyKind> = new Set<KeyKind>(['decision', 'repeat', 'event', 'authToken', 'nodeCredential']);
+const NOT_MIRRORED: ReadonlySet<KeyKind> = new Set<KeyKind>(['decision', 'repeat', 'event', 'authToken']);
 
 export const STEP_MIRROR_PREFIXES: readonly string[] = (Object.keys(layout) as KeyKind[]).filter((k) => !NOT_MIRRORED.has(k)).map((k) => prefixOf(k));
 
