@@ -469,19 +469,22 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: St
     const events = body.events.map((raw) => parseBody(eventSchema, raw));
     if (events.length === 0) return c.json({ revision: await store.revision() });
     pod.nodeWrites.admit(node, events.length);
-    // Every event is kept: puts first (an agent retrying after a failure rewrites the same
-    // keys, see eventKeys), then the oldest beyond the node's bound are trimmed.
-    let revision = 0;
+    // The node keeps its newest MAX_EVENTS_PER_NODE events (keys sort by time): the new ones are
+    // put and the oldest beyond the bound deleted in the same transactions, from one listing read
+    // first (an agent retrying after a failure rewrites the same keys, see eventKeys). A new
+    // event older than all that are kept is not written at all.
     const keys = eventKeys(node, events);
-    for (const chunk of chunks(events.map((e, i) => ({ put: { key: keys[i]!, value: encodeFact('event', { ...e, node }) } })), OPS_PER_TXN)) {
-      revision = await writeUnderTenure(store, node, body.tenure, chunk);
-    }
     const existing = (await store.range({ prefix: prefixOf('event', node), keysOnly: true })).kvs.map((k) => k.key);
-    const excess = existing.slice(0, Math.max(0, existing.length - MAX_EVENTS_PER_NODE));
-    for (const chunk of chunks(excess.map((key) => ({ delete: { key } })), OPS_PER_TXN)) {
-      revision = await writeUnderTenure(store, node, body.tenure, chunk);
-    }
-    return c.json({ revision });
+    const all = [...new Set([...existing, ...keys])].sort();
+    const dropped = new Set(all.slice(0, Math.max(0, all.length - MAX_EVENTS_PER_NODE)));
+    const ops: Op[] = [];
+    events.forEach((e, i) => {
+      if (!dropped.has(keys[i]!)) ops.push({ put: { key: keys[i]!, value: encodeFact('event', { ...e, node }) } });
+    });
+    for (const key of existing) if (dropped.has(key)) ops.push({ delete: { key } });
+    let revision = 0;
+    for (const chunk of chunks(ops, OPS_PER_TXN)) revision = await writeUnderTenure(store, node, body.tenure, chunk);
+    return c.json({ revision: revision || (await store.revision()) });
   });
 
   return app;
