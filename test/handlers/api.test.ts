@@ -241,6 +241,9 @@ describe('agent API', () => {
     // Past the node's bound of 200, the oldest go and every new one stays.
     expect((await post('events', { tenure: reg.tenure, events: batch(200) })).status).toBe(200);
     expect(await stored()).toEqual(batch(100).concat(batch(200)).map((e) => e.message));
+    // One older than every event kept is past the bound already: not written.
+    expect((await post('events', { tenure: reg.tenure, events: [{ node: 'n1', kind: 'started', message: 'late', at: 50 }] })).status).toBe(200);
+    expect(await stored()).toEqual(batch(100).concat(batch(200)).map((e) => e.message));
     const tooMany = await post('events', { tenure: reg.tenure, events: [...batch(300), ...batch(400).slice(0, 1)] });
     expect(await errorOf(tooMany)).toMatchObject({ code: 'CCA-E0603' });
     expect(await stored()).toHaveLength(200);
