@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { abortedByPostgres } from '../db/postgres/errors.js';
-import type { CommitHook } from '../db/postgres/batch-apply.js';
+import type { CommitHook, HookStatement } from '../db/postgres/batch-apply.js';
 import { route, stepKey, type Change, type Controller } from './controller.js';
 
 export const STEP_TASK = 'cca-step';
@@ -115,7 +115,34 @@ export async function registerTasks(db: pg.Pool | pg.ClientBase, identifiers: re
   await db.query(`INSERT INTO ${schema}._private_tasks (identifier) SELECT t FROM unnest($1::text[]) AS t ORDER BY t ON CONFLICT DO NOTHING`, [[...identifiers].sort()]);
 }
 
-/** The commit hook that turns a transaction's changes into controller jobs. */
-export function jobHook(controllers: readonly Controller[]): CommitHook {
-  return async (client, changes) => addJobs(client, jobsForChanges(controllers, changes));
+/**
+ * The commit hook that turns a transaction's changes into controller jobs: `addJobs` on the
+ * transaction's connection, or, in a snapshot batch's one write statement, the same add_jobs
+ * calls as SQL (`jobStatement`).
+ */
+export function jobHook(controllers: readonly Controller[], schema = 'graphile_worker'): CommitHook {
+  const hook: CommitHook = async (client, changes) => addJobs(client, jobsForChanges(controllers, changes), schema);
+  hook.inStatement = (changes) => jobStatement(jobsForChanges(controllers, changes), schema);
+  return hook;
+}
+
+/**
+ * `addJobs` as common table expressions of the commit's write statement, after its counter
+ * lock and only if it applies: add_jobs in key order, then once more for any key it did not
+ * answer (that job was locked meanwhile: the second call gives it a new job, as `addJobs`
+ * explains); `done` holds when every key was answered, else the statement fails whole.
+ */
+export function jobStatement(specs: readonly JobSpec[], schema = 'graphile_worker'): HookStatement | undefined {
+  if (specs.length === 0) return undefined;
+  const jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const array = (also: string) =>
+    `array(SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
+       FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) WITH ORDINALITY AS j(t, p, r, k, o) WHERE :applied${also} ORDER BY o)`;
+  return {
+    name: `jobs_${schema}`,
+    ctes: `jobs_added AS (SELECT key FROM ${schema}.add_jobs(${array('')}, false)),
+     jobs_again AS (SELECT key FROM ${schema}.add_jobs(${array(' AND k NOT IN (SELECT key FROM jobs_added)')}, false))`,
+    done: `(SELECT count(*) FROM jobs_added) + (SELECT count(*) FROM jobs_again) = cardinality($4::text[])`,
+    values: [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key)],
+  };
 }

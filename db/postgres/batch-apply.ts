@@ -22,6 +22,27 @@ export type WriteOutcome = { ok: true; value: TxnResponse | { revision: number }
 export interface CommitHook {
   /** Called before COMMIT with what the transaction changed (each key once), on its connection. */
   (client: pg.ClientBase, changes: { key: string; deleted: boolean }[]): Promise<void>;
+  /**
+   * The same work as SQL that rides in a snapshot batch's one write statement (commitPlan),
+   * so the counter lock is held for one round trip, not four (BEGIN, write, hook, COMMIT)
+   * and the event-loop turns between them. Undefined: these changes need nothing.
+   */
+  inStatement?(changes: { key: string; deleted: boolean }[]): HookStatement | undefined;
+}
+
+/**
+ * SQL a commit hook adds to the write statement (sql/writeChanges.ts writeChangesAtHead):
+ * `ctes`, common table expressions that run after the counter lock is taken, with
+ * `:applied` where they must do nothing unless the batch applies; `done`, a boolean
+ * expression over them that is true when they did all they must (else the statement fails
+ * and nothing commits). Their parameters are `$1…` of `values`. `name`: the prepared
+ * statement's (one per distinct text).
+ */
+export interface HookStatement {
+  name: string;
+  ctes: string;
+  done: string;
+  values: unknown[];
 }
 
 /**
@@ -167,16 +188,17 @@ export async function commitPlan(
   plan: SnapshotPlan,
   opts: { hook?: CommitHook | undefined; committing(): void },
 ): Promise<boolean> {
-  if (!opts.hook) {
+  const changes = opts.hook ? changesOf(plan.rows) : [];
+  if (!opts.hook || opts.hook.inStatement) {
     opts.committing();
-    return writeChangesAtHead(client, plan.rows, plan.after, plan.guard);
+    return writeChangesAtHead(client, plan.rows, plan.after, plan.guard, opts.hook?.inStatement?.(changes));
   }
   await client.query('BEGIN');
   if (!(await writeChangesAtHead(client, plan.rows, plan.after, plan.guard))) {
     await client.query('ROLLBACK');
     return false;
   }
-  await opts.hook(client, changesOf(plan.rows));
+  await opts.hook(client, changes);
   opts.committing();
   await client.query('COMMIT');
   return true;

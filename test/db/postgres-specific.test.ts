@@ -300,6 +300,30 @@ describe('PostgresStore specifics', () => {
     expect(actual).toBe(await readFile(file, 'utf8'));
   });
 
+  test("a commit hook's statement form commits with the batch's one write statement, and one that did not do all it must fails it whole", async () => {
+    let want = 0;
+    const hook = Object.assign(async () => undefined, {
+      inStatement: (changes: { key: string }[]) => ({
+        name: 'test_hook',
+        ctes: `hook_rows AS (INSERT INTO hook_log SELECT k FROM unnest($1::text[]) AS k WHERE :applied RETURNING 1)`,
+        done: `(SELECT count(*) FROM hook_rows) = $2::int`,
+        values: [changes.map((c) => c.key), changes.length + want],
+      }),
+    });
+    const { url, store } = await freshStore('hook-statement', { commitHook: hook });
+    await sql(url, 'CREATE TABLE hook_log (k text)');
+    const r = await store.put('h/1', 'x');
+    expect(await sql<{ k: string }>(url, 'SELECT k FROM hook_log')).toEqual([{ k: 'h/1' }]);
+    expect((await store.get('h/1'))?.modRevision).toBe(r.revision);
+    want = 1; // the hook now falls one row short
+    await expect(store.put('h/2', 'y')).rejects.toThrow();
+    expect(await store.get('h/2')).toBeNull();
+    expect(await store.revision()).toBe(r.revision);
+    expect(await sql<{ k: string }>(url, 'SELECT k FROM hook_log')).toEqual([{ k: 'h/1' }]);
+    want = 0;
+    expect((await store.put('h/3', 'z')).revision).toBe(r.revision + 1); // no revision lost
+  });
+
   test("a write batch Postgres picks as a deadlock's victim goes again: the client's write lands once, no revision lost", async () => {
     // The commit hook (the job enqueue in production) deadlocks with another session once.
     let hookCalls = 0;

@@ -1,4 +1,5 @@
 import type { KeyValue } from '../../store.js';
+import type { HookStatement } from '../batch-apply.js';
 import type { Db } from './db.js';
 import { booleanArrayLiteral, integerArrayLiteral, textArrayLiteral } from './text-array.js';
 
@@ -64,19 +65,32 @@ export async function writeChanges(db: Db, rows: LogRow[], droppedLeases: number
  * another writer changes nothing and answers false. Sent outside BEGIN it is its own
  * transaction: one round trip and one fsync.
  */
-export async function writeChangesAtHead(db: Db, rows: LogRow[], revision: number, guard: HeadGuard): Promise<boolean> {
-  const r = await db.query<{ applied: boolean }>({
-    name: 'cca_write_changes_at_head',
+export async function writeChangesAtHead(db: Db, rows: LogRow[], revision: number, guard: HeadGuard, hook?: HookStatement): Promise<boolean> {
+  const own = [...columns(rows), revision, guard.revision, guard.compactRevision];
+  const r = await db.query<{ applied: boolean; hook_failed?: number | null }>({
+    name: hook ? `cca_write_changes_at_head_${hook.name}` : 'cca_write_changes_at_head',
     text: `WITH m AS (
        UPDATE cca_meta SET revision = $10 WHERE id = 1 AND revision = $11 AND compact_revision = $12 RETURNING 1
      ),
      ev AS (${EVENTS} WHERE EXISTS (SELECT 1 FROM m)),
-     ${APPLY}
+     ${APPLY}${hook ? `,
+     ${shiftParams(hook.ctes, own.length).replaceAll(':applied', 'EXISTS (SELECT 1 FROM m)')}` : ''}
      SELECT EXISTS (SELECT 1 FROM m) AS applied,
-            CASE WHEN EXISTS (SELECT 1 FROM m) THEN pg_notify('cca_revision', $10::text) END AS notified`,
-    values: [...columns(rows), revision, guard.revision, guard.compactRevision],
+            CASE WHEN EXISTS (SELECT 1 FROM m) THEN pg_notify('cca_revision', $10::text) END AS notified${
+              // A hook that did not do all it must fails the statement (nothing commits): the
+              // cast of a text a sub-select makes, so the planner cannot fold it ahead of time.
+              hook ? `,
+            CASE WHEN EXISTS (SELECT 1 FROM m) AND NOT (${shiftParams(hook.done, own.length)})
+              THEN (SELECT 'commit hook incomplete: nothing of revision ' || $10::text || ' was committed' FROM m)::int END AS hook_failed` : ''
+            }`,
+    values: hook ? [...own, ...hook.values] : own,
   });
   return r.rows[0]!.applied;
+}
+
+/** `$n` → `$(n + by)`: a hook's parameters after the statement's own. */
+function shiftParams(sql: string, by: number): string {
+  return sql.replace(/\$(\d+)/g, (_, n: string) => `$${Number(n) + by}`);
 }
 
 function columns(rows: LogRow[]): unknown[] {
