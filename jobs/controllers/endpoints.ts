@@ -1,4 +1,4 @@
-import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
+import { buildKey, prefixOf } from '../../core/keys.js';
 import type { Endpoints, Observation } from '../../core/model/facts.js';
 import { replicaReason } from '../../core/model/replica-outcome.js';
 import type { Compare, KeyValue, Op, Store } from '../../db/store.js';
@@ -9,6 +9,7 @@ import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf
 import { admissibleObservation, readReplicaStates, type ReplicaState } from './replica-state.js';
 import { digest } from './view.js';
 import { retrySoon } from '../retry.js';
+import { decodeMemo } from '../decode-memo.js';
 import { utf8Bytes } from '../write.js';
 import { DECISION_LIMITS } from '../decisions/bounds.js';
 
@@ -97,19 +98,27 @@ export const endpointController: Controller = {
   },
 };
 
-/** Each replica's standing right now, with the keys it was read from. */
-export async function planEndpoints(store: Store, service: string): Promise<{ spec?: Fact<'service'>; standings: Standing[] }> {
+/** Each replica's state right now and its entry when it serves traffic (`endpointOf`). */
+async function readEndpointStates(store: Store, service: string): Promise<{ spec?: Fact<'service'>; states: { state: ReplicaState; endpoint?: Endpoint }[] }> {
   const spec = await getFact(store, 'service', service);
   const records = await listFacts(store, 'replica', prefixOf('replica', service));
-  const standings: Standing[] = (await readReplicaStates(store, records)).map((s) => ({ ...standingOf(s), ...(s.placement ? { node: s.placement.value.node } : {}), readSet: readSetOf(s) }));
-  return { ...(spec ? { spec } : {}), standings };
+  const states = (await readReplicaStates(store, records)).map((state) => {
+    const endpoint = endpointOf(state);
+    return endpoint ? { state, endpoint } : { state };
+  });
+  return { ...(spec ? { spec } : {}), states };
+}
+
+/** A replica's full standing (its words, cause, evidence and read set): only for those that join or leave. */
+function standingFor(s: ReplicaState): Standing {
+  return { ...standingOf(s), ...(s.placement ? { node: s.placement.value.node } : {}), readSet: readSetOf(s) };
 }
 
 async function reconcileService(ctx: StepContext, service: string): Promise<Wakeup> {
   const { store, now } = ctx;
   const current = await getFact(store, 'endpoints', service);
-  const { spec, standings } = await planEndpoints(store, service);
-  const ready = spec ? standings.flatMap((s) => (s.endpoint ? [s.endpoint] : [])).sort(byReplica) : [];
+  const { spec, states } = await readEndpointStates(store, service);
+  const ready = spec ? states.flatMap((s) => (s.endpoint ? [s.endpoint] : [])).sort(byReplica) : [];
   const next = listed(ready);
   const before = current?.value.endpoints ?? [];
   if (current && spec && sameSet(before, next) && readyCount(current.value) === ready.length) return {};
@@ -119,16 +128,19 @@ async function reconcileService(ctx: StepContext, service: string): Promise<Wake
   const was = new Map(before.map((e) => [e.replica, e]));
   const now_ = new Map(next.map((e) => [e.replica, e]));
   const changes: Standing[] = [];
-  for (const s of standings) {
-    const inBefore = was.get(s.replica);
-    const inNext = now_.get(s.replica);
+  // A large service's step judges every replica but words only the few that changed.
+  for (const { state } of states) {
+    const replica = state.record.value.id;
+    const inBefore = was.get(replica);
+    const inNext = now_.get(replica);
     if (!!inBefore !== !!inNext || (inBefore && inNext && !sameEndpoint(inBefore, inNext))) {
+      const s = standingFor(state);
       // Ready but past the listed bound: it leaves the list, not the ready count.
       changes.push(s.endpoint && !inNext ? { ...s, why: `${s.replica} is ready but not listed: the set lists ${next.length} of ${ready.length} within ${ENDPOINT_LIMITS.listedBytes} bytes` } : s);
     }
   }
   // Published replicas whose record is gone altogether (deleted after retirement).
-  const known = new Set(standings.map((s) => s.replica));
+  const known = new Set(states.map((s) => s.state.record.value.id));
   for (const e of before) {
     if (!known.has(e.replica)) {
       const rk = buildKey('replica', service, e.replica);
@@ -278,7 +290,8 @@ function standingOf(s: ReplicaState): Omit<Standing, 'readSet'> {
   evidence.push(evidenceOf(obs));
   const o = obs.value;
   const check = s.assignment!.value.spec.health.readiness;
-  if (!servesTraffic(o, check !== undefined)) {
+  const endpoint = endpointOf(s);
+  if (!endpoint) {
     const what =
       o.state !== 'running'
         ? `${o.state}${o.exitCode !== undefined ? ` with code ${o.exitCode}` : ''}${o.diagnostic ? ` (${o.diagnostic.message})` : ''}`
@@ -287,12 +300,22 @@ function standingOf(s: ReplicaState): Omit<Standing, 'readSet'> {
           : `readiness ${o.health.readiness}${check ? ` (${probeText(check.probe)})` : ''}`;
     return { replica: id, why: `${id} is out: ${what} on ${node}`, cause: causedByFact(obs), evidence };
   }
+  return { replica: id, endpoint, why: `${id} joined: running and ${check ? 'ready' : 'running (no readiness check)'} on ${node} at ${endpoint.address}${portsText(endpoint.ports)}`, cause: causedByFact(obs), evidence };
+}
+
+/** The replica's entry in the set, when it serves traffic: wanted running, placed, its admissible report running and ready (standingOf words why, or why not). */
+function endpointOf(s: ReplicaState): Endpoint | undefined {
+  const rec = s.record.value;
+  if (rec.desired !== 'run' || rec.retired || !s.placement) return undefined;
+  const obs = admissibleObservation(s);
+  if (!obs) return undefined;
+  const o = obs.value;
   const spec = s.assignment!.value.spec;
-  const nodeAddress = s.node ? decodeFact('node', s.node.key, s.node.value).address : '';
+  if (!servesTraffic(o, spec.health.readiness !== undefined)) return undefined;
+  const nodeAddress = s.node ? decodeMemo.decodeKv('node', s.node).address : '';
   const address = o.address || nodeAddress || DEFAULT_ADDRESS;
   const ports = o.ports ?? Object.fromEntries(spec.ports.map((p) => [p.name, p.container]));
-  const endpoint: Endpoint = { replica: id, node, address, ports };
-  return { replica: id, endpoint, why: `${id} joined: running and ${check ? 'ready' : 'running (no readiness check)'} on ${node} at ${address}${portsText(ports)}`, cause: causedByFact(obs), evidence };
+  return { replica: rec.id, node: s.placement.value.node, address, ports };
 }
 
 /** Why an observation does not count (rule 5), and the cause to cite. */
