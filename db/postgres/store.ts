@@ -159,7 +159,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
         pageRevisions: 1000,
         onDiagnostic: opts.onDiagnostic,
         ...(opts.observer ? { observer: opts.observer } : {}),
-      });
+      }, laned.lane('interactive'));
       const batcher = new WriteBatcher(writePool, {
         maxBatch: opts.maxBatch,
         target,

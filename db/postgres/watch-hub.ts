@@ -61,9 +61,17 @@ export class WatchHub implements WatchSource {
   private isClosed = false;
   private lastProblem = '';
 
+  /**
+   * `pool`: a watcher's own catch-up reads behind the ring, the poll; `edge`: the ring's one
+   * shared read at the head, which every watcher at the edge, the read
+   * mirror and through it people's reads wait on — at most one at a time, so it may go ahead
+   * of the agents' and controllers' queued reads (the store's interactive lane) without
+   * starving them.
+   */
   constructor(
     private readonly pool: Db,
     private readonly opts: WatchHubOptions,
+    private readonly edge: Db = pool,
   ) {}
 
   async start(): Promise<void> {
@@ -167,7 +175,7 @@ export class WatchHub implements WatchSource {
   private async doFill(): Promise<void> {
     if (this.known <= this.ringEnd) return;
     const from = this.ringEnd + 1;
-    const page = await readLog(this.pool, from, from + this.opts.pageRevisions - 1, ALL).catch((e) => {
+    const page = await readLog(this.edge, from, from + this.opts.pageRevisions - 1, ALL).catch((e) => {
       throw pgFailure(e, this.opts.target);
     });
     this.noteCompacted(page.compactRevision);
