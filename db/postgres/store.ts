@@ -180,7 +180,11 @@ export class PostgresStore extends StoreShortcuts implements Store {
 
   async revision(): Promise<number> {
     this.enter();
-    return (await this.q(() => readHead(this.pool))).revision;
+    // A person's read barrier: on the watch connection, never queued behind the pool's reads;
+    // the pool when that connection is down or its read failed.
+    const onWatch = this.interactiveLane ? this.hub.headNow()?.catch(() => undefined) : undefined;
+    const h = (await onWatch) ?? (await this.q(() => readHead(this.pool)));
+    return h.revision;
   }
 
   /** At the head, one plain statement (sql/readKeys.ts); at a revision, a range of one key. */

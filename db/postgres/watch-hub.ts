@@ -53,6 +53,9 @@ export class WatchHub implements WatchSource {
   /** The ring holds revisions ringStart..ringEnd (dense: every revision has a batch). */
   private ringEnd = 0;
   private filling: Promise<void> | undefined;
+  /** headNow's read in flight on the LISTEN connection, and the one callers that came after it share. */
+  private headRead: Promise<{ revision: number; compactRevision: number }> | undefined;
+  private headNext: Promise<{ revision: number; compactRevision: number }> | undefined;
   private readonly waiters = new HeadWaiters();
   private listener: pg.Client | undefined;
   private poller: ReturnType<typeof setInterval> | undefined;
@@ -148,6 +151,46 @@ export class WatchHub implements WatchSource {
     this.ring = [];
     this.ringSizes = [];
     this.ringTotal = 0;
+  }
+
+  /**
+   * The store's head as of now, read on the LISTEN connection: it is idle but for
+   * notifications, so a person's read barrier (db/mirror.ts ConsistentReads) never waits for
+   * one of the pool's connections to free. Callers that arrive while a read is in flight share
+   * the next one (a read sent before they arrived may miss a commit they saw), so there is
+   * never more than one in flight and one waiting. Undefined while not listening, rejected when
+   * the connection fails meanwhile: then read the pool.
+   */
+  headNow(): Promise<{ revision: number; compactRevision: number }> | undefined {
+    const client = this.listener;
+    if (!client || this.isClosed) return undefined;
+    if (!this.headRead) return (this.headRead = this.readHeadOn(client));
+    this.headNext ??= this.headRead
+      .catch(() => undefined)
+      .then(() => {
+        this.headNext = undefined;
+        const now = this.listener;
+        // Not a user's error: the one caller (PostgresStore.revision) reads the pool instead.
+        if (!now || this.isClosed) throw new Error('the watch connection closed while a head read waited');
+        return (this.headRead = this.readHeadOn(now));
+      });
+    return this.headNext;
+  }
+
+  private readHeadOn(client: pg.Client): Promise<{ revision: number; compactRevision: number }> {
+    const read: Promise<{ revision: number; compactRevision: number }> = readHead(client).then(
+      (h) => {
+        if (this.headRead === read) this.headRead = undefined;
+        this.noteCompacted(h.compactRevision);
+        this.noteHead(h.revision);
+        return h;
+      },
+      (e: unknown) => {
+        if (this.headRead === read) this.headRead = undefined;
+        throw pgFailure(e, this.opts.target);
+      },
+    );
+    return read;
   }
 
   waitBeyond(rev: number, signal: AbortSignal): Promise<void> {

@@ -300,6 +300,28 @@ describe('PostgresStore specifics', () => {
     expect(actual).toBe(await readFile(file, 'utf8'));
   });
 
+  test("a person's read barrier does not wait for the pool: the head is read on the watch connection while every read connection is stuck", async () => {
+    const { url, store } = await freshStore('head-barrier', { poolSize: 3 });
+    const { revision } = await store.put('b/1', 'x');
+    const people = store.interactive();
+    // Every read of cca_kv waits on this lock: the pool's read connections all get stuck.
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    await locker.query('BEGIN');
+    await locker.query('LOCK TABLE cca_kv IN ACCESS EXCLUSIVE MODE');
+    const stuck = Array.from({ length: 4 }, () => store.get('b/1'));
+    await expect.poll(async () => (await sql<{ n: number }>(url, `SELECT count(*)::int AS n FROM pg_locks WHERE relation = 'cca_kv'::regclass AND NOT granted`))[0]!.n).toBeGreaterThanOrEqual(2);
+    const answer = await Promise.race([people.revision(), new Promise<string>((r) => setTimeout(() => r('still waiting'), 3_000))]);
+    await locker.query('ROLLBACK');
+    await locker.end();
+    expect(answer).toBe(revision);
+    expect((await Promise.all(stuck)).map((kv) => kv?.value)).toEqual(['x', 'x', 'x', 'x']);
+    // Concurrent barriers share reads and each answers at or after the head as of its call.
+    const next = await store.put('b/2', 'y');
+    const many = await Promise.all(Array.from({ length: 20 }, () => people.revision()));
+    expect(many.every((r) => r === next.revision)).toBe(true);
+  });
+
   test("a commit hook's statement form commits with the batch's one write statement, and one that did not do all it must fails it whole", async () => {
     let want = 0;
     const hook = Object.assign(async () => undefined, {
