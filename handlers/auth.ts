@@ -4,6 +4,7 @@ import { CcaError } from '../core/diagnostics/index.js';
 import { buildKey, decodeFact, encodeFact, segmentProblem } from '../core/keys.js';
 import { roleOfToken, roleSatisfies, tokenUnusable, type ApiToken, type RouteRole, type TokenRole } from '../core/model/auth.js';
 import type { KeyValue, Store } from '../db/store.js';
+import { decodeMemo } from '../jobs/decode-memo.js';
 import type { RequestIdEnv } from './request-id.js';
 
 /**
@@ -93,7 +94,7 @@ export async function principalOf(store: Store, authorization: string | undefine
     if (segmentProblem(name) !== undefined) return anonymous;
     const key = buildKey('nodeCredential', name);
     const hash = sha256(token);
-    const matches = (kv: KeyValue | null): kv is KeyValue => kv !== null && sameHash(decodeFact('nodeCredential', key, kv.value).sha256, hash);
+    const matches = (kv: KeyValue | null): kv is KeyValue => kv !== null && sameHash(decodeMemo.decodeKv('nodeCredential', kv).sha256, hash);
     const kv = credentials ? await credentials.get(key) : null;
     const confirmed = matches(kv) ? kv : await store.get(key);
     if (matches(confirmed)) return { kind: 'node', node: name, credentialRevision: confirmed.modRevision };

@@ -9,7 +9,9 @@ import { loadLeases } from './sql/loadLeases.js';
 import { readRange } from './sql/readRange.js';
 import type { KnownRows } from './known-rows.js';
 import { loadSnapshot, type Snapshot } from './sql/loadSnapshot.js';
-import { writeChanges, writeChangesAtHead, type HeadGuard, type LogRow } from './sql/writeChanges.js';
+import { writeChanges, writeChangesAtHead, type HeadGuard, type HookStatement, type LogRow } from './sql/writeChanges.js';
+
+export type { HookStatement } from './sql/writeChanges.js';
 
 export type WriteRequest = { kind: 'txn'; req: TxnRequest } | { kind: 'revoke'; lease: number } | { kind: 'expire'; lease: number };
 
@@ -30,20 +32,6 @@ export interface CommitHook {
   inStatement?(changes: { key: string; deleted: boolean }[]): HookStatement | undefined;
 }
 
-/**
- * SQL a commit hook adds to the write statement (sql/writeChanges.ts writeChangesAtHead):
- * `ctes`, common table expressions that run after the counter lock is taken, with
- * `:applied` where they must do nothing unless the batch applies; `done`, a boolean
- * expression over them that is true when they did all they must (else the statement fails
- * and nothing commits). Their parameters are `$1…` of `values`. `name`: the prepared
- * statement's (one per distinct text).
- */
-export interface HookStatement {
-  name: string;
-  ctes: string;
-  done: string;
-  values: unknown[];
-}
 
 /**
  * Apply write requests in order inside an open Postgres transaction: take the counter

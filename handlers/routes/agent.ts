@@ -13,6 +13,7 @@ import { requireNode, requireRole, type AuthEnv } from '../auth.js';
 import { enrollNode, rotateCredential } from '../identity.js';
 import { jsonBody, parseBody } from '../body.js';
 import type { ServerDeps } from '../deps.js';
+import { decodeMemo } from '../../jobs/decode-memo.js';
 import { readFacts } from '../../jobs/facts.js';
 import { REPORT_TXN_ROOM, staleObservationWrites } from '../../jobs/stale-observations.js';
 import { NETWORK_WATCH_PREFIX, readNetworkBundle } from '../network-bundle.js';
@@ -92,7 +93,7 @@ async function admit(store: Store, node: string, tenure: number, observations: O
 async function notAssignedReason(store: Store, node: string, replica: string): Promise<string> {
   if (segmentProblem(replica) !== undefined) return 'it is not assigned to this node';
   const kv = await store.get(buildKey('placement', replica));
-  const other = kv ? decodeFact('placement', kv.key, kv.value).node : undefined;
+  const other = kv ? decodeMemo.decodeKv('placement', kv).node : undefined;
   return other !== undefined && other !== node ? `it is placed on node ${other}` : 'it is not assigned to this node';
 }
 
@@ -348,12 +349,12 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: St
     const [kv, st] = await keepaliveStore.getMany([buildKey('node', node), buildKey('nodeStatus', node)]);
     if (!kv || kv.lease !== lease) throw new CcaError('CCA-E0107', { lease });
     // The node controller expired this tenure (docs/fencing.md) and revokes the lease: no renewal from that write on.
-    const status = st ? decodeFact('nodeStatus', st.key, st.value) : undefined;
+    const status = st ? decodeMemo.decodeKv('nodeStatus', st) : undefined;
     if (status?.state === 'lost' && status.expired && status.tenure === kv.createRevision) {
       await keepaliveStore.revokeLease(lease).catch(() => undefined);
       throw new CcaError('CCA-E0107', { lease });
     }
-    const record = decodeFact('node', kv.key, kv.value);
+    const record = decodeMemo.decodeKv('node', kv);
     await stampReturn(keepaliveStore, kv.key, record, lease);
     const renewed = await keepaliveStore.keepAlive(lease);
     // The agent fences by the TTL it registered with, not the backstop's.
@@ -372,7 +373,7 @@ export function agentRoutes(deps: ServerDeps, pod: PodLimits, keepaliveStore: St
     const { revision, facts } = await readFacts(reads, 'assigned', [node], q.revision ?? 0);
     // The membership the agent counts its peers against, read at the same revision (docs/fencing.md).
     const m = await reads.get(buildKey('membership', 'nodes'), { revision });
-    const membership = m ? (decodeFact('membership', m.key, m.value).versions.at(-1) ?? null) : null;
+    const membership = m ? (decodeMemo.decodeKv('membership', m).versions.at(-1) ?? null) : null;
     // The one place a secret is opened: for the agent of the node that runs the replica.
     const rest = q.cursor === undefined ? facts : facts.filter((f) => f.value.replica > q.cursor!);
     const page = pageByBytes(rest.map((f) => ({ ...f.value, spec: openSpec(deps.secrets, f.value.spec) })), deps.limits.assignmentsPageBytes);

@@ -1,5 +1,4 @@
 import type { KeyValue } from '../../store.js';
-import type { HookStatement } from '../batch-apply.js';
 import type { Db } from './db.js';
 import { booleanArrayLiteral, integerArrayLiteral, textArrayLiteral } from './text-array.js';
 
@@ -18,6 +17,21 @@ export interface LogRow {
 /** The row a put's log row leaves for its key. */
 export function keyValueOf(r: LogRow): KeyValue {
   return { key: r.key, value: r.value, createRevision: r.createRevision, modRevision: r.revision, version: r.version, lease: r.lease };
+}
+
+/**
+ * SQL a commit hook adds to the write statement (writeChangesAtHead):
+ * `ctes`, common table expressions that run after the counter lock is taken, with
+ * `:applied` where they must do nothing unless the batch applies; `done`, a boolean
+ * expression over them that is true when they did all they must (else the statement fails
+ * and nothing commits). Their parameters are `$1…` of `values`. `name`: the prepared
+ * statement's (one per distinct text).
+ */
+export interface HookStatement {
+  name: string;
+  ctes: string;
+  done: string;
+  values: unknown[];
 }
 
 /** The head a batch was planned at: its changes apply only if the store is still there. */
