@@ -29,6 +29,35 @@ export class LanedReads {
     };
   }
 
+  /**
+   * A connection of the pool for several statements (a person's write batch), taken as a
+   * read in `lane` would take it; its `release` hands it on to the next waiter.
+   */
+  async checkout(lane: 'interactive' | 'background'): Promise<pg.PoolClient> {
+    const started = performance.now();
+    if (this.busy < this.size) this.busy++;
+    else await new Promise<void>((resolve) => this.waiting[lane].push(resolve));
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (e) {
+      this.handOn();
+      throw e;
+    }
+    this.waited?.((performance.now() - started) / 1000);
+    const release = client.release.bind(client);
+    // pg-pool sets `release` afresh at every checkout: this one hands the gate on once.
+    let released = false;
+    client.release = (err?: Error | boolean) => {
+      release(err);
+      if (!released) {
+        released = true;
+        this.handOn();
+      }
+    };
+    return client;
+  }
+
   /** Reads waiting for a connection, per lane (tests, metrics). */
   queued(): { interactive: number; background: number } {
     return { interactive: this.waiting.interactive.length, background: this.waiting.background.length };

@@ -164,6 +164,9 @@ export class PostgresStore extends StoreShortcuts implements Store {
         maxBatch: opts.maxBatch,
         target,
         onCommit: (rev) => hub.noteHead(rev),
+        // People's write batches run beside the background's, on a read connection taken in
+        // the interactive lane (the next to free, ahead of queued background reads).
+        people: () => laned.checkout('interactive'),
         ...(opts.commitHook ? { hook: opts.commitHook } : {}),
         ...(opts.observer ? { observer: opts.observer } : {}),
       });

@@ -27,6 +27,12 @@ export interface BatcherOptions {
   hook?: CommitHook;
   /** Told of every committed batch (its size and time). */
   observer?: StoreObserver;
+  /**
+   * Where a person's write batch (items marked `interactive`) gets its connection, so that it
+   * runs beside the background's batch instead of after it. Absent: people's items go ahead
+   * of the background's in the one queue (nextBatchOf).
+   */
+  people?: () => Promise<pg.PoolClient>;
 }
 
 /**
@@ -50,21 +56,45 @@ export class WriteBatcher {
     private readonly opts: BatcherOptions,
   ) {}
 
+  /** People's items (`people` given), and their one batch in flight. */
+  private peopleQueue: WriteItem[] = [];
+  private peopleRunning: Promise<void> | undefined;
+
   submit(item: WriteItem): void {
+    if (item.interactive && this.opts.people) {
+      this.peopleQueue.push(item);
+      this.peopleRunning ??= this.drainPeople();
+      return;
+    }
     this.queue.push(item);
     this.running ??= this.drain();
   }
 
   /** Resolves once everything submitted so far is settled. */
   async idle(): Promise<void> {
-    while (this.running) await this.running;
+    while (this.running || this.peopleRunning) await Promise.all([this.running, this.peopleRunning]);
   }
 
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) await this.runBatch(this.nextBatch());
+      while (this.queue.length > 0) await this.runBatch(this.nextBatch(), 'background');
     } finally {
       this.running = undefined;
+    }
+  }
+
+  /**
+   * People's batches, one at a time, beside the background's: a person's write waits for the
+   * counter lock only while another batch's one write statement holds it, not for the whole
+   * of a controller's batch (its connection, snapshot read and planning). When it commits
+   * first, the background batch's guard fails and that one goes the locked way next, in
+   * the lock's queue: a client that writes without pause cannot starve the controllers.
+   */
+  private async drainPeople(): Promise<void> {
+    try {
+      while (this.peopleQueue.length > 0) await this.runBatch(this.peopleQueue.splice(0, this.opts.maxBatch), 'people');
+    } finally {
+      this.peopleRunning = undefined;
     }
   }
 
@@ -75,17 +105,17 @@ export class WriteBatcher {
     return next.batch;
   }
 
-  private async runBatch(items: WriteItem[]): Promise<void> {
+  private async runBatch(items: WriteItem[], lane: Lane): Promise<void> {
     let attempt = 1;
-    while (await this.tryBatch(items, attempt < ABORTED_ATTEMPTS)) attempt++;
+    while (await this.tryBatch(items, attempt < ABORTED_ATTEMPTS, lane)) attempt++;
   }
 
   /** One attempt; true when Postgres aborted it (deadlock, serialization) and it may go again. */
-  private async tryBatch(items: WriteItem[], mayRetry: boolean): Promise<boolean> {
+  private async tryBatch(items: WriteItem[], mayRetry: boolean, lane: Lane): Promise<boolean> {
     const started = performance.now();
     let client: pg.PoolClient;
     try {
-      client = await this.pool.connect();
+      client = await (lane === 'people' ? this.opts.people!() : this.pool.connect());
     } catch (e) {
       const err = pgFailure(e, this.opts.target);
       for (const it of items) it.reject(err);
@@ -100,7 +130,7 @@ export class WriteBatcher {
     };
     client.on('error', onError);
     try {
-      const settled = await this.atSnapshot(client, items, () => (committing = true));
+      const settled = await this.atSnapshot(client, items, () => (committing = true), lane);
       committing = false; // overtaken: nothing was written
       const { outcomes, before, after } = settled ?? (await this.locked(client, items, () => (committing = true)));
       const way: BatchWay = settled ? 'snapshot' : 'locked';
@@ -134,20 +164,28 @@ export class WriteBatcher {
    * it cannot be planned from a snapshot, or another writer moved the head between the read
    * and the commit (then the next batch goes the locked way at once, too).
    */
-  private async atSnapshot(client: pg.PoolClient, items: WriteItem[], committing: () => void): Promise<Applied | undefined> {
-    if (this.overtaken) {
+  private async atSnapshot(client: pg.PoolClient, items: WriteItem[], committing: () => void, lane: Lane): Promise<Applied | undefined> {
+    // The known rows are the background's: people's batches read a snapshot of their own,
+    // and a commit of theirs moves the head past what the background knows.
+    const background = lane === 'background';
+    if (background && this.overtaken) {
       this.overtaken = false;
       return undefined;
     }
-    const plan = await planAtSnapshot(client, items, this.known);
+    // A person's batch beside a background one in flight takes the counter lock first (the
+    // locked way): a snapshot plan would race that batch's commit, and lose to it often (its
+    // plan may need no read at all: known-rows.ts), then wait for the lock all the same.
+    if (!background && this.running) return undefined;
+    const plan = await planAtSnapshot(client, items, background ? this.known : undefined);
     if (!plan) return undefined;
     const applied = { outcomes: plan.outcomes, before: plan.guard.revision, after: plan.after };
     if (plan.rows.length === 0) return applied;
     if (await commitPlan(client, plan, { hook: this.opts.hook, committing })) {
-      this.known.committed(plan.guard.revision, plan.after, plan.rows);
+      if (background) this.known.committed(plan.guard.revision, plan.after, plan.rows);
+      else this.known.forget();
       return applied;
     }
-    this.overtaken = true;
+    if (background) this.overtaken = true;
     this.known.forget();
     return undefined;
   }
@@ -162,6 +200,9 @@ export class WriteBatcher {
   }
 
 }
+
+/** Which queue a batch came from: the background's (controllers, agents) or people's (`people` given). */
+type Lane = 'background' | 'people';
 
 /** Attempts of a batch that Postgres aborts as a deadlock's victim or a serialization failure. */
 export const ABORTED_ATTEMPTS = 3;

@@ -30,9 +30,11 @@ test('a write does not wait behind the reads queued for the pool', async () => {
 });
 
 /**
- * The interactive lane (PostgresStore.interactive): a person's write goes in the next batch
- * ahead of the background writes queued before it, and a person's read has connections of
- * its own. Ordering again, not time.
+ * The interactive lane (PostgresStore.interactive): a person's write runs in a batch of its
+ * own beside the background's, so it waits for neither the background writes queued before
+ * it nor a large batch in flight (only, at most, for another batch's one write statement);
+ * a person's read takes the next free connection ahead of queued background reads.
+ * Ordering again, not time.
  */
 test("the interactive lane's write commits ahead of queued background writes; its read ahead of queued background reads", async () => {
   const db = await createTestDatabase('lanes');
@@ -49,6 +51,20 @@ test("the interactive lane's write commits ahead of queued background writes; it
   const personal = lane.put('/person', 'y').then(() => order.push('person'));
   await Promise.all([...background, personal]);
   expect(order.indexOf('person'), order.join(' ')).toBeLessThanOrEqual(1);
+
+  // A large background batch in flight (120 txns of 100 puts, queued behind a small one):
+  // a person's put sent after it started commits before it, and it still commits whole.
+  const big: string[] = [];
+  const first = store.put('/big/first', 'x');
+  const large = Array.from({ length: 120 }, (_, i) =>
+    store.txn({ compare: [], success: Array.from({ length: 100 }, (_, j) => ({ put: { key: `/big/${i}/${j}`, value: 'x' } })) }).then(() => big.push(`bg${i}`)),
+  );
+  await first;
+  await new Promise((r) => setTimeout(r, 0)); // the large batch is taken and on its way
+  await lane.put('/person2', 'y').then(() => big.push('person'));
+  await Promise.all(large);
+  expect(big.indexOf('person'), big.join(' ')).toBe(0);
+  expect((await store.range({ prefix: '/big/', countOnly: true })).count).toBe(1 + 120 * 100);
 
   let readsDone = 0;
   const reads = Array.from({ length: 300 }, () => store.get('/k/0').then(() => readsDone++));
