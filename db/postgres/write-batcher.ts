@@ -11,7 +11,7 @@ type Applied = { outcomes: WriteOutcome[]; before: number; after: number };
 /** How a batch committed (StoreObserver.committed). */
 export type BatchWay = 'snapshot' | 'locked';
 
-/** `interactive`: someone waits on it (the store's interactive lane): it goes in the next batch, ahead of the rest. */
+/** `interactive`: someone waits on it (the store's interactive lane): it goes in people's batches, beside the background's. */
 type Settle<T> = { resolve(v: T): void; reject(e: unknown): void; interactive?: boolean };
 
 export type WriteItem =
@@ -29,10 +29,9 @@ export interface BatcherOptions {
   observer?: StoreObserver;
   /**
    * Where a person's write batch (items marked `interactive`) gets its connection, so that it
-   * runs beside the background's batch instead of after it. Absent: people's items go ahead
-   * of the background's in the one queue (nextBatchOf).
+   * runs beside the background's batch instead of after it.
    */
-  people?: () => Promise<pg.PoolClient>;
+  people: () => Promise<pg.PoolClient>;
 }
 
 /**
@@ -42,12 +41,14 @@ export interface BatcherOptions {
  * revision (or none if it changed nothing), and fails alone on a conflict or error.
  */
 export class WriteBatcher {
+  /** The background's items, and their one batch in flight. */
   private queue: WriteItem[] = [];
   private running: Promise<void> | undefined;
+  /** People's items, and their one batch in flight (beside the background's). */
+  private peopleQueue: WriteItem[] = [];
+  private peopleRunning: Promise<void> | undefined;
   /** The last snapshot plan lost to another writer: the next batch takes the lock first. */
   private overtaken = false;
-  /** The last batch went ahead of waiting background items: the next is taken in order. */
-  private jumped = false;
   /** Rows this batcher knows at the head of its last read or commit (known-rows.ts). */
   private readonly known = new KnownRows();
 
@@ -56,12 +57,8 @@ export class WriteBatcher {
     private readonly opts: BatcherOptions,
   ) {}
 
-  /** People's items (`people` given), and their one batch in flight. */
-  private peopleQueue: WriteItem[] = [];
-  private peopleRunning: Promise<void> | undefined;
-
   submit(item: WriteItem): void {
-    if (item.interactive && this.opts.people) {
+    if (item.interactive) {
       this.peopleQueue.push(item);
       this.peopleRunning ??= this.drainPeople();
       return;
@@ -77,7 +74,7 @@ export class WriteBatcher {
 
   private async drain(): Promise<void> {
     try {
-      while (this.queue.length > 0) await this.runBatch(this.nextBatch(), 'background');
+      while (this.queue.length > 0) await this.runBatch(this.queue.splice(0, this.opts.maxBatch), 'background');
     } finally {
       this.running = undefined;
     }
@@ -98,12 +95,6 @@ export class WriteBatcher {
     }
   }
 
-  private nextBatch(): WriteItem[] {
-    const next = nextBatchOf(this.queue, this.opts.maxBatch, this.jumped);
-    this.queue = next.rest;
-    this.jumped = next.jumped;
-    return next.batch;
-  }
 
   private async runBatch(items: WriteItem[], lane: Lane): Promise<void> {
     let attempt = 1;
@@ -115,7 +106,7 @@ export class WriteBatcher {
     const started = performance.now();
     let client: pg.PoolClient;
     try {
-      client = await (lane === 'people' ? this.opts.people!() : this.pool.connect());
+      client = await (lane === 'people' ? this.opts.people() : this.pool.connect());
     } catch (e) {
       const err = pgFailure(e, this.opts.target);
       for (const it of items) it.reject(err);
@@ -201,25 +192,8 @@ export class WriteBatcher {
 
 }
 
-/** Which queue a batch came from: the background's (controllers, agents) or people's (`people` given). */
+/** Which queue a batch came from: the background's (controllers, agents) or people's. */
 type Lane = 'background' | 'people';
 
 /** Attempts of a batch that Postgres aborts as a deadlock's victim or a serialization failure. */
 export const ABORTED_ATTEMPTS = 3;
-
-/**
- * The next batch from a queue (oldest first): its oldest `max` items; but when an
- * interactive item waits, the interactive ones alone (oldest first), so a person's write
- * does not ride in, and wait for, a batch of a controller's hundreds of rows. Never twice
- * in a row while others wait (`jumped`: the last batch went ahead of them): a client that
- * writes without pause cannot starve the controllers. Items that raced are concurrent, so
- * their order is no promise; one caller's awaited writes stay in order either way.
- */
-export function nextBatchOf<T extends { interactive?: boolean }>(queue: readonly T[], max: number, jumped: boolean): { batch: T[]; rest: T[]; jumped: boolean } {
-  const ahead = !jumped && queue.some((it) => it.interactive);
-  if (!ahead) return { batch: queue.slice(0, max), rest: queue.slice(max), jumped: false };
-  const batch: T[] = [];
-  const rest: T[] = [];
-  for (const it of queue) (it.interactive && batch.length < max ? batch : rest).push(it);
-  return { batch, rest, jumped: rest.some((it) => !it.interactive) };
-}
