@@ -46,14 +46,11 @@ export class LanedReads {
     }
     this.waited?.((performance.now() - started) / 1000);
     const release = client.release.bind(client);
-    // pg-pool sets `release` afresh at every checkout: this one hands the gate on once.
-    let released = false;
+    // pg-pool sets `release` afresh at every checkout; a second release throws there, before
+    // the gate could be handed on twice.
     client.release = (err?: Error | boolean) => {
       release(err);
-      if (!released) {
-        released = true;
-        this.handOn();
-      }
+      this.handOn();
     };
     return client;
   }

@@ -52,3 +52,29 @@ test('background reads use every connection; a waiting interactive read goes bef
   await expect(background.query('SELECT no_such_column')).rejects.toThrow(/no_such_column/);
   expect((await background.query<{ one: number }>('SELECT 1 AS one')).rows[0]!.one).toBe(1);
 });
+
+test("a checkout (a person's write batch) waits in its lane like a read, and its release hands the connection on once", async () => {
+  const db = await createTestDatabase('lanedcheckout');
+  cleanups.push(db.drop);
+  const pool = createPool(db.url, 1);
+  cleanups.push(() => pool.end());
+  const one = new LanedReads(pool, 1);
+  const served: string[] = [];
+  const holding = one.lane('background').query('SELECT pg_sleep(0.2)');
+  const queuedRead = one.lane('background').query('SELECT 1').then(() => served.push('background read'));
+  const client = await one.checkout('interactive');
+  served.push('checkout');
+  expect(one.queued()).toEqual({ interactive: 0, background: 1 }); // the read still waits: the batch holds the connection
+  await client.query('BEGIN');
+  await client.query('COMMIT');
+  client.release();
+  expect(() => client.release()).toThrow(/already been released/); // twice by mistake: pg refuses, the gate is not handed on again
+  await Promise.all([holding, queuedRead]);
+  expect(served).toEqual(['checkout', 'background read']);
+  // Both gates free again: two reads at once need the one connection in turn, not a leaked slot.
+  const a = one.lane('background').query('SELECT 1');
+  expect(one.queued()).toEqual({ interactive: 0, background: 0 });
+  const b = one.lane('background').query('SELECT 2');
+  expect(one.queued()).toEqual({ interactive: 0, background: 1 });
+  await Promise.all([a, b]);
+});
