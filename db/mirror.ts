@@ -390,6 +390,10 @@ abstract class MirrorView implements Store {
  */
 export class MirroredReads extends MirrorView {
   private floor: number | undefined;
+  /** The head read that sets `floor`: reads started together (a step's Promise.all) share it. */
+  private floorRead: Promise<number> | undefined;
+  /** The newest revision the store answered or committed at for this view, floor or not. */
+  private seen = 0;
   private readonly snapshots = new Map<number, MirrorSnapshot>();
 
   constructor(store: Store, mirror: StoreMirror, floor?: number) {
@@ -398,11 +402,17 @@ export class MirroredReads extends MirrorView {
   }
 
   protected override saw(revision: number): void {
+    if (revision > this.seen) this.seen = revision;
     if (this.floor !== undefined && revision > this.floor) this.floor = revision;
   }
 
   protected async atHead(): Promise<{ snapshot?: MirrorSnapshot; why?: MirrorReadWay }> {
-    this.floor ??= await this.store.revision();
+    if (this.floor === undefined) {
+      this.floorRead ??= this.store.revision();
+      const head = await this.floorRead;
+      // A write of this view that committed while the head was read is not lost from sight.
+      this.floor = Math.max(this.floor ?? 0, head, this.seen);
+    }
     const got = await this.mirror.at(this.floor);
     if (got.snapshot) {
       this.snapshots.set(got.snapshot.revision, got.snapshot);

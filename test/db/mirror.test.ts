@@ -96,6 +96,29 @@ test("a view reads its own writes and another writer's writes made before it beg
   expect([...ways.keys()]).toEqual(['mirror']);
 });
 
+test("a step's reads started together share one head read; a write of its own made meanwhile stays in sight", async () => {
+  const store = new MemoryStore();
+  opened.push(store);
+  const { mirror } = await mirrorOf(store);
+  await store.put('a/1', 'one');
+  let heads = 0;
+  const counted = new Proxy(store, {
+    get(target, prop) {
+      if (prop === 'revision') return () => (heads++, target.revision());
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  }) as Store;
+  const view = mirror.reads(counted);
+  const got = await Promise.all([view.get('a/1'), view.range({ prefix: 'a/' }), view.get('b'), view.range({ prefix: 'b' })]);
+  expect(got[0]?.value).toBe('one');
+  expect(heads).toBe(1);
+  // The view's own write lands while its first read waits for the head: that read's floor includes it.
+  const other = mirror.reads(counted);
+  const [, written] = await Promise.all([other.get('a/1'), other.put('a/3', 'three')]);
+  expect(await other.get('a/3')).toMatchObject({ value: 'three', modRevision: written.revision });
+});
+
 test("a person's reads see every write committed before them; a read at the revision one answered at uses that snapshot", async () => {
   const store = new MemoryStore();
   opened.push(store);
