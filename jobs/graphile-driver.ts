@@ -171,17 +171,18 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
     const started = performance.now();
     const out = await helpers.withPgClient(async (client): Promise<StepOutcome> => {
       try {
-        await client.query('BEGIN');
         // This transaction holds no data lock, only the step's own lock and timer; the step
         // reads and writes through the store on other connections meanwhile, so this one
         // is idle for as long as the step runs (the server's TCP keepalives still end it
         // within seconds if this pod vanishes).
-        await client.query(`SET LOCAL idle_in_transaction_session_timeout = '${STEP_IDLE_LIMIT}'`);
         // A step's change job and its timer job (or two pods) may be taken at once: the
         // same (controller, subject) must not run twice concurrently, so wait for it.
         // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
         // connection dying with its pod — a crash never leaves it held (a named queue would).
-        await client.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`cca-step:${key}`]);
+        // The three in one round trip (a simple query of three statements, the key quoted by pg).
+        await client.query(
+          `BEGIN; SET LOCAL idle_in_transaction_session_timeout = '${STEP_IDLE_LIMIT}'; SELECT pg_advisory_xact_lock(hashtextextended(${client.escapeLiteral(`cca-step:${key}`)}, 0))`,
+        );
         const out = await runStep(controller, stepStore(), now(), random, subject);
         if (!out.ok) {
           await client.query('ROLLBACK');
