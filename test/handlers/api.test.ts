@@ -1,3 +1,4 @@
+import { EVENTS_TRIM_EVERY } from '../../handlers/routes/agent.js';
 import { readFile } from 'node:fs/promises';
 import { describe, expect, test } from 'vitest';
 import { buildKey, encodeFact } from '../../core/keys.js';
@@ -241,12 +242,15 @@ describe('agent API', () => {
     // Past the node's bound of 200, the oldest go and every new one stays.
     expect((await post('events', { tenure: reg.tenure, events: batch(200) })).status).toBe(200);
     expect(await stored()).toEqual(batch(100).concat(batch(200)).map((e) => e.message));
-    // One older than every event kept is past the bound already: not written.
+    // Within EVENTS_TRIM_EVERY of the last trim new events are put without a listing (one
+    // older than every event kept included); the next trim takes the node back to its bound.
     expect((await post('events', { tenure: reg.tenure, events: [{ node: 'n1', kind: 'started', message: 'late', at: 50 }] })).status).toBe(200);
-    expect(await stored()).toEqual(batch(100).concat(batch(200)).map((e) => e.message));
+    expect(await stored()).toEqual(['late', ...batch(100).concat(batch(200)).map((e) => e.message)]);
     const tooMany = await post('events', { tenure: reg.tenure, events: [...batch(300), ...batch(400).slice(0, 1)] });
     expect(await errorOf(tooMany)).toMatchObject({ code: 'CCA-E0603' });
-    expect(await stored()).toHaveLength(200);
+    expect(await stored()).toHaveLength(201);
+    expect((await post('events', { tenure: reg.tenure, events: batch(300).slice(0, EVENTS_TRIM_EVERY) })).status).toBe(200);
+    expect(await stored()).toEqual([...batch(100).slice(EVENTS_TRIM_EVERY), ...batch(200), ...batch(300).slice(0, EVENTS_TRIM_EVERY)].map((e) => e.message));
 
     const spec = (await import('../../core/model/index.js')).validateService({ name: 'web', image: 'busybox:1.35' });
     if (!spec.ok) throw new Error('fixture');
