@@ -65,11 +65,10 @@ export class WatchHub implements WatchSource {
   private lastProblem = '';
 
   /**
-   * `pool`: a watcher's own catch-up reads behind the ring, the poll; `edge`: the ring's one
-   * shared read at the head, which every watcher at the edge, the read
-   * mirror and through it people's reads wait on — at most one at a time, so it may go ahead
-   * of the agents' and controllers' queued reads (the store's interactive lane) without
-   * starving them.
+   * `pool`: a watcher's own catch-up reads behind the ring, and the poll. `edge`: the ring's
+   * one shared read at the head, which every watcher at the edge, the read mirror and through
+   * it people's reads wait on — one at a time, so it may go ahead of the agents' and
+   * controllers' queued reads (the store's interactive lane) without starving them.
    */
   constructor(
     private readonly pool: Db,

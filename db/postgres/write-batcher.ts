@@ -39,6 +39,8 @@ export interface BatcherOptions {
  * together into the next one: one Postgres transaction, one counter lock, one fsync,
  * one NOTIFY. Inside it each client txn is evaluated in arrival order, gets its own
  * revision (or none if it changed nothing), and fails alone on a conflict or error.
+ * People's writes (the interactive lane) batch the same way in a queue of their own,
+ * beside the background's (drainPeople).
  */
 export class WriteBatcher {
   /** The background's items, and their one batch in flight. */
@@ -94,7 +96,6 @@ export class WriteBatcher {
       this.peopleRunning = undefined;
     }
   }
-
 
   private async runBatch(items: WriteItem[], lane: Lane): Promise<void> {
     let attempt = 1;
