@@ -148,8 +148,10 @@ export interface AuthPolicy {
   openReads: boolean;
 }
 
-/** Resolve the principal once per request; routes then say which role they need. */
-/** `credentials`: where node credentials are looked up first (principalOf). */
+/**
+ * Resolve the principal once per request; routes then say which role they need.
+ * `credentials`: where node credentials are looked up first (principalOf).
+ */
 export function authenticate(store: Store, policy: AuthPolicy, credentials?: () => Store): MiddlewareHandler<AuthEnv> {
   return async function authenticateMiddleware(c, next) {
     c.set('openReads', policy.openReads);
