@@ -130,7 +130,7 @@ export class ServerMetrics {
   });
   readonly mirrorReads = new Counter({
     name: 'cca_mirror_reads_total',
-    help: "Reads of controller steps, people's requests and the agents' hot routes (assignments, observations) by where they were served: the pod's read mirror, or the store (uncovered prefix, mirror loading or off, mirror behind, or an old revision; Postgres store only).",
+    help: "Reads of controller steps, people's requests and the agents' hot routes (assignments, observations, node credentials) by where they were served: the pod's read mirror, or the store (uncovered prefix, mirror loading or off, mirror behind, or an old revision; Postgres store only).",
     labelNames: ['way'] as const,
     registers: [this.registry],
   });
