@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 import { describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../support/databases.js';
 
 const root = path.resolve(import.meta.dirname, '..', '..');
 
@@ -29,6 +31,25 @@ describe('benchmarks at a tiny size', () => {
     expect(r.code, r.out).toBe(0);
     expect(r.json).toMatchObject({ bench: 'controller-steps', replicas: 20 });
     expect(Object.keys(r.json.placing as object)).toEqual(expect.arrayContaining(['replica', 'scheduler', 'endpoints']));
+  }, 120_000);
+
+  it('bench:scheduler places a tiny cluster on MemoryStore and on Postgres, its commits enqueueing controller jobs as a server pod\'s do', async () => {
+    const db = await createTestDatabase('benchsched');
+    try {
+      const r = await bench('bench/scheduler.ts', { DATABASE_URL: db.url }, ['--replicas', '30', '--nodes', '6']);
+      expect(r.code, r.out).toBe(0);
+      expect(r.json, r.out).toMatchObject({ replicas: 30, nodes: 6, memory: { placements: 30 }, postgres: { placements: 30, commitHook: true } });
+      const jobs = new pg.Client({ connectionString: db.url });
+      await jobs.connect();
+      try {
+        // Every placement wakes the controllers that watch assignments: their jobs are queued.
+        expect(Number((await jobs.query<{ n: string }>('SELECT count(*) AS n FROM graphile_worker.jobs')).rows[0]!.n), r.out).toBeGreaterThan(0);
+      } finally {
+        await jobs.end();
+      }
+    } finally {
+      await db.drop();
+    }
   }, 120_000);
 
   it('bench/heap-diff.ts finds what is new in the second of two heap snapshots, who holds it and its path from the roots', async () => {
