@@ -61,22 +61,15 @@ export class LanedReads {
   }
 
   private async run<R extends pg.QueryResultRow>(lane: 'interactive' | 'background', text: string | pg.QueryConfig, values?: unknown[]): Promise<pg.QueryResult<R>> {
-    const started = performance.now();
-    if (this.busy < this.size) this.busy++;
-    else await new Promise<void>((resolve) => this.waiting[lane].push(resolve));
-    let client: pg.PoolClient | undefined;
+    const client = await this.checkout(lane);
     try {
-      client = await this.pool.connect();
-      this.waited?.((performance.now() - started) / 1000);
       const r = await client.query<R>(text, values);
       client.release();
       return r;
     } catch (e) {
       // As pg-pool's own query does: a client whose statement failed is not reused.
-      client?.release(e instanceof Error ? e : true);
+      client.release(e instanceof Error ? e : true);
       throw e;
-    } finally {
-      this.handOn();
     }
   }
 
