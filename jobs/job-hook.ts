@@ -52,7 +52,7 @@ export function fanoutJob(c: Controller): JobSpec {
 export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], schema = 'graphile_worker', preserveRunAt = false): Promise<void> {
   // In one order everywhere: add_jobs inserts or updates one row per key, and two calls that
   // met the same keys in opposite orders (a fan-out's subjects, a commit's changes) deadlocked.
-  let jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  let jobs = inKeyOrder(specs);
   for (let attempt = 1; jobs.length > 0; attempt++) {
     const added = new Set((await addJobsOnce(client, jobs, schema, preserveRunAt)).map((r) => r.key));
     jobs = jobs.filter((j) => !added.has(j.key));
@@ -66,19 +66,27 @@ export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], 
 export const ADD_ATTEMPTS = 3;
 
 async function addJobsOnce(client: pg.ClientBase, jobs: readonly JobSpec[], schema: string, preserveRunAt: boolean): Promise<{ key: string }[]> {
-  const r = await client.query<{ key: string }>(
-    `SELECT key FROM ${schema}.add_jobs(array(
-       SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
-         FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k)), $5::boolean)`,
-    [
-      jobs.map((j) => j.task),
-      jobs.map((j) => JSON.stringify(j.payload)),
-      jobs.map((j) => j.runAt ?? null),
-      jobs.map((j) => j.key),
-      preserveRunAt,
-    ],
-  );
+  const r = await client.query<{ key: string }>(`SELECT key FROM ${schema}.add_jobs(${jobSpecArray(schema, 'true')}, $5::boolean)`, [...jobColumns(jobs), preserveRunAt]);
   return r.rows;
+}
+
+/**
+ * The job_spec array add_jobs takes, from `jobColumns` as $1…$4, in their order, with the
+ * rows `where` admits (a condition on t, p, r, k).
+ */
+function jobSpecArray(schema: string, where: string): string {
+  return `array(SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
+       FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) WITH ORDINALITY AS j(t, p, r, k, o) WHERE ${where} ORDER BY o)`;
+}
+
+/** Jobs in key order: every add_jobs call meets its keys in one order (see addJobs). */
+function inKeyOrder(specs: readonly JobSpec[]): JobSpec[] {
+  return [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/** A list of jobs as add_jobs' four columns: task, payload, run at (ms or null), key. */
+function jobColumns(jobs: readonly JobSpec[]): unknown[] {
+  return [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key)];
 }
 
 /** Attempts of one job-queue statement that Postgres aborts as a deadlock's victim. */
@@ -134,15 +142,12 @@ export function jobHook(controllers: readonly Controller[], schema = 'graphile_w
  */
 export function jobStatement(specs: readonly JobSpec[], schema = 'graphile_worker'): HookStatement | undefined {
   if (specs.length === 0) return undefined;
-  const jobs = [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const array = (also: string) =>
-    `array(SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
-       FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) WITH ORDINALITY AS j(t, p, r, k, o) WHERE :applied${also} ORDER BY o)`;
+  const jobs = inKeyOrder(specs);
   return {
     name: `jobs_${schema}`,
-    ctes: `jobs_added AS (SELECT key FROM ${schema}.add_jobs(${array('')}, false)),
-     jobs_again AS (SELECT key FROM ${schema}.add_jobs(${array(' AND k NOT IN (SELECT key FROM jobs_added)')}, false))`,
+    ctes: `jobs_added AS (SELECT key FROM ${schema}.add_jobs(${jobSpecArray(schema, ':applied')}, false)),
+     jobs_again AS (SELECT key FROM ${schema}.add_jobs(${jobSpecArray(schema, ':applied AND k NOT IN (SELECT key FROM jobs_added)')}, false))`,
     done: `(SELECT count(*) FROM jobs_added) + (SELECT count(*) FROM jobs_again) = cardinality($4::text[])`,
-    values: [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key)],
+    values: jobColumns(jobs),
   };
 }
