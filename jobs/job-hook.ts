@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { abortedByPostgres } from '../db/postgres/errors.js';
 import type { CommitHook, HookStatement } from '../db/postgres/batch-apply.js';
-import { route, stepKey, type Change, type Controller } from './controller.js';
+import { router, stepKey, type Change, type Controller, type Route } from './controller.js';
 
 export const STEP_TASK = 'cca-step';
 export const FANOUT_TASK = 'cca-fanout';
@@ -16,11 +16,16 @@ export interface JobSpec {
 
 /** Which steps a set of changes wakes (`route`): one job per controller and subject, or a fan-out. */
 export function jobsForChanges(controllers: readonly Controller[], changes: readonly Change[]): JobSpec[] {
+  return jobsRouted(router(controllers), changes);
+}
+
+/** `jobsForChanges` with a router made once (a commit hook routes every commit). */
+function jobsRouted(routes: (change: Change) => Route[], changes: readonly Change[]): JobSpec[] {
   const jobs = new Map<string, JobSpec>();
   for (const change of changes) {
-    for (const r of route(controllers, change)) {
-      const job = r.fanout ? fanoutJob(r.controller) : stepJob(r.controller, r.subject);
-      jobs.set(job.key, job);
+    for (const r of routes(change)) {
+      const key = r.fanout ? fanoutKey(r.controller) : stepKey(r.controller.name, r.subject);
+      if (!jobs.has(key)) jobs.set(key, r.fanout ? fanoutJob(r.controller) : stepJob(r.controller, r.subject));
     }
   }
   return [...jobs.values()];
@@ -33,7 +38,11 @@ export function stepJob(c: Controller, subject: string | undefined): JobSpec {
 
 /** The job that lists a keyed controller's subjects and enqueues a step for each. */
 export function fanoutJob(c: Controller): JobSpec {
-  return { task: FANOUT_TASK, payload: { controller: c.name }, key: `${c.name}:*` };
+  return { task: FANOUT_TASK, payload: { controller: c.name }, key: fanoutKey(c) };
+}
+
+function fanoutKey(c: Controller): string {
+  return `${c.name}:*`;
 }
 
 /**
@@ -66,8 +75,44 @@ export async function addJobs(client: pg.ClientBase, specs: readonly JobSpec[], 
 export const ADD_ATTEMPTS = 3;
 
 async function addJobsOnce(client: pg.ClientBase, jobs: readonly JobSpec[], schema: string, preserveRunAt: boolean): Promise<{ key: string }[]> {
-  const r = await client.query<{ key: string }>(`SELECT key FROM ${schema}.add_jobs(${jobSpecArray(schema, 'true')}, $5::boolean)`, [...jobColumns(jobs), preserveRunAt]);
+  const r = await client.query<{ key: string }>(
+    `WITH ${PENDING} AS (${pendingJobs(schema, 'true', '$5::boolean')}),
+     added AS (${addJobsCall(schema, `k NOT IN (SELECT key FROM ${PENDING})`, '$5::boolean')})
+     SELECT key FROM ${PENDING} UNION ALL SELECT key FROM added`,
+    [...jobColumns(jobs), preserveRunAt],
+  );
   return r.rows;
+}
+
+/** The common table expression holding the jobs a call leaves as they are (pendingJobs). */
+const PENDING = 'jobs_pending';
+
+/**
+ * The jobs among $1…$4 that are already waiting to run as asked: unlocked, never tried, the
+ * same payload, and due (or, with `preserve`, at any time: add_jobs would keep their run_at).
+ * add_jobs would rewrite each such row to what it holds already (a new row version, every
+ * index entry again, a notification waking every worker); instead the call takes a share
+ * lock on it until commit. A worker's fetch (FOR UPDATE SKIP LOCKED) passes over a row so
+ * locked, so no worker starts the job before the caller's changes are visible; a worker
+ * that locked it first makes the lock wait, and the row, read again, is no longer pending
+ * (add_jobs then makes a new job: see addJobs). Share, not key share: a worker that takes a
+ * job by a plain UPDATE (no FOR UPDATE) must conflict too. In key order, as add_jobs locks.
+ */
+function pendingJobs(schema: string, where: string, preserve: string): string {
+  return `SELECT jobs.key FROM ${schema}._private_jobs AS jobs
+       JOIN unnest($1::text[], $2::text[], $3::float8[], $4::text[]) AS j(t, p, r, k) ON jobs.key = j.k
+       WHERE ${where} AND jobs.locked_at IS NULL AND jobs.attempts = 0 AND jobs.payload::text = j.p
+         AND (${preserve} OR (j.r IS NULL AND jobs.run_at <= now()))
+       ORDER BY jobs.key FOR SHARE OF jobs`;
+}
+
+/**
+ * add_jobs on the rows of $1…$4 that `where` admits, called only when there is one (every
+ * call notifies every worker).
+ */
+function addJobsCall(schema: string, where: string, preserve: string): string {
+  return `SELECT a.key FROM (SELECT ${jobSpecArray(schema, where)} AS specs) s, LATERAL ${schema}.add_jobs(s.specs, ${preserve}) a
+       WHERE cardinality(s.specs) > 0`;
 }
 
 /**
@@ -129,8 +174,9 @@ export async function registerTasks(db: pg.Pool | pg.ClientBase, identifiers: re
  * calls as SQL (`jobStatement`).
  */
 export function jobHook(controllers: readonly Controller[], schema = 'graphile_worker'): CommitHook {
-  const hook: CommitHook = async (client, changes) => addJobs(client, jobsForChanges(controllers, changes), schema);
-  hook.inStatement = (changes) => jobStatement(jobsForChanges(controllers, changes), schema);
+  const routes = router(controllers);
+  const hook: CommitHook = async (client, changes) => addJobs(client, jobsRouted(routes, changes), schema);
+  hook.inStatement = (changes) => jobStatement(jobsRouted(routes, changes), schema);
   return hook;
 }
 
@@ -143,11 +189,13 @@ export function jobHook(controllers: readonly Controller[], schema = 'graphile_w
 export function jobStatement(specs: readonly JobSpec[], schema = 'graphile_worker'): HookStatement | undefined {
   if (specs.length === 0) return undefined;
   const jobs = inKeyOrder(specs);
+  const notPending = `k NOT IN (SELECT key FROM ${PENDING})`;
   return {
     name: `jobs_${schema}`,
-    ctes: `jobs_added AS (SELECT key FROM ${schema}.add_jobs(${jobSpecArray(schema, ':applied')}, false)),
-     jobs_again AS (SELECT key FROM ${schema}.add_jobs(${jobSpecArray(schema, ':applied AND k NOT IN (SELECT key FROM jobs_added)')}, false))`,
-    done: `(SELECT count(*) FROM jobs_added) + (SELECT count(*) FROM jobs_again) = cardinality($4::text[])`,
+    ctes: `${PENDING} AS (${pendingJobs(schema, ':applied', 'false')}),
+     jobs_added AS (${addJobsCall(schema, `:applied AND ${notPending}`, 'false')}),
+     jobs_again AS (${addJobsCall(schema, `:applied AND ${notPending} AND k NOT IN (SELECT key FROM jobs_added)`, 'false')})`,
+    done: `(SELECT count(*) FROM ${PENDING}) + (SELECT count(*) FROM jobs_added) + (SELECT count(*) FROM jobs_again) = cardinality($4::text[])`,
     values: jobColumns(jobs),
   };
 }

@@ -2,7 +2,9 @@ import { afterAll, describe, expect, test } from 'vitest';
 import pg from 'pg';
 import { createPool } from '../../db/postgres/pool.js';
 import { migrateJobs } from '../../jobs/graphile-migrate.js';
-import { FANOUT_TASK, JOB_STATEMENT_ATTEMPTS, STEP_TASK, addJobs, registerTasks, retryingAborted, type JobSpec } from '../../jobs/job-hook.js';
+import { FANOUT_TASK, JOB_STATEMENT_ATTEMPTS, STEP_TASK, addJobs, jobHook, registerTasks, retryingAborted, type JobSpec } from '../../jobs/job-hook.js';
+import type { Controller } from '../../jobs/controller.js';
+import { PostgresStore } from '../../db/postgres/store.js';
 import { createTestDatabase } from '../support/databases.js';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -113,5 +115,82 @@ describe('a job added while a worker takes the pending one of its key', () => {
       worker.release();
       writer.release();
     }
+  });
+});
+
+describe('a job already waiting as asked is left as it is (no rewrite, no wake-up of every worker)', () => {
+  type JobRow = { id: string; revision: number; attempts: number; run_at: Date; locked_at: Date | null };
+  const rowOf = async (pool: pg.Pool, key: string): Promise<JobRow[]> =>
+    (await pool.query<JobRow>(`SELECT id, revision, attempts, run_at, locked_at FROM graphile_worker._private_jobs WHERE key = $1`, [key])).rows;
+  /** A worker's fetch as graphile-worker's getJob takes a job: the row locked FOR UPDATE SKIP LOCKED. */
+  const fetchable = async (pool: pg.Pool, key: string): Promise<number> =>
+    (await pool.query(`SELECT id FROM graphile_worker._private_jobs WHERE key = $1 AND locked_at IS NULL AND run_at <= now() FOR UPDATE SKIP LOCKED`, [key])).rowCount ?? 0;
+
+  async function withClient<T>(pool: pg.Pool, f: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    const c = await pool.connect();
+    try {
+      return await f(c);
+    } finally {
+      c.release();
+    }
+  }
+
+  test('a pending, due job of the same key keeps its row; a worker passes over it until the adder commits', async () => {
+    const pool = await freshJobSchema('jobtasks-pending');
+    await registerTasks(pool, [STEP_TASK]);
+    await withClient(pool, (c) => addJobs(c, [job(STEP_TASK, 'scheduler')]));
+    const [before] = await rowOf(pool, 'scheduler');
+    const adder = await pool.connect();
+    try {
+      await adder.query('BEGIN');
+      await addJobs(adder, [job(STEP_TASK, 'scheduler')]);
+      // Not taken while the adder's changes are not visible: a step started now would miss them.
+      expect(await fetchable(pool, 'scheduler')).toBe(0);
+      await adder.query('COMMIT');
+    } finally {
+      await adder.query('ROLLBACK').catch(() => undefined);
+      adder.release();
+    }
+    expect(await fetchable(pool, 'scheduler')).toBe(1);
+    // The same row, not rewritten (add_jobs would have moved its revision).
+    expect(await rowOf(pool, 'scheduler')).toEqual([before]);
+  });
+
+  test('a job due later, or one that failed, is added as before: brought to now, its attempts reset', async () => {
+    const pool = await freshJobSchema('jobtasks-not-pending');
+    await registerTasks(pool, [STEP_TASK]);
+    await withClient(pool, (c) => addJobs(c, [job(STEP_TASK, 'later'), job(STEP_TASK, 'failed')]));
+    await pool.query(`UPDATE graphile_worker._private_jobs SET run_at = now() + interval '1 hour' WHERE key = 'later'`);
+    await pool.query(`UPDATE graphile_worker._private_jobs SET attempts = 1, last_error = 'boom', run_at = now() - interval '1 second' WHERE key = 'failed'`);
+    await withClient(pool, (c) => addJobs(c, [job(STEP_TASK, 'later'), job(STEP_TASK, 'failed')]));
+    expect(await fetchable(pool, 'later')).toBe(1);
+    const [failed] = await rowOf(pool, 'failed');
+    expect(failed!.attempts).toBe(0);
+    expect(failed!.revision).toBe(1);
+  });
+
+  test('in the commit statement too: a second commit waking the same step leaves its job row alone', async () => {
+    const db = await createTestDatabase('jobtasks-statement');
+    cleanups.push(db.drop);
+    const pool = createPool(db.url);
+    cleanups.push(() => pool.end());
+    await migrateJobs(pool);
+    await registerTasks(pool, [STEP_TASK]);
+    const watcher: Controller = { name: 'watcher', watches: ['/w/'], reconcile: async () => ({}) };
+    const store = await PostgresStore.open(db.url, { commitHook: jobHook([watcher]) });
+    cleanups.push(() => store.close());
+    await store.put('/w/a', '1');
+    const [first] = await rowOf(pool, 'watcher');
+    expect(first).toBeDefined();
+    await store.put('/w/b', '2');
+    expect(await rowOf(pool, 'watcher')).toEqual([first]);
+    // Taken by a worker, a new change makes a new job (the running step may have missed it).
+    await pool.query(`UPDATE graphile_worker._private_jobs SET locked_at = now(), locked_by = 'w1' WHERE key = 'watcher'`);
+    await store.put('/w/c', '3');
+    const rows = await pool.query<{ key: string | null; locked_by: string | null }>(`SELECT key, locked_by FROM graphile_worker._private_jobs ORDER BY id`);
+    expect(rows.rows).toEqual([
+      { key: null, locked_by: 'w1' },
+      { key: 'watcher', locked_by: null },
+    ]);
   });
 });
