@@ -61,8 +61,9 @@ export interface Change {
 
 /** Does this change concern a controller with these watches? */
 export function wakesOn(c: Pick<Controller, 'watches' | 'watchesDeletes'>, change: Change): boolean {
-  const under = (p: string) => change.key.startsWith(p);
-  return c.watches.some(under) || (change.deleted && (c.watchesDeletes ?? []).some(under));
+  for (const p of c.watches) if (change.key.startsWith(p)) return true;
+  if (change.deleted && c.watchesDeletes) for (const p of c.watchesDeletes) if (change.key.startsWith(p)) return true;
+  return false;
 }
 
 /**
@@ -73,9 +74,15 @@ export type Route = { controller: Controller; fanout: false; subject: string | u
 
 /**
  * The steps a change wakes, in controller order. The one routing every driver uses:
- * the in-process driver's and the simulation's wake table, and graphile-worker's commit hook.
+ * the in-process driver's and the simulation's wake table, and graphile-worker's commit hook
+ * (those two through `router`, which asks fewer controllers and answers the same).
  */
 export function route(controllers: readonly Controller[], change: Change): Route[] {
+  return routeIn(controllers, change);
+}
+
+/** `route` over these controllers only (the router's candidates for a key). */
+function routeIn(controllers: readonly Controller[], change: Change): Route[] {
   const out: Route[] = [];
   for (const controller of controllers) {
     if (!wakesOn(controller, change)) continue;
@@ -84,3 +91,30 @@ export function route(controllers: readonly Controller[], change: Change): Route
   }
   return out;
 }
+
+/**
+ * `route` for one list of controllers, asking only those whose watches can match a key's
+ * first path segment: a commit of thousands of keys (a scheduler step's placements) asked
+ * every controller about every key. The same answers as `route`; the candidates of each
+ * segment are worked out once, for at most ROUTER_SEGMENTS segments (the key space has a
+ * few dozen; past that, a key is routed the long way).
+ */
+export function router(controllers: readonly Controller[]): (change: Change) => Route[] {
+  const bySegment = new Map<string, readonly Controller[]>();
+  const candidates = (key: string): readonly Controller[] => {
+    const end = key.indexOf('/', 1);
+    if (end < 0) return controllers;
+    const segment = key.slice(0, end + 1);
+    let list = bySegment.get(segment);
+    if (list === undefined) {
+      const overlaps = (p: string) => p.startsWith(segment) || segment.startsWith(p);
+      list = controllers.filter((c) => c.watches.some(overlaps) || (c.watchesDeletes ?? []).some(overlaps));
+      if (bySegment.size < ROUTER_SEGMENTS) bySegment.set(segment, list);
+    }
+    return list;
+  };
+  return (change) => routeIn(candidates(change.key), change);
+}
+
+/** First path segments a router remembers the candidates of. */
+export const ROUTER_SEGMENTS = 256;

@@ -1,4 +1,4 @@
-import { route, stepKey, type Change, type Controller } from './controller.js';
+import { router, stepKey, type Change, type Controller, type Route } from './controller.js';
 
 export interface DueStep {
   controller: Controller;
@@ -21,7 +21,11 @@ export class WakeTable {
   private running = new Set<string>();
   readonly fanouts = new Set<Controller>();
 
-  constructor(readonly controllers: readonly Controller[]) {}
+  private readonly routes: (change: Change) => Route[];
+
+  constructor(readonly controllers: readonly Controller[]) {
+    this.routes = router(controllers);
+  }
 
   /** Every controller due now: global ones directly, keyed ones by fan-out (start-up, reconnect). */
   kickAll(now: number): void {
@@ -33,7 +37,7 @@ export class WakeTable {
 
   changed(changes: Iterable<Change>, now: number): void {
     for (const change of changes) {
-      for (const r of route(this.controllers, change)) {
+      for (const r of this.routes(change)) {
         if (r.fanout) this.fanouts.add(r.controller);
         else this.wake(r.controller, r.subject, now);
       }

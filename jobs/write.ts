@@ -12,6 +12,8 @@ export interface Write {
 
 /** UTF-8 bytes of a string, counted without encoding it. */
 export function utf8Bytes(s: string): number {
+  // Nearly every key and value is ASCII: the regex scan is native and ~3x the loop's speed.
+  if (!NOT_ASCII.test(s)) return s.length;
   let n = s.length;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
@@ -19,6 +21,8 @@ export function utf8Bytes(s: string): number {
   }
   return n;
 }
+
+const NOT_ASCII = /[^\x00-\x7f]/;
 
 /** The keys and values a write sends (what etcd's request limit counts, less framing). */
 export function writeBytes(w: Write): number {

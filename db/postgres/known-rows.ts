@@ -39,6 +39,7 @@ export class KnownRows {
     if (snap.revision !== this.head || snap.compactRevision !== this.compact) this.reset(snap.revision, snap.compactRevision);
     const found = new Map(snap.rows.map((kv) => [kv.key, kv] as const));
     for (const k of keys) this.set(k, found.get(k) ?? null);
+    this.trim();
   }
 
   /** A guarded commit from `from` to `to` succeeded with these log rows: nobody wrote between. */
@@ -51,6 +52,7 @@ export class KnownRows {
     for (const r of rows) {
       this.set(r.key, r.deleted ? null : keyValueOf(r));
     }
+    this.trim();
   }
 
   forget(): void {
@@ -72,6 +74,15 @@ export class KnownRows {
     }
     this.rows.set(key, kv);
     this.bytes += size(key, kv);
+  }
+
+  /**
+   * The oldest learnt go until the bounds hold, once per read or commit learnt: a Map walks
+   * past its deleted entries from the start, so a walk per key set cost a batch of a
+   * thousand keys a million steps.
+   */
+  private trim(): void {
+    if (this.rows.size <= this.maxKeys && this.bytes <= this.maxBytes) return;
     for (const [k, v] of this.rows) {
       if (this.rows.size <= this.maxKeys && this.bytes <= this.maxBytes) break;
       this.rows.delete(k);

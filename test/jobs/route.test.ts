@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { buildKey, layout, prefixOf, type KeyKind, type KeyParams } from '../../core/keys.js';
-import { route, type Change, type Controller } from '../../jobs/controller.js';
+import { ROUTER_SEGMENTS, route, router, type Change, type Controller, type Route } from '../../jobs/controller.js';
 import { controllers as allControllers } from '../../jobs/controllers/index.js';
 import { jobsForChanges } from '../../jobs/job-hook.js';
 import { WakeTable } from '../../jobs/wake-table.js';
@@ -81,5 +81,31 @@ describe('route: one key-to-step routing for every driver', () => {
     const key = buildKey('assigned', 'n1', 'web-1');
     expect(route([node], { key, deleted: false })).toEqual([]);
     expect(route([node], { key, deleted: true }).map((r) => r.controller.name)).toEqual(['node']);
+  });
+
+  it('the router asks fewer controllers and answers as route does, for every key and odd watch prefixes', () => {
+    const named = (rs: Route[]) => rs.map((r) => (r.fanout ? `${r.controller.name}:*` : `${r.controller.name}:${r.subject ?? '-'}`));
+    // Watches that are not whole first segments: shorter, longer, without a slash, empty.
+    const odd: Controller[] = [
+      { name: 'short', watches: ['/as'], reconcile: async () => ({}) },
+      { name: 'long', watches: ['/assigned/n1/'], watchesDeletes: ['/nodes/n'], reconcile: async () => ({}) },
+      { name: 'bare', watches: ['/trigger'], reconcile: async () => ({}) },
+      { name: 'all', watches: [''], reconcile: async () => ({}) },
+      { name: 'keyed', watches: ['/services/'], subjectOf: (k) => k.split('/')[2] || undefined, reconcile: async () => ({}) },
+    ];
+    const lists = [controllers, odd, [...controllers, ...odd]];
+    const keys = [...sampleKeys, '/trigger', '/triggered/x', '/', '', '/as', '/assigned/n1/x', '/assigned/n2/x', '/nodes/n1', '/nodes/', '/x'];
+    for (const list of lists) {
+      const routes = router(list);
+      for (const key of keys) {
+        for (const deleted of [false, true]) expect(named(routes({ key, deleted }))).toEqual(named(route(list, { key, deleted })));
+      }
+    }
+    // More first segments than it remembers: the rest are routed the long way, alike.
+    const routes = router(odd);
+    for (let i = 0; i < ROUTER_SEGMENTS + 50; i++) {
+      const key = `/as${i}/x`;
+      expect(named(routes({ key, deleted: false }))).toEqual(named(route(odd, { key, deleted: false })));
+    }
   });
 });
