@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
 import { intervalOf, type KeyInterval } from '../keyspace.js';
-import type { TxnRequest, TxnResponse, WatchEvent } from '../store.js';
+import type { TxnRequest, TxnResponse, WatchBatch, WatchEvent } from '../store.js';
 import { deleteInterval, evaluateTxn } from '../txn-eval.js';
 import { BatchView, NeedMore, NeedMoreLeases } from './batch-view.js';
 import { loadKeys } from './sql/loadKeys.js';
@@ -44,17 +44,17 @@ export async function applyWrites(
   client: pg.ClientBase,
   requests: WriteRequest[],
   opts: { hook?: CommitHook | undefined; begin?: boolean } = {},
-): Promise<{ outcomes: WriteOutcome[]; before: number; after: number }> {
+): Promise<{ outcomes: WriteOutcome[]; before: number; after: number; batches: WatchBatch[] }> {
   const hook = opts.hook;
   const head = await lockHead(client, opts.begin ?? false);
   const view = new BatchView(head.revision, head.compactRevision);
   await preload(client, view, requests);
-  const { outcomes, rows, dropped } = await evaluate(client, view, requests);
+  const { outcomes, rows, batches, dropped } = await evaluate(client, view, requests);
   if (rows.length > 0 || dropped.length > 0) {
     await writeChanges(client, rows, dropped, view.revision);
     if (hook && rows.length > 0) await hook(client, changesOf(rows));
   }
-  return { outcomes, before: head.revision, after: view.revision };
+  return { outcomes, before: head.revision, after: view.revision, batches };
 }
 
 const LOCK_HEAD = 'SELECT revision, compact_revision AS "compactRevision" FROM cca_meta WHERE id = 1 FOR UPDATE';
@@ -112,6 +112,8 @@ function readRegions(items: WriteRequest[]): { keys: string[]; intervals: KeyInt
 export interface SnapshotPlan {
   outcomes: WriteOutcome[];
   rows: LogRow[];
+  /** The rows as the watch events of each revision they make. */
+  batches: WatchBatch[];
   /** The head the snapshot saw; the plan commits only if the store is still there. */
   guard: HeadGuard;
   /** The head after the plan's commits (= guard.revision when it writes nothing). */
@@ -152,8 +154,8 @@ function planOn(snap: Snapshot, requests: WriteRequest[], keys: string[], interv
   const view = new BatchView(snap.revision, snap.compactRevision);
   view.addRows(snap.rows, keys, intervals, []);
   try {
-    const { outcomes, rows } = evaluatePass(view, requests);
-    return { outcomes, rows, guard: { revision: snap.revision, compactRevision: snap.compactRevision }, after: view.revision };
+    const { outcomes, rows, batches } = evaluatePass(view, requests);
+    return { outcomes, rows, batches, guard: { revision: snap.revision, compactRevision: snap.compactRevision }, after: view.revision };
   } catch (e) {
     if (e instanceof NeedMore || e instanceof NeedMoreLeases) return undefined;
     throw e;
@@ -216,7 +218,7 @@ async function evaluate(
   client: pg.ClientBase,
   view: BatchView,
   items: WriteRequest[],
-): Promise<{ outcomes: WriteOutcome[]; rows: LogRow[]; dropped: number[] }> {
+): Promise<Evaluated> {
   for (;;) {
     try {
       return evaluatePass(view, items);
@@ -236,13 +238,15 @@ async function evaluate(
   }
 }
 
-function evaluatePass(view: BatchView, items: WriteRequest[]): { outcomes: WriteOutcome[]; rows: LogRow[]; dropped: number[] } {
+function evaluatePass(view: BatchView, items: WriteRequest[]): Evaluated {
   view.reset();
   const rows: LogRow[] = [];
+  const batches: WatchBatch[] = [];
   const dropped: number[] = [];
   const commit = (events: WatchEvent[]) => {
     const revision = view.revision + 1;
     events.forEach((e, seq) => rows.push(toLogRow(revision, seq, e)));
+    batches.push({ revision, events });
     view.commit(revision, events);
   };
   const outcomes = items.map((it): WriteOutcome => {
@@ -274,7 +278,18 @@ function evaluatePass(view: BatchView, items: WriteRequest[]): { outcomes: Write
       throw e;
     }
   });
-  return { outcomes, rows, dropped };
+  return { outcomes, rows, batches, dropped };
+}
+
+/**
+ * A batch evaluated: each item's outcome, the log rows to write, the same changes as the
+ * watch events they will be read back as (one batch per revision), the leases to drop.
+ */
+interface Evaluated {
+  outcomes: WriteOutcome[];
+  rows: LogRow[];
+  batches: WatchBatch[];
+  dropped: number[];
 }
 
 function toLogRow(revision: number, seq: number, e: WatchEvent): LogRow {

@@ -163,7 +163,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
       const batcher = new WriteBatcher(writePool, {
         maxBatch: opts.maxBatch,
         target,
-        onCommit: (rev) => hub.noteHead(rev),
+        onCommit: (rev, own) => hub.noteCommitted(own.before, rev, own.batches),
         // People's write batches run beside the background's, on a read connection taken in
         // the interactive lane (the next to free, ahead of queued background reads).
         people: () => laned.checkout('interactive'),

@@ -102,6 +102,20 @@ export class WatchHub implements WatchSource {
     }
   }
 
+  /**
+   * A commit of this process's own, revisions `before` + 1 to `after`, each with its events
+   * (the write batcher's: it held the counter lock or its guard found the head at `before`,
+   * so nobody else wrote between). When the ring ends at `before` and no read of the log is
+   * in flight, they join the ring as they are: a watcher at the edge (the read mirror among
+   * them) gets them without reading back what this process just wrote.
+   */
+  noteCommitted(before: number, after: number, batches: readonly WatchBatch[]): void {
+    if (!this.filling && this.ringEnd === before && batches.length === after - before && batches.every((b, i) => b.revision === before + 1 + i)) {
+      this.push(batches, after);
+    }
+    this.noteHead(after);
+  }
+
   noteCompacted(revision: number): void {
     this.compactRevision = Math.max(this.compactRevision, revision);
   }
@@ -239,14 +253,19 @@ export class WatchHub implements WatchSource {
       this.report(new CcaError('CCA-E0115', { from, to: page.through, missing: expect }).diagnostic);
       return;
     }
-    for (const b of page.batches) {
+    this.push(page.batches, page.through);
+    this.noteHead(page.head);
+  }
+
+  /** Dense batches through `through` onto the ring's end, then the oldest out: by count and by bytes; the newest always stays. */
+  private push(batches: readonly WatchBatch[], through: number): void {
+    for (const b of batches) {
       const size = batchBytes(b);
       this.ring.push(b);
       this.ringSizes.push(size);
       this.ringTotal += size;
     }
-    this.ringEnd = page.through;
-    // Oldest out first, by count and by bytes; the newest revision always stays (the ring stays dense up to ringEnd).
+    this.ringEnd = through;
     let drop = Math.max(0, this.ring.length - this.opts.ringRevisions);
     let total = this.ringTotal;
     for (let i = 0; i < drop; i++) total -= this.ringSizes[i]!;
@@ -256,7 +275,6 @@ export class WatchHub implements WatchSource {
       this.ringSizes.splice(0, drop);
       this.ringTotal = total;
     }
-    this.noteHead(page.head);
   }
 
   private async listen(): Promise<void> {

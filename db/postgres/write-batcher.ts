@@ -1,12 +1,12 @@
 import type pg from 'pg';
 import { isCcaError } from '../../core/diagnostics/index.js';
-import type { TxnRequest, TxnResponse } from '../store.js';
+import type { TxnRequest, TxnResponse, WatchBatch } from '../store.js';
 import { applyWrites, commitPlan, planAtSnapshot, type CommitHook, type WriteOutcome } from './batch-apply.js';
 import { abortedByPostgres, pgFailure } from './errors.js';
 import { KnownRows } from './known-rows.js';
 import type { StoreObserver } from './observer.js';
 
-type Applied = { outcomes: WriteOutcome[]; before: number; after: number };
+type Applied = { outcomes: WriteOutcome[]; before: number; after: number; batches: WatchBatch[] };
 
 /** How a batch committed (StoreObserver.committed). */
 export type BatchWay = 'snapshot' | 'locked';
@@ -22,8 +22,12 @@ export type WriteItem =
 export interface BatcherOptions {
   maxBatch: number;
   target: string;
-  /** Called with the head after each commit that moved it. */
-  onCommit(revision: number): void;
+  /**
+   * Called with the head after each commit that moved it, and what the commit was: every
+   * revision from `before` + 1 to the head is its own (it held the counter lock, or its
+   * guard found the head at `before`), each with these events.
+   */
+  onCommit(revision: number, own: { before: number; batches: WatchBatch[] }): void;
   hook?: CommitHook;
   /** Told of every committed batch (its size and time). */
   observer?: StoreObserver;
@@ -124,10 +128,10 @@ export class WriteBatcher {
     try {
       const settled = await this.atSnapshot(client, items, () => (committing = true), lane);
       committing = false; // overtaken: nothing was written
-      const { outcomes, before, after } = settled ?? (await this.locked(client, items, () => (committing = true)));
+      const { outcomes, before, after, batches } = settled ?? (await this.locked(client, items, () => (committing = true)));
       const way: BatchWay = settled ? 'snapshot' : 'locked';
       this.opts.observer?.committed?.({ batchSize: items.length, seconds: (performance.now() - started) / 1000, way });
-      if (after > before) this.opts.onCommit(after);
+      if (after > before) this.opts.onCommit(after, { before, batches });
       items.forEach((it, i) => {
         const o = outcomes[i]!;
         if (o.ok) (it.resolve as (v: unknown) => void)(o.value);
@@ -170,7 +174,7 @@ export class WriteBatcher {
     if (!background && this.running) return undefined;
     const plan = await planAtSnapshot(client, items, background ? this.known : undefined);
     if (!plan) return undefined;
-    const applied = { outcomes: plan.outcomes, before: plan.guard.revision, after: plan.after };
+    const applied = { outcomes: plan.outcomes, before: plan.guard.revision, after: plan.after, batches: plan.batches };
     if (plan.rows.length === 0) return applied;
     if (await commitPlan(client, plan, { hook: this.opts.hook, committing })) {
       if (background) this.known.committed(plan.guard.revision, plan.after, plan.rows);

@@ -378,4 +378,46 @@ describe('PostgresStore specifics', () => {
       await holder.end();
     }
   }, 60_000);
+
+  test("a watcher at the edge gets this pod's own commits without a read of the log, as the log would give them", async () => {
+    const { url, store: owner } = await freshStore('own-commits-ring');
+    await owner.put('o/gone', 'x');
+    await owner.put('o/kept', 'v1');
+    // A role that may write the log but not read it: a pod opened with it fails any log read.
+    const role = `cca_noread_${process.pid}_${Date.now()}`;
+    await sql(url, `CREATE ROLE ${role} LOGIN PASSWORD 'pw'`);
+    await sql(url, `GRANT USAGE ON SCHEMA cca_migrations TO ${role}; GRANT SELECT ON ALL TABLES IN SCHEMA cca_migrations TO ${role};
+                    GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}; GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${role};
+                    REVOKE SELECT ON cca_log FROM ${role}`);
+    const u = new URL(url);
+    u.username = role;
+    u.password = 'pw';
+    const pod = await PostgresStore.open(u.toString(), { migrate: false });
+    try {
+      await expect(pod.range({ prefix: 'o/', revision: 1 })).rejects.toThrow(); // the log is unreadable here
+      const from = (await pod.revision()) + 1;
+      const mine: WatchBatch[] = [];
+      const ac = new AbortController();
+      const watching = (async () => {
+        for await (const b of pod.watch({ prefix: 'o/', fromRevision: from, prevKv: true, signal: ac.signal })) mine.push(b);
+      })().catch((e: unknown) => e);
+      await pod.txn({ compare: [], success: [{ put: { key: 'o/kept', value: 'v2' } }, { delete: { key: 'o/gone' } }, { put: { key: 'o/new', value: 'n' } }] });
+      await pod.put('o/kept', 'v3');
+      await waitFor('the four events of own commits', async () => mine.reduce((n, b) => n + b.events.length, 0), (n) => n >= 4);
+      ac.abort();
+      expect(await watching).toBeUndefined(); // ended by the abort, not by a refused log read
+      // The same revisions read from the log by another pod: the same events, prevKv included.
+      const fromLog: WatchBatch[] = [];
+      const ac2 = new AbortController();
+      for await (const b of owner.watch({ prefix: 'o/', fromRevision: from, prevKv: true, signal: ac2.signal })) {
+        fromLog.push(b);
+        if (fromLog.reduce((n, x) => n + x.events.length, 0) >= 4) ac2.abort();
+      }
+      expect(mine).toEqual(fromLog);
+      expect(mine.flatMap((b) => b.events.map((e) => `${e.type} ${e.kv.key} ${e.prevKv?.value ?? '-'}`))).toEqual(['put o/kept v1', 'delete o/gone x', 'put o/new -', 'put o/kept v2']);
+    } finally {
+      await pod.close();
+      await sql(url, `DROP OWNED BY ${role}; DROP ROLE ${role}`);
+    }
+  });
 });
