@@ -164,6 +164,7 @@ export class PostgresStore extends StoreShortcuts implements Store {
         maxBatch: opts.maxBatch,
         target,
         onCommit: (rev, own) => hub.noteCommitted(own.before, rev, own.batches),
+        ownCommit: (before) => hub.ownCommit(before),
         // People's write batches run beside the background's, on a read connection taken in
         // the interactive lane (the next to free, ahead of queued background reads).
         people: () => laned.checkout('interactive'),

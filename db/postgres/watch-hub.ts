@@ -53,6 +53,8 @@ export class WatchHub implements WatchSource {
   /** The ring holds revisions ringStart..ringEnd (dense: every revision has a batch). */
   private ringEnd = 0;
   private filling: Promise<void> | undefined;
+  /** This process's commit in flight, planned at `before` (ownCommit). */
+  private ownInFlight: { before: number; settled: Promise<void> } | undefined;
   /** headNow's read in flight on the LISTEN connection, and the one callers that came after it share. */
   private headRead: Promise<{ revision: number; compactRevision: number }> | undefined;
   private headNext: Promise<{ revision: number; compactRevision: number }> | undefined;
@@ -116,6 +118,23 @@ export class WatchHub implements WatchSource {
     this.noteHead(after);
   }
 
+  /**
+   * This process is sending a commit planned at head `before`; call the answer once its
+   * outcome is known (after noteCommitted). Meanwhile a read of the revisions after `before`
+   * waits for it instead of reading the log: the commit's NOTIFY can reach the LISTEN
+   * connection before its result reaches the batcher, and a fill started then would read back
+   * the rows the commit is about to hand over.
+   */
+  ownCommit(before: number): () => void {
+    let settle!: () => void;
+    const entry = { before, settled: new Promise<void>((r) => (settle = r)) };
+    this.ownInFlight = entry;
+    return () => {
+      if (this.ownInFlight === entry) this.ownInFlight = undefined;
+      settle();
+    };
+  }
+
   noteCompacted(revision: number): void {
     this.compactRevision = Math.max(this.compactRevision, revision);
   }
@@ -130,6 +149,8 @@ export class WatchHub implements WatchSource {
       this.clearRing();
       this.ringEnd = from - 1;
     }
+    const own = this.ownInFlight;
+    if (from > this.ringEnd && own?.before === this.ringEnd && !this.filling) await own.settled;
     if (from > this.ringEnd) {
       await this.fill();
       if (from > this.ringEnd) {

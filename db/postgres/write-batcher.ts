@@ -28,6 +28,12 @@ export interface BatcherOptions {
    * guard found the head at `before`), each with these events.
    */
   onCommit(revision: number, own: { before: number; batches: WatchBatch[] }): void;
+  /**
+   * A commit planned at head `before` is about to be sent; the function returned is called
+   * once its outcome is known and told (after onCommit). The watch hub holds its log reads
+   * of the revisions after `before` till then: the commit's NOTIFY may arrive first.
+   */
+  ownCommit?(before: number): () => void;
   hook?: CommitHook;
   /** Told of every committed batch (its size and time). */
   observer?: StoreObserver;
@@ -119,6 +125,7 @@ export class WriteBatcher {
     }
     let committing = false;
     let broken: unknown;
+    let settleOwn: (() => void) | undefined;
     // A connection that dies between our queries emits 'error' on the client; without a
     // listener that would crash the process. The next query then fails and we classify it.
     const onError = (e: unknown) => {
@@ -126,7 +133,7 @@ export class WriteBatcher {
     };
     client.on('error', onError);
     try {
-      const settled = await this.atSnapshot(client, items, () => (committing = true), lane);
+      const settled = await this.atSnapshot(client, items, () => (committing = true), lane, (before) => (settleOwn = this.opts.ownCommit?.(before)));
       committing = false; // overtaken: nothing was written
       const { outcomes, before, after, batches } = settled ?? (await this.locked(client, items, () => (committing = true)));
       const way: BatchWay = settled ? 'snapshot' : 'locked';
@@ -149,6 +156,7 @@ export class WriteBatcher {
       for (const it of items) it.reject(err);
       return false;
     } finally {
+      settleOwn?.();
       client.off('error', onError);
       client.release(broken instanceof Error && !isCcaError(broken) ? broken : undefined);
     }
@@ -160,7 +168,7 @@ export class WriteBatcher {
    * it cannot be planned from a snapshot, or another writer moved the head between the read
    * and the commit (then the next batch goes the locked way at once, too).
    */
-  private async atSnapshot(client: pg.PoolClient, items: WriteItem[], committing: () => void, lane: Lane): Promise<Applied | undefined> {
+  private async atSnapshot(client: pg.PoolClient, items: WriteItem[], committing: () => void, lane: Lane, sending: (before: number) => void): Promise<Applied | undefined> {
     // The known rows are the background's: people's batches read a snapshot of their own,
     // and a commit of theirs moves the head past what the background knows.
     const background = lane === 'background';
@@ -176,6 +184,7 @@ export class WriteBatcher {
     if (!plan) return undefined;
     const applied = { outcomes: plan.outcomes, before: plan.guard.revision, after: plan.after, batches: plan.batches };
     if (plan.rows.length === 0) return applied;
+    sending(plan.guard.revision);
     if (await commitPlan(client, plan, { hook: this.opts.hook, committing })) {
       if (background) this.known.committed(plan.guard.revision, plan.after, plan.rows);
       else this.known.forget();
