@@ -3,6 +3,13 @@ export class Heap<T> {
   private items: T[] = [];
   constructor(private readonly less: (a: T, b: T) => boolean) {}
 
+  /** An independent heap with the same items (the items themselves are shared). */
+  clone(): Heap<T> {
+    const h = new Heap(this.less);
+    h.items = [...this.items];
+    return h;
+  }
+
   get size(): number {
     return this.items.length;
   }

@@ -41,26 +41,45 @@ export function createPlacer(nodes: readonly Candidate[]): (d: Demand, spread: S
   const shapes = new Map<Demand['placement'], Map<string, Shape>>();
   const byName = new Map(nodes.map((n) => [n.name, n]));
 
+  /**
+   * What of a shape depends only on the demand's image, resources and placement rules (not
+   * its service): the feasible nodes and their groups' heaps. Services with the same rules
+   * and size (most of a cluster's) share one, each taking copies of its heaps: the nodes'
+   * filters and fullness were worked out per service before, 1,000 nodes × 500 services a
+   * step. Entries scored on an older `used` are stale, and settled as always (topOf).
+   */
+  const bases = new Map<string, { groups: Group[]; feasible: Set<Candidate> }>();
+  const baseOf = (d: Demand) => {
+    const { require, restrict, prefer, accept } = d.placement;
+    const key = JSON.stringify([d.image, d.resources.cpuMillis, d.resources.memoryBytes, require, restrict, prefer, accept]);
+    let base = bases.get(key);
+    if (base) return base;
+    const texts = textsOf(d);
+    const groups = new Map<string, Group>();
+    base = { groups: [], feasible: new Set() };
+    for (const n of nodes) {
+      if (staticExclusion(d, n, texts) !== undefined) continue;
+      base.feasible.add(n);
+      let weight = 0;
+      for (const p of prefer) if (matchesConstraint(p.constraint, n)) weight += p.weight;
+      const gk = `${n.zone}\0${weight}`;
+      let g = groups.get(gk);
+      if (!g) groups.set(gk, (g = { zone: n.zone, weight, heap: new Heap(byFullThenName) }));
+      g.heap.push({ node: n, used: n.used, full: fullness(d, n) });
+    }
+    base.groups = [...groups.values()];
+    bases.set(key, base);
+    return base;
+  };
+
   const shapeOf = (d: Demand): Shape => {
     let byRest = shapes.get(d.placement);
     if (!byRest) shapes.set(d.placement, (byRest = new Map()));
     const key = `${d.service}\0${d.image}\0${d.resources.cpuMillis}\0${d.resources.memoryBytes}`;
     let shape = byRest.get(key);
     if (shape) return shape;
-    const texts = textsOf(d);
-    const groups = new Map<string, Group>();
-    shape = { groups: [], feasible: new Set(), occupied: new Set() };
-    for (const n of nodes) {
-      if (staticExclusion(d, n, texts) !== undefined) continue;
-      shape.feasible.add(n);
-      let weight = 0;
-      for (const p of d.placement.prefer) if (matchesConstraint(p.constraint, n)) weight += p.weight;
-      const gk = `${n.zone}\0${weight}`;
-      let g = groups.get(gk);
-      if (!g) groups.set(gk, (g = { zone: n.zone, weight, heap: new Heap(byFullThenName) }));
-      g.heap.push({ node: n, used: n.used, full: fullness(d, n) });
-    }
-    shape.groups = [...groups.values()];
+    const base = baseOf(d);
+    shape = { groups: base.groups.map((g) => ({ zone: g.zone, weight: g.weight, heap: g.heap.clone() })), feasible: base.feasible, occupied: new Set() };
     byRest.set(key, shape);
     return shape;
   };

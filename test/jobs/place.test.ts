@@ -107,7 +107,7 @@ const clusterArb = fc.record({
   ),
   demands: fc.array(
     fc.record({
-      service: fc.constantFrom('s1', 's2', 's3'),
+      service: fc.constantFrom('s1', 's2', 's3', 's4', 's5'),
       cpu: fc.constantFrom(250, 500, 1_000),
       mem: fc.constantFrom(256, 512),
     }),
@@ -115,7 +115,7 @@ const clusterArb = fc.record({
   ),
 });
 
-test('the fast placer and the exhaustive place agree on every decision of a step', () => {
+test('the fast placer and the exhaustive place agree on every decision of a step, services with equal rules included', () => {
   fc.assert(
     fc.property(clusterArb, ({ nodes: ns, demands }) => {
       const mk = () => ns.map((n, i) => node(`n${i}`, { zone: n.zone, labels: n.ssd ? { disk: 'ssd' } : {}, taints: n.taint ? ['gpu'] : [], ready: n.ready, capacity: { cpuMillis: n.cpu, memoryBytes: n.mem * Gi } }));
@@ -123,7 +123,11 @@ test('the fast placer and the exhaustive place agree on every decision of a step
         s1: { spread: ['zone', 'node'], require: [], restrict: [], prefer: [{ constraint: { attribute: 'label.disk', op: '==', values: ['ssd'] }, weight: 30 }], accept: [] },
         s2: { spread: ['node'], require: [{ attribute: 'zone', op: 'in', values: ['a', 'b'] }], restrict: [], prefer: [], accept: ['gpu'] },
         s3: { spread: [], require: [], restrict: [{ attribute: 'zone', op: '==', values: ['c'] }], prefer: [], accept: [] },
+        // Services whose rules equal another's (the placer shares their static part): s1's in a
+        // copy of their own, s3's very object.
+        s4: { spread: ['zone', 'node'], require: [], restrict: [], prefer: [{ constraint: { attribute: 'label.disk', op: '==', values: ['ssd'] }, weight: 30 }], accept: [] },
       };
+      shapes.s5 = shapes.s3!;
       const a = mk();
       const b = mk();
       const placer = createPlacer(b);
