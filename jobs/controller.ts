@@ -78,11 +78,6 @@ export type Route = { controller: Controller; fanout: false; subject: string | u
  * (those two through `router`, which asks fewer controllers and answers the same).
  */
 export function route(controllers: readonly Controller[], change: Change): Route[] {
-  return routeIn(controllers, change);
-}
-
-/** `route` over these controllers only (the router's candidates for a key). */
-function routeIn(controllers: readonly Controller[], change: Change): Route[] {
   const out: Route[] = [];
   for (const controller of controllers) {
     if (!wakesOn(controller, change)) continue;
@@ -113,7 +108,7 @@ export function router(controllers: readonly Controller[]): (change: Change) => 
     }
     return list;
   };
-  return (change) => routeIn(candidates(change.key), change);
+  return (change) => route(candidates(change.key), change);
 }
 
 /** First path segments a router remembers the candidates of. */
