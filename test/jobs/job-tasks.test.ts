@@ -12,13 +12,14 @@ afterAll(async () => {
   for (const c of cleanups.reverse()) await c();
 });
 
-async function freshJobSchema(label: string): Promise<pg.Pool> {
+/** A database with graphile-worker's schema: its pool and its URL (for a store on it). */
+async function freshJobSchema(label: string): Promise<{ pool: pg.Pool; url: string }> {
   const db = await createTestDatabase(label);
   cleanups.push(db.drop);
   const pool = createPool(db.url);
   cleanups.push(() => pool.end());
   await migrateJobs(pool);
-  return pool;
+  return { pool, url: db.url };
 }
 
 const job = (task: string, key: string): JobSpec => ({ task, payload: { controller: key }, key });
@@ -46,12 +47,12 @@ async function crossedFirstJobs(pool: pg.Pool): Promise<unknown> {
 
 describe('graphile-worker task rows made before any job', () => {
   test('on a fresh job schema, first jobs of new tasks added in crossed orders deadlock (what broke a fresh npm start)', async () => {
-    const pool = await freshJobSchema('jobtasks-bare');
+    const { pool } = await freshJobSchema('jobtasks-bare');
     expect((await crossedFirstJobs(pool)) as { code?: string }).toMatchObject({ code: '40P01' });
   });
 
   test('with the task rows registered first, the same crossed adds wait on nobody', async () => {
-    const pool = await freshJobSchema('jobtasks-registered');
+    const { pool } = await freshJobSchema('jobtasks-registered');
     const client = await pool.connect();
     try {
       await registerTasks(client, [STEP_TASK, FANOUT_TASK]);
@@ -91,7 +92,7 @@ describe('a job added while a worker takes the pending one of its key', () => {
   }
 
   test('is not lost: the taken job ran on a store without the change, so a pending one must remain', async () => {
-    const pool = await freshJobSchema('jobtasks-taken');
+    const { pool } = await freshJobSchema('jobtasks-taken');
     await registerTasks(pool, [STEP_TASK]);
     await addJobs(await pool.connect().then((c) => (cleanups.push(async () => c.release()), c)), [job(STEP_TASK, 'scheduler')]);
     const [worker, writer] = [await pool.connect(), await pool.connect()];
@@ -136,7 +137,7 @@ describe('a job already waiting as asked is left as it is (no rewrite, no wake-u
   }
 
   test('a pending, due job of the same key keeps its row; a worker passes over it until the adder commits', async () => {
-    const pool = await freshJobSchema('jobtasks-pending');
+    const { pool } = await freshJobSchema('jobtasks-pending');
     await registerTasks(pool, [STEP_TASK]);
     await withClient(pool, (c) => addJobs(c, [job(STEP_TASK, 'scheduler')]));
     const [before] = await rowOf(pool, 'scheduler');
@@ -157,7 +158,7 @@ describe('a job already waiting as asked is left as it is (no rewrite, no wake-u
   });
 
   test('a job due later, or one that failed, is added as before: brought to now, its attempts reset', async () => {
-    const pool = await freshJobSchema('jobtasks-not-pending');
+    const { pool } = await freshJobSchema('jobtasks-not-pending');
     await registerTasks(pool, [STEP_TASK]);
     await withClient(pool, (c) => addJobs(c, [job(STEP_TASK, 'later'), job(STEP_TASK, 'failed')]));
     await pool.query(`UPDATE graphile_worker._private_jobs SET run_at = now() + interval '1 hour' WHERE key = 'later'`);
@@ -170,14 +171,10 @@ describe('a job already waiting as asked is left as it is (no rewrite, no wake-u
   });
 
   test('in the commit statement too: a second commit waking the same step leaves its job row alone', async () => {
-    const db = await createTestDatabase('jobtasks-statement');
-    cleanups.push(db.drop);
-    const pool = createPool(db.url);
-    cleanups.push(() => pool.end());
-    await migrateJobs(pool);
+    const { pool, url } = await freshJobSchema('jobtasks-statement');
     await registerTasks(pool, [STEP_TASK]);
     const watcher: Controller = { name: 'watcher', watches: ['/w/'], reconcile: async () => ({}) };
-    const store = await PostgresStore.open(db.url, { commitHook: jobHook([watcher]) });
+    const store = await PostgresStore.open(url, { commitHook: jobHook([watcher]) });
     cleanups.push(() => store.close());
     await store.put('/w/a', '1');
     const [first] = await rowOf(pool, 'watcher');
