@@ -8,6 +8,7 @@
  *   DATABASE_URL=…            use that Postgres instead of an embedded one
  *   BENCH_NO_MIRROR=1         the step reads the store, not a read mirror
  *   BENCH_NO_HOOK=1           commits enqueue no controller jobs (a server pod's do)
+ *   BENCH_NO_AHEAD=1          the step builds no txns ahead while others commit (a server pod's does)
  */
 import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -38,6 +39,7 @@ import { schedulerWith } from '../jobs/controllers/scheduler/index.js';
 import { readClusterView } from '../jobs/controllers/view.js';
 import { listFacts } from '../jobs/facts.js';
 import { Rng } from '../jobs/sim/rng.js';
+import { SERVER_STEP_OPTIONS } from '../server/step-options.js';
 
 const Gi = 1024 ** 3;
 const Mi = 1024 ** 2;
@@ -50,7 +52,7 @@ function arg(name: string, fallback: number): number {
 const REPLICAS = arg('replicas', 10_000);
 const NODES = arg('nodes', 1_000);
 const PER_SERVICE = 20;
-const CONCURRENCY = arg('concurrency', 16);
+const CONCURRENCY = arg('concurrency', SERVER_STEP_OPTIONS.txnConcurrency);
 
 function services(rng: Rng): ServiceSpec[] {
   return Array.from({ length: Math.ceil(REPLICAS / PER_SERVICE) }, (_, i) => {
@@ -152,7 +154,8 @@ async function committed(store: Store, url?: string, mirror?: StoreMirror): Prom
   const cpu = process.cpuUsage();
   let steps = 0;
   let now = 1_000;
-  const scheduler = schedulerWith({ txnConcurrency: CONCURRENCY });
+  // As a server pod runs it (server/step-options.ts).
+  const scheduler = schedulerWith({ txnConcurrency: CONCURRENCY, ...(process.env.BENCH_NO_AHEAD === '1' ? {} : { turn: SERVER_STEP_OPTIONS.turn }) });
   for (;;) {
     steps++;
     // As a server pod runs the step: reading through its read mirror when it has one.

@@ -38,21 +38,68 @@ export async function commit(store: Store, w: Write): Promise<boolean> {
 }
 
 /**
+ * Gives the event loop a turn (I/O, the store's sends) and resolves after it. Controllers
+ * may not touch timers (they run in the simulation and the browser), so the server passes
+ * one in (`setImmediate`); without it nothing is built ahead.
+ */
+export type Turn = () => Promise<void>;
+
+/**
  * Commit txns that do not depend on each other, each alone, with up to `concurrency` in
  * flight (a sliding window: PostgresStore commits whatever queued while its previous batch
  * committed, so a full window means fewer, larger Postgres transactions); at 1, in order,
  * one after another (the simulation's order). How many failed their compares.
+ *
+ * `txns` may be built as they are taken (a generator): then, given a `turn`, the next
+ * `concurrency` are built ahead one per turn of the event loop, while the window's txns
+ * are with the store, so building and committing overlap instead of taking turns.
  */
-export async function commitWindow(store: Store, txns: readonly TxnRequest[], concurrency = 1): Promise<number> {
+export async function commitWindow(store: Pick<Store, 'txn'>, txns: Iterable<TxnRequest>, concurrency = 1, turn?: Turn): Promise<number> {
+  const source = txns[Symbol.iterator]();
+  const ready: TxnRequest[] = [];
+  let exhausted = false;
+  let finished = false;
+  let taken: (() => void) | undefined;
+  const build = (): TxnRequest | undefined => {
+    if (exhausted) return undefined;
+    const r = source.next();
+    if (r.done) exhausted = true;
+    return r.done ? undefined : r.value;
+  };
+  const take = (): TxnRequest | undefined => {
+    const t = ready.length > 0 ? ready.shift() : build();
+    taken?.();
+    return t;
+  };
   let failed = 0;
-  let next = 0;
   const worker = async () => {
-    while (next < txns.length) {
-      const t = txns[next++]!;
-      if (!(await store.txn(t)).succeeded) failed++;
+    for (let t = take(); t !== undefined; t = take()) if (!(await store.txn(t)).succeeded) failed++;
+  };
+  const ahead = async () => {
+    while (!exhausted && !finished) {
+      if (ready.length >= concurrency) {
+        await new Promise<void>((resolve) => (taken = resolve));
+        taken = undefined;
+        continue;
+      }
+      await turn!();
+      if (finished) return;
+      const t = build();
+      if (t !== undefined) ready.push(t);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, txns.length)) }, worker));
+  const window = Math.max(1, Array.isArray(txns) ? Math.min(concurrency, txns.length) : concurrency);
+  // A build that throws (a bug) ends the source; the error is the window's, after its txns settle.
+  let broken: { error: unknown } | undefined;
+  const building = turn && !Array.isArray(txns) ? ahead().catch((error: unknown) => void (broken = { error })) : undefined;
+  try {
+    await Promise.all(Array.from({ length: window }, worker));
+  } finally {
+    finished = true;
+    taken?.();
+  }
+  await building;
+  if (broken) throw broken.error;
   return failed;
 }
 

@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events';
+import { SERVER_STEP_OPTIONS } from './step-options.js';
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { loopbackNetworks, type Cidr } from '../core/model/peer-address.js';
 import { openStore } from '../db/index.js';
@@ -89,22 +90,12 @@ export interface RunningServer {
 }
 
 /**
- * Txns a replica or scheduler step keeps in flight. PostgresStore commits the txns that
- * queued while its previous batch committed as one Postgres transaction, so one at a time
- * would cost a batch each: placing 3,000 replicas took 10.9 s that way (150 txns), 16 is
- * what bench:scheduler runs (docs/benchmarks.md). SQLite commits them one by one; etcd gets
- * them pipelined on its one connection. The cost: a person's write waits for a larger batch
- * (rolling apply p99 285–437 ms against 262–289 at 1, docs/benchmarks.md).
- */
-const STEP_TXN_CONCURRENCY = 16;
-
-/**
  * One server pod: the HTTP API over the store, and the controllers — as graphile-worker
  * jobs on Postgres (any number of pods share them), or the in-process driver on the
  * other backends. Nothing else is kept in memory that another pod would need.
  */
 export async function startServer(cfg: ServerConfig): Promise<RunningServer> {
-  const controllers = allControllers({ txnConcurrency: STEP_TXN_CONCURRENCY, ...cfg.controllers });
+  const controllers = allControllers({ ...SERVER_STEP_OPTIONS, ...cfg.controllers });
   // The health probe and the drivers each meet a failing store: the pod reports it once.
   const outage = oneReportPerOutage(cfg.onDiagnostic ?? (() => undefined));
   const report = (d: Diagnostic) => outage.report(d);

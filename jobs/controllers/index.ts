@@ -9,6 +9,7 @@ import { replicaControllerWith } from './replica.js';
 import { rolloutController } from './rollout.js';
 import { schedulerWith, type SchedulerOptions } from './scheduler/index.js';
 import { storageController } from './storage.js';
+import type { Turn } from '../write.js';
 
 export { auditor, AUDITOR } from './auditor.js';
 export { autoscaler, autoscalerController, AUTOSCALER, type AutoscalerOptions } from './autoscaler.js';
@@ -28,6 +29,8 @@ export interface ControllerOptions {
    * transaction, so a server pod wants more (server/start.ts: 16); `scheduler` overrides it.
    */
   txnConcurrency?: number;
+  /** How the scheduler gives the event loop a turn while it builds ahead (jobs/write.ts `Turn`). */
+  turn?: Turn;
   node?: NodeControllerOptions;
   scheduler?: SchedulerOptions;
   autoscaler?: AutoscalerOptions;
@@ -39,7 +42,7 @@ export function controllers(opts: ControllerOptions = {}): Controller[] {
   // One controller per line: the order is the simulation's step order for a seed.
   const list = [
     replicaControllerWith({ txnConcurrency: opts.txnConcurrency }),
-    schedulerWith({ txnConcurrency: opts.txnConcurrency, ...opts.scheduler }),
+    schedulerWith({ txnConcurrency: opts.txnConcurrency, turn: opts.turn, ...opts.scheduler }),
     nodeController(opts.node),
     auditor,
     endpointController,

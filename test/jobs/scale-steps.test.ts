@@ -1,6 +1,6 @@
 import { expect, test } from 'vitest';
 import { buildKey, decodeFact, prefixOf } from '../../core/keys.js';
-import { replicaController, replicaControllerWith } from '../../jobs/controllers/index.js';
+import { nodeController, replicaController, replicaControllerWith, schedulerWith } from '../../jobs/controllers/index.js';
 import { CREATE_PER_TXN } from '../../jobs/controllers/replica.js';
 import { decisionKey } from '../../jobs/decisions/record.js';
 import { Bench } from './harness.js';
@@ -67,4 +67,35 @@ test('with txns in flight together, a scale-up commits its decision alone first,
   for (const kv of (await b.store.range({ prefix: prefixOf('decision', 'replica') })).kvs) {
     expect(decodeFact('decision', kv.key, kv.value).cause).toEqual({ decision: scaleKey });
   }
+});
+
+/** A server pod's scheduler builds its next txns while others commit (server/step-options.ts). */
+test('a scheduler step building its txns ahead, several in flight, writes exactly what one txn at a time does', async () => {
+  const cluster = async () => {
+    const b = new Bench();
+    for (let i = 0; i < 40; i++) await b.register(`n${String(i).padStart(2, '0')}`, ['a', 'b', 'c'][i % 3], 2_000);
+    await b.step(nodeController());
+    await b.apply({ name: 'web', image: 'web:1', replicas: 150, resources: { cpuMillis: 100 } });
+    await b.apply({ name: 'api', image: 'web:1', replicas: 90, resources: { cpuMillis: 250 }, placement: { require: [{ attribute: 'zone', op: 'in', values: ['a', 'b'] }] } });
+    await b.step(replicaController, 'web');
+    await b.step(replicaController, 'api');
+    return b;
+  };
+  const written = async (b: Bench) => {
+    const out: string[] = [];
+    for (const kind of ['assigned', 'placement', 'allocation', 'decision'] as const) {
+      for (const kv of (await b.store.range({ prefix: prefixOf(kind) })).kvs) out.push(`${kv.key} ${kv.value}`);
+    }
+    return out;
+  };
+  const one = await cluster();
+  await one.step(schedulerWith({}));
+  const ahead = await cluster();
+  let txns = 0;
+  const txn = ahead.store.txn.bind(ahead.store);
+  ahead.store.txn = (req) => (txns++, txn(req));
+  await ahead.step(schedulerWith({ txnConcurrency: 4, turn: () => new Promise<void>((resolve) => setImmediate(resolve)) }));
+  expect((await ahead.assignments()).length).toBe(240);
+  expect(txns).toBeGreaterThan(4);
+  expect(await written(ahead)).toEqual(await written(one));
 });

@@ -15,18 +15,18 @@ export const MAX_TXN_BYTES = 655_360;
 /**
  * Pack actions into txns: all actions of one group (one node, whose allocation record they
  * all update) stay together, groups are packed until a txn is full. Each txn stands alone:
- * a failed compare drops only its own actions, and the next step plans them again.
+ * a failed compare drops only its own actions, and the next step plans them again. Lazy:
+ * a txn's groups are taken from `groups` (which may build them then) as the txn is taken.
  */
-export function packTxns(groups: Map<string, Write>): TxnRequest[] {
-  const txns: TxnRequest[] = [];
+export function* packTxns(groups: Iterable<Write>): Generator<TxnRequest, void, undefined> {
   let compare: Compare[] = [];
   let success: Op[] = [];
   let bytes = 0;
-  for (const g of groups.values()) {
+  for (const g of groups) {
     const cs = uniqueCompares(g.compares);
     const b = writeBytes(g);
     if (success.length > 0 && (success.length + g.ops.length > MAX_OPS || compare.length + cs.length > MAX_OPS || bytes + b > MAX_TXN_BYTES)) {
-      txns.push({ compare: uniqueCompares(compare), success });
+      yield { compare: uniqueCompares(compare), success };
       compare = [];
       success = [];
       bytes = 0;
@@ -35,6 +35,5 @@ export function packTxns(groups: Map<string, Write>): TxnRequest[] {
     success.push(...g.ops);
     bytes += b;
   }
-  if (success.length > 0) txns.push({ compare: uniqueCompares(compare), success });
-  return txns;
+  if (success.length > 0) yield { compare: uniqueCompares(compare), success };
 }

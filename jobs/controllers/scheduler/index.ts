@@ -7,7 +7,7 @@ import { getFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
 import { indexBy, listEvery, readClusterView } from '../view.js';
 import { packTxns } from './batch.js';
-import { commitWindow } from '../../write.js';
+import { commitWindow, type Turn } from '../../write.js';
 import { pendingReasons, planPlacements, SCHEDULER, type VolumeNodes } from './plan-placements.js';
 import type { Pending } from './types.js';
 import { planForgetAllocations, planReleases, planRepairs } from './plan-releases.js';
@@ -25,6 +25,11 @@ export interface SchedulerOptions {
    * too); the default is 1.
    */
   txnConcurrency?: number;
+  /**
+   * Lets the event loop run between building txns (the server passes `setImmediate`): a step
+   * then builds its next placements' writes while the store commits the ones in flight.
+   */
+  turn?: Turn;
 }
 
 /**
@@ -50,7 +55,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
 
       const housekeeping = new Map([...planReleases(view, records, placements, now), ...planRepairs(view, repairs, now), ...planForgetAllocations(view, now)]);
       if (housekeeping.size > 0) {
-        await commitWindow(store, packTxns(housekeeping), concurrency);
+        await commitWindow(store, packTxns(housekeeping.values()), concurrency, opts.turn);
         return { at: now }; // plan placements on the view these writes left
       }
 
@@ -90,7 +95,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
         volumeNodes.set(v.value.service, held);
       }
       const plan = planPlacements(view, pending, live, now, volumeNodes);
-      const failed = await commitWindow(store, packTxns(plan.groups), concurrency);
+      const failed = await commitWindow(store, packTxns(plan.groups), concurrency, opts.turn);
       // Pending decisions are recorded on a view without this step's own placements in
       // flight, so their basis is the one the next step will see (else a converged system
       // would keep bumping repetition counts).

@@ -31,8 +31,11 @@ const NODE_COMPARES = 6;
 const PLACEMENT_OVERHEAD_BYTES = 16_384;
 
 export interface PlacementPlan {
-  /** Per node: compares and writes of every placement on it, allocation written once. */
-  groups: Map<string, Write>;
+  /**
+   * Per node: compares and writes of every placement on it, allocation written once. Built
+   * as they are taken, once (the step commits the first while later ones are built).
+   */
+  groups: Iterable<Write>;
   placed: number;
   unplaced: { pending: Pending; shortfall: string; basis: string; excluded: Record<string, number> }[];
   /** Stopped early (a node's txn is full); run again at once. */
@@ -131,16 +134,15 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const nodes = candidatesOf(view);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const spread = spreadCounts(view, live);
-  const perNode = new Map<string, Write & { replicas: string[]; bytes: number }>();
+  const perNode = new Map<string, { placed: { pending: Pending; reasons: string[] }[]; compares: number; bytes: number }>();
   const specBytes = new Map<Fact<'service'>, number>();
   const bytesOf = (spec: Fact<'service'>) => {
     let n = specBytes.get(spec);
     if (n === undefined) specBytes.set(spec, (n = utf8Bytes(spec.kv.value) + PLACEMENT_OVERHEAD_BYTES));
     return n;
   };
-  const plan: PlacementPlan = { groups: new Map(), placed: 0, unplaced: [], more: false };
+  const plan: PlacementPlan = { groups: [], placed: 0, unplaced: [], more: false };
   const place = createPlacer(nodes);
-  const encoded: EncodeCache = { specs: new Map(), nodes: new Map() };
   for (const p of pending) {
     const d = demandOf(p.record.value, p.spec.value);
     const serviceSpread = { zone: spread.zone.get(d.service) ?? new Map<string, number>(), node: spread.node.get(d.service) ?? new Map<string, number>() };
@@ -150,16 +152,17 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
       continue;
     }
     const target = byName.get(result.node)!;
-    const group = perNode.get(target.name) ?? { replicas: [], compares: [], ops: [], bytes: 0 };
-    const compares = group.compares.length + PLACEMENT_COMPARES + (p.gate?.compares.length ?? 0) + NODE_COMPARES;
+    const group = perNode.get(target.name) ?? { placed: [], compares: 0, bytes: 0 };
+    const compares = group.compares + PLACEMENT_COMPARES + (p.gate?.compares.length ?? 0);
     const bytes = group.bytes + bytesOf(p.spec);
-    if (group.replicas.length >= MAX_PER_NODE || compares > MAX_OPS || (group.replicas.length > 0 && bytes > MAX_TXN_BYTES)) {
+    if (group.placed.length >= MAX_PER_NODE || compares + NODE_COMPARES > MAX_OPS || (group.placed.length > 0 && bytes > MAX_TXN_BYTES)) {
       plan.more = true;
       break;
     }
     perNode.set(target.name, group);
     group.bytes = bytes;
-    group.replicas.push(d.replica);
+    group.compares = compares;
+    group.placed.push({ pending: p, reasons: result.reasons });
     target.used = addResources(target.used, d.resources);
     if (target.replicas) target.replicas = { held: target.replicas.held + 1, cap: target.replicas.cap };
     const inc = (m: Map<string, Map<string, number>>, k: string) => {
@@ -169,10 +172,21 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
     };
     inc(spread.zone, target.zone);
     inc(spread.node, target.name);
-    placementWrites(view, p, target.name, result.reasons, now, group, encoded);
     plan.placed++;
   }
-  for (const [name, g] of perNode) {
+  plan.groups = nodeWrites(view, perNode, byName, now);
+  return plan;
+}
+
+/**
+ * Each node's writes, built once its placements are all decided (its allocation counts them
+ * all): its placements' assignments, placement records and decisions, then its allocation.
+ */
+function* nodeWrites(view: ClusterView, perNode: Map<string, { placed: { pending: Pending; reasons: string[] }[] }>, byName: Map<string, Candidate>, now: number): Generator<Write, void, undefined> {
+  const encoded: EncodeCache = { specs: new Map(), nodes: new Map() };
+  for (const [name, placed] of perNode) {
+    const g: Write = { compares: [], ops: [] };
+    for (const { pending, reasons } of placed.placed) placementWrites(view, pending, name, reasons, now, g, encoded);
     const node = view.nodes.get(name)!;
     const alloc = view.allocations.get(name);
     const before: Allocation = alloc?.value ?? { node: name, tenure: node.kv.createRevision, used: noResources, replicas: [] };
@@ -180,7 +194,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
       node: name,
       tenure: node.kv.createRevision,
       used: byName.get(name)!.used,
-      replicas: [...before.replicas, ...g.replicas].sort(),
+      replicas: [...before.replicas, ...placed.placed.map((x) => x.pending.record.value.id)].sort(),
     };
     const status = view.statuses.get(name)!;
     const auditKey = buildKey('audit', name);
@@ -196,9 +210,8 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
       unchanged(view.nodeOps.get(name), buildKey('nodeOp', name)),
     );
     g.ops.push(putFact('allocation', [name], allocation));
-    plan.groups.set(name, { compares: g.compares, ops: g.ops });
+    yield g;
   }
-  return plan;
 }
 
 /**
