@@ -26,7 +26,7 @@ export interface ControllerOptions {
   /**
    * Txns a step of the replica controller and the scheduler keeps in flight (default 1, the
    * simulation's order). PostgresStore batches concurrent txns into one Postgres
-   * transaction, so a server pod wants more (server/start.ts: 16); `scheduler` overrides it.
+   * transaction, so a server pod wants more (server/step-options.ts: 16); `scheduler` overrides it.
    */
   txnConcurrency?: number;
   /** How the scheduler gives the event loop a turn while it builds ahead (jobs/write.ts `Turn`). */

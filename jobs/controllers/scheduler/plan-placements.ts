@@ -126,6 +126,14 @@ function basisOf(view: ClusterView, spec: Fact<'service'>): string {
   return digest(parts.sort());
 }
 
+/** One node's placements in a step, decided; their writes are built later (nodeWrites). */
+interface NodePlacements {
+  placed: { pending: Pending; reasons: string[] }[];
+  /** Compares its placements take, without the node's own (NODE_COMPARES). */
+  compares: number;
+  bytes: number;
+}
+
 /**
  * Plan every pending replica in order (oldest first) against the view, updating the view's
  * allocations in memory as it goes so no two placements in one step overcommit a node.
@@ -134,7 +142,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
   const nodes = candidatesOf(view);
   const byName = new Map(nodes.map((n) => [n.name, n]));
   const spread = spreadCounts(view, live);
-  const perNode = new Map<string, { placed: { pending: Pending; reasons: string[] }[]; compares: number; bytes: number }>();
+  const perNode = new Map<string, NodePlacements>();
   const specBytes = new Map<Fact<'service'>, number>();
   const bytesOf = (spec: Fact<'service'>) => {
     let n = specBytes.get(spec);
@@ -182,7 +190,7 @@ export function planPlacements(view: ClusterView, pending: readonly Pending[], l
  * Each node's writes, built once its placements are all decided (its allocation counts them
  * all): its placements' assignments, placement records and decisions, then its allocation.
  */
-function* nodeWrites(view: ClusterView, perNode: Map<string, { placed: { pending: Pending; reasons: string[] }[] }>, byName: Map<string, Candidate>, now: number): Generator<Write, void, undefined> {
+function* nodeWrites(view: ClusterView, perNode: ReadonlyMap<string, NodePlacements>, byName: Map<string, Candidate>, now: number): Generator<Write, void, undefined> {
   const encoded: EncodeCache = { specs: new Map(), nodes: new Map() };
   for (const [name, placed] of perNode) {
     const g: Write = { compares: [], ops: [] };
