@@ -1,5 +1,5 @@
 import type { KeyValue } from '../../store.js';
-import { textArrayLiteral } from './text-array.js';
+import { binaryTextArray } from './text-array.js';
 import { KV_COLUMNS, toKeyValue, type Db } from './db.js';
 
 export interface KeyRegions {
@@ -24,7 +24,7 @@ export const ROWS_IN_REGIONS = `SELECT ${KV_COLUMNS} FROM cca_kv WHERE key = ANY
      SELECT ${KV_COLUMNS} FROM cca_kv WHERE lease = ANY($5::bigint[]) AND lease <> 0`;
 
 export function regionParams(regions: KeyRegions): unknown[] {
-  return [textArrayLiteral(regions.keys), regions.bounded.map((b) => b.start), regions.bounded.map((b) => b.end), regions.unbounded, regions.leases];
+  return [binaryTextArray(regions.keys), regions.bounded.map((b) => b.start), regions.bounded.map((b) => b.end), regions.unbounded, regions.leases];
 }
 
 /** The current rows of every key a batch may read, in one round trip. */

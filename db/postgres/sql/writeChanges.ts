@@ -1,6 +1,6 @@
 import type { KeyValue } from '../../store.js';
 import type { Db } from './db.js';
-import { booleanArrayLiteral, integerArrayLiteral, textArrayLiteral } from './text-array.js';
+import { binaryTextArray, booleanArrayLiteral, integerArrayLiteral } from './text-array.js';
 
 export interface LogRow {
   revision: number;
@@ -109,12 +109,13 @@ function shiftParams(sql: string, by: number): string {
 
 function columns(rows: LogRow[]): unknown[] {
   const col = <K extends keyof LogRow>(k: K) => rows.map((r) => r[k]);
-  // Array literals built here: pg would quote and regex-escape every element (text-array.ts).
+  // Array literals built here: pg would quote and regex-escape every element; keys and
+  // values go in binary, copied by the server rather than parsed (text-array.ts).
   return [
     integerArrayLiteral(col('revision')),
     integerArrayLiteral(col('seq')),
-    textArrayLiteral(col('key')),
-    textArrayLiteral(col('value')),
+    binaryTextArray(col('key')),
+    binaryTextArray(col('value')),
     booleanArrayLiteral(col('deleted')),
     integerArrayLiteral(col('createRevision')),
     integerArrayLiteral(col('version')),
