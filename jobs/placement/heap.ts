@@ -18,35 +18,40 @@ export class Heap<T> {
     return this.items[0];
   }
 
+  // Both moves shift the elements on the path and write the moving one once: a swap by
+  // destructuring (`[a[i], a[p]] = [a[p], a[i]]`) allocated an array each time, a quarter of
+  // the bytes a 10,000-placement scheduler step allocated (short-lived: no faster measured).
   push(x: T): void {
     const a = this.items;
+    let i = a.length;
     a.push(x);
-    let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (!this.less(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
+      const parent = a[p]!;
+      if (!this.less(x, parent)) break;
+      a[i] = parent;
       i = p;
     }
+    a[i] = x;
   }
 
   pop(): T | undefined {
     const a = this.items;
     const top = a[0];
     const last = a.pop();
-    if (a.length > 0 && last !== undefined) {
-      a[0] = last;
+    const n = a.length;
+    if (n > 0 && last !== undefined) {
       let i = 0;
       for (;;) {
         const l = 2 * i + 1;
+        if (l >= n) break;
         const r = l + 1;
-        let m = i;
-        if (l < a.length && this.less(a[l]!, a[m]!)) m = l;
-        if (r < a.length && this.less(a[r]!, a[m]!)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
+        const m = r < n && this.less(a[r]!, a[l]!) ? r : l;
+        if (!this.less(a[m]!, last)) break;
+        a[i] = a[m]!;
         i = m;
       }
+      a[i] = last;
     }
     return top;
   }
