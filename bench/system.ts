@@ -28,6 +28,7 @@ import { QUORUM } from '../core/model/quorum.js';
 import { numberArg, sleep } from './support/usage.js';
 import { Milestones } from './support/milestones.js';
 import { Workers } from './support/workers.js';
+import type { HostVitals } from './support/agent-host.js';
 
 type Json = Record<string, any>;
 
@@ -40,12 +41,24 @@ const log = (l: string) => process.stderr.write(`${l}\n`);
 const dir = mkdtempSync(join(tmpdir(), 'cca-bench-system-'));
 const admin = newRoleToken('admin');
 const joinToken = newRoleToken('join');
-type HostMsg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' };
+type HostMsg = { type: 'ready'; agents: number; registered: number } | { type: 'stopped' } | HostVitals;
 const HOSTS = Math.max(1, Number(process.env.BENCH_AGENT_WORKERS ?? 2));
 let hosts: Workers<HostMsg> | undefined;
 let others: Workers<HostMsg> | undefined;
 let pg: RunningPostgres | undefined;
 let pod: Proc | undefined;
+/** The agents' own view, summed over their processes (the victim's too until it is killed). */
+let longestSinceKeepaliveMs = 0;
+function agentVitals(): { fencedNow: number; fencedEver: number; longestSinceKeepaliveMs: number } {
+  const vs = [...(others?.vitals() ?? []), ...(hosts?.vitals() ?? [])].filter((v): v is HostVitals => v.type === 'vitals');
+  const longest = Math.max(0, ...vs.map((v) => v.longestSinceKeepaliveMs));
+  longestSinceKeepaliveMs = Math.max(longestSinceKeepaliveMs, longest);
+  return { fencedNow: vs.reduce((n, v) => n + v.fencedNow, 0), fencedEver: vs.reduce((n, v) => n + v.fencedEver, 0), longestSinceKeepaliveMs: longest };
+}
+const vitalsText = () => {
+  const v = agentVitals();
+  return `agents fenced ${v.fencedNow} (ever ${v.fencedEver}), longest since a keepalive ${(v.longestSinceKeepaliveMs / 1000).toFixed(1)} s`;
+};
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {
   const start = performance.now();
@@ -165,13 +178,14 @@ try {
       // The nodes' states beside it: a cluster that does not settle shows churn here (nodes held unreachable, lost).
       const states = new Map<string, number>();
       for (const n of ((await api('GET', '/v1/nodes')).nodes ?? []) as Json[]) states.set(n.state, (states.get(n.state) ?? 0) + 1);
-      log(`   +${((lastLog - t0) / 1000).toFixed(0)} s: ${s.running}/${REPLICAS} running, ${s.placed}/${REPLICAS} placed; nodes ${[...states].map(([k, v]) => `${v} ${k}`).join(', ')}`);
+      log(`   +${((lastLog - t0) / 1000).toFixed(0)} s: ${s.running}/${REPLICAS} running, ${s.placed}/${REPLICAS} placed; nodes ${[...states].map(([k, v]) => `${v} ${k}`).join(', ')}; ${vitalsText()}`);
     }
     return s.running >= REPLICAS ? true : undefined;
   }, 300_000);
   const convergence = (performance.now() - t0) / 1000;
   const podCpuConvergence = cpuSeconds(pod.child.pid) - podCpu0;
-  log(`   lease renewals after reaper silence (CCA-E0123) during convergence: ${renewals()}`);
+  log(`   lease renewals after reaper silence (CCA-E0123) during convergence: ${renewals()}; ${vitalsText()}`);
+  const fencedDuringConvergence = agentVitals().fencedEver;
   log(`   seconds after the apply at which each count first reached a share of ${REPLICAS} (status polls): ${milestones.text()}`);
   log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s; pod CPU meanwhile ${podCpuConvergence.toFixed(1)} s; peak Postgres connections ${peakConnections}; load average ${loadAtApply.join(' ')} at apply`);
   // Let the agents' reports settle before the next measurement.
@@ -215,7 +229,7 @@ try {
     const rs = (await replicas()).filter((r) => r.state === 'running');
     if (performance.now() - lastLog1 >= 5_000) {
       lastLog1 = performance.now();
-      log(`   +${((lastLog1 - t1) / 1000).toFixed(0)} s: ${victimName} ${expiredAt === undefined ? 'lease live' : 'lease expired'}, ${lostAt === undefined ? 'not yet lost' : 'lost'}, ${rs.length}/${REPLICAS} running, ${rs.filter((r) => r.node === victimName).length} on ${victimName}; lease renewals after reaper silence so far: ${renewals() - renewalsBefore}; job queue: ${await queue()}`);
+      log(`   +${((lastLog1 - t1) / 1000).toFixed(0)} s: ${victimName} ${expiredAt === undefined ? 'lease live' : 'lease expired'}, ${lostAt === undefined ? 'not yet lost' : 'lost'}, ${rs.length}/${REPLICAS} running, ${rs.filter((r) => r.node === victimName).length} on ${victimName}; lease renewals after reaper silence so far: ${renewals() - renewalsBefore}; job queue: ${await queue()}; ${vitalsText()}`);
     }
     maxRunning = Math.max(maxRunning, rs.length);
     return rs.length >= REPLICAS && !rs.some((r) => r.node === victimName || victims.includes(r.id)) ? true : undefined;
@@ -235,6 +249,8 @@ try {
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
     workerSeconds: workerTimeJson(steps),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,
+    // Agents that stopped their workloads because their keepalives failed (the victim of (b) is killed, not fenced).
+    agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs },
     loadAverage: { atApply: loadAtApply, atEnd: load() },
     nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);

@@ -2,7 +2,8 @@
  * A load-generator process for bench:server, bench:soak, bench:system and bench:apply-latency: real `Agent`s (agent/agent.ts)
  * on the fake runtime, as many as its settings say, each talking HTTP to the pod exactly as
  * a separate `cca agent` would, started a batch at a time. Messages: `ready` once all are
- * started (with how many registered), `stopped` at the end.
+ * started (with how many registered), `vitals` every 2 s (`HostVitals`: agents fenced now
+ * and ever, the longest time since a successful keepalive), `stopped` at the end.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -36,9 +37,43 @@ const dir = mkdtempSync(path.join(os.tmpdir(), 'cca-bench-agents-'));
 const agents: Agent[] = [];
 let stopping = false;
 
+/**
+ * What a run's agents went through, so a bench can tell a slow control plane from one its
+ * agents gave up on: an agent that fenced stopped its workloads (docs/fencing.md).
+ */
+export interface HostVitals {
+  type: 'vitals';
+  agents: number;
+  /** Agents fenced now that held a lease before (a new agent is fenced until it registers). */
+  fencedNow: number;
+  /** Agents that have fenced at least once since they first held a lease. */
+  fencedEver: number;
+  /** The longest time since any agent's last successful keepalive was sent (ms; 0 with none registered). */
+  longestSinceKeepaliveMs: number;
+}
+// An agent is fenced from its start until it first registers: only a fence after it ran counts.
+const ran = new Set<Agent>();
+const everFenced = new Set<Agent>();
+const vitals = setInterval(() => {
+  let fencedNow = 0;
+  let longest = 0;
+  for (const a of agents) {
+    const v = a.vitals();
+    if (!v.fenced && a.status().registered) ran.add(a);
+    if (v.fenced && ran.has(a)) {
+      fencedNow++;
+      everFenced.add(a);
+    }
+    if (Number.isFinite(v.sinceKeepaliveMs)) longest = Math.max(longest, v.sinceKeepaliveMs);
+  }
+  send({ type: 'vitals', agents: agents.length, fencedNow, fencedEver: everFenced.size, longestSinceKeepaliveMs: Math.round(longest) } satisfies HostVitals);
+}, 2_000);
+vitals.unref();
+
 async function stop(): Promise<void> {
   if (stopping) return;
   stopping = true;
+  clearInterval(vitals);
   // Bounded: the state directory goes even when an agent is slow to close.
   await Promise.race([Promise.allSettled(agents.map((a) => a.close())), new Promise((r) => setTimeout(r, 4_000))]);
   rmSync(dir, { recursive: true, force: true });

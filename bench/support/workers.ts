@@ -15,6 +15,8 @@ export class Workers<M extends { type: string }> {
   readonly children: ChildProcess[] = [];
   private readonly inbox: { from: number; msg: M }[] = [];
   private readonly waiting = new Set<() => void>();
+  /** Each worker's newest `vitals` message, if it sends them. */
+  private readonly latestVitals: (M | undefined)[] = [];
 
   private readonly forget: () => void;
 
@@ -34,7 +36,13 @@ export class Workers<M extends { type: string }> {
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       });
       child.on('message', (msg) => {
-        this.inbox.push({ from: i, msg: msg as M });
+        const m = msg as M;
+        // A periodic report replaces the worker's previous one: the inbox stays bounded.
+        if (m.type === 'vitals') {
+          this.latestVitals[i] = m;
+          return;
+        }
+        this.inbox.push({ from: i, msg: m });
         for (const w of [...this.waiting]) w();
       });
       child.on('exit', () => {
@@ -42,6 +50,11 @@ export class Workers<M extends { type: string }> {
       });
       this.children.push(child);
     });
+  }
+
+  /** Each worker's newest `vitals` message (those that sent one). */
+  vitals(): M[] {
+    return this.latestVitals.filter((m): m is M => m !== undefined);
   }
 
   get pids(): number[] {

@@ -83,6 +83,9 @@ describe('benchmarks at a tiny size', () => {
     expect(r.code, r.out.slice(-3000)).toBe(0);
     expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
     expect(r.json.workerSeconds).toHaveProperty('replica');
+    // The agents' own view is reported: none of a healthy run's agents fenced, and they kept renewing.
+    expect(r.json.agentVitals, r.out.slice(-3000)).toMatchObject({ fencedDuringConvergence: 0, fencedEver: 0 });
+    expect((r.json.agentVitals as { longestSinceKeepaliveMs: number }).longestSinceKeepaliveMs).toBeGreaterThan(0);
     // Where the convergence went: every count reached its whole target, placed no later than running.
     const m = r.json.convergenceMilestones as Record<'replicas' | 'placed' | 'running', Record<string, number>>;
     expect(m.running['100%'], r.out.slice(-3000)).toBeGreaterThan(0);
