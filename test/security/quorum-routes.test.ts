@@ -62,6 +62,39 @@ describe('agent routes and the quorum rule', () => {
     expect(second.since).toBeGreaterThanOrEqual(back);
   });
 
+  it("a keepalive reads the node's record and status and its lease's silence at once: two round trips in a row, not three", async () => {
+    // Each of the two reads waits until the other has been asked: done one after the other,
+    // the first would wait for good (the agent's 1 s timeout under a busy pod, D: docs/fencing.md).
+    let armed = false;
+    const asked = new Set<string>();
+    let bothAsked = () => undefined as void;
+    const together = new Promise<void>((r) => (bothAsked = r));
+    const gate = async (what: string) => {
+      if (!armed) return;
+      asked.add(what);
+      if (asked.size === 2) bothAsked();
+      await Promise.race([together, new Promise((_, no) => setTimeout(() => no(new Error(`${what} waited alone`)), 2_000))]);
+    };
+    class GatedStore extends MemoryStore {
+      override async getMany(keys: readonly string[]) {
+        await gate('record and status');
+        return super.getMany(keys);
+      }
+      override async leasesTimeToLive(ids: readonly number[]) {
+        await gate('lease silence');
+        return super.leasesTimeToLive(ids);
+      }
+    }
+    const store = new GatedStore();
+    const { call, enroll, register } = await secured(store);
+    const credential = await enroll('n1');
+    const { lease } = await register('n1', credential);
+    armed = true;
+    const r = await call('POST', '/v1/agent/nodes/n1/keepalive', { json: { lease }, token: credential });
+    expect(r.status, await r.clone().text()).toBe(200);
+    expect([...asked].sort()).toEqual(['lease silence', 'record and status']);
+  });
+
   it('a registration under the same lease (an agent restarted, a node condition) keeps renewingSince unless the lease was silent for R', async () => {
     let t = 1_000_000;
     const store = new MemoryStore({ now: () => t });
