@@ -145,18 +145,23 @@ try {
   // (docs/fencing.md) — first alone in the cluster, it would be, for the first 105 s.
   const rest = names.slice(1);
   const restHosts = Array.from({ length: HOSTS }, (_, w) => rest.filter((_, i) => i % HOSTS === w)).filter((n) => n.length > 0);
+  const agentsStarted = performance.now();
   if (restHosts.length > 0) {
     others = new Workers<HostMsg>('agent-host.ts', restHosts.map(host));
     await others.collect('ready', 600_000);
   }
   hosts = new Workers<HostMsg>('agent-host.ts', [host([names[0]!])]);
   await hosts.collect('ready', 120_000);
+  const agentsRegistered = performance.now();
   await waitFor(`${AGENTS} ready nodes`, async () => {
     const nodes = (await api('GET', '/v1/nodes')).nodes as Json[];
     return nodes.filter((n) => n.state === 'ready').length === AGENTS ? true : undefined;
   }, 120_000, 250);
+  // Registration: the hosts start their agents 10 at a time, each batch once the one before
+  // registered; then the node controller marks every node ready (its own steps).
+  const registration = { registeredSeconds: Number(((agentsRegistered - agentsStarted) / 1000).toFixed(2)), allReadySeconds: Number(((performance.now() - agentsStarted) / 1000).toFixed(2)) };
   const processes = hosts.pids.length + (others?.pids.length ?? 0);
-  log(`${AGENTS} agents registered (fake runtime, ${processes} processes); server pod ${server}, Postgres (embedded, fsync on)`);
+  log(`${AGENTS} agents registered (fake runtime, ${processes} processes) ${registration.registeredSeconds} s after they started, all nodes ready after ${registration.allReadySeconds} s; server pod ${server}, Postgres (embedded, fsync on)`);
 
   // (a) convergence
   const spec = `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
@@ -248,7 +253,7 @@ try {
     convergenceSeconds: Number(convergence.toFixed(3)), convergenceMilestones: milestones.json(),
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
     workerSeconds: workerTimeJson(steps),
-    maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing,
+    maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing, registration,
     // Agents that stopped their workloads because their keepalives failed (the victim of (b) is killed, not fenced).
     agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs },
     loadAverage: { atApply: loadAtApply, atEnd: load() },

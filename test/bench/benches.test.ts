@@ -83,6 +83,9 @@ describe('benchmarks at a tiny size', () => {
     expect(r.code, r.out.slice(-3000)).toBe(0);
     expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
     expect(r.json.workerSeconds).toHaveProperty('replica');
+    const reg = r.json.registration as { registeredSeconds: number; allReadySeconds: number };
+    expect(reg.registeredSeconds).toBeGreaterThan(0);
+    expect(reg.allReadySeconds).toBeGreaterThanOrEqual(reg.registeredSeconds);
     // The agents' own view is reported: none of a healthy run's agents fenced, and they kept renewing.
     expect(r.json.agentVitals, r.out.slice(-3000)).toMatchObject({ fencedDuringConvergence: 0, fencedEver: 0 });
     expect((r.json.agentVitals as { longestSinceKeepaliveMs: number }).longestSinceKeepaliveMs).toBeGreaterThan(0);
