@@ -48,12 +48,11 @@ let others: Workers<HostMsg> | undefined;
 let pg: RunningPostgres | undefined;
 let pod: Proc | undefined;
 /** The agents' own view, summed over their processes (the victim's too until it is killed). */
-let longestSinceKeepaliveMs = 0;
-function agentVitals(): { fencedNow: number; fencedEver: number; longestSinceKeepaliveMs: number } {
+function agentVitals(): { fencedNow: number; fencedEver: number; longestSinceKeepaliveMs: number; worstSinceKeepaliveMs: number } {
   const vs = [...(others?.vitals() ?? []), ...(hosts?.vitals() ?? [])].filter((v): v is HostVitals => v.type === 'vitals');
-  const longest = Math.max(0, ...vs.map((v) => v.longestSinceKeepaliveMs));
-  longestSinceKeepaliveMs = Math.max(longestSinceKeepaliveMs, longest);
-  return { fencedNow: vs.reduce((n, v) => n + v.fencedNow, 0), fencedEver: vs.reduce((n, v) => n + v.fencedEver, 0), longestSinceKeepaliveMs: longest };
+  const sum = (f: (v: HostVitals) => number) => vs.reduce((n, v) => n + f(v), 0);
+  const max = (f: (v: HostVitals) => number) => Math.max(0, ...vs.map(f));
+  return { fencedNow: sum((v) => v.fencedNow), fencedEver: sum((v) => v.fencedEver), longestSinceKeepaliveMs: max((v) => v.longestSinceKeepaliveMs), worstSinceKeepaliveMs: max((v) => v.worstSinceKeepaliveMs) };
 }
 const vitalsText = () => {
   const v = agentVitals();
@@ -255,7 +254,7 @@ try {
     workerSeconds: workerTimeJson(steps),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing, registration,
     // Agents that stopped their workloads because their keepalives failed (the victim of (b) is killed, not fenced).
-    agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs },
+    agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs: agentVitals().worstSinceKeepaliveMs },
     loadAverage: { atApply: loadAtApply, atEnd: load() },
     nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);

@@ -50,10 +50,13 @@ export interface HostVitals {
   fencedEver: number;
   /** The longest time since any agent's last successful keepalive was sent (ms; 0 with none registered). */
   longestSinceKeepaliveMs: number;
+  /** The largest `longestSinceKeepaliveMs` of every report so far (sampled every 2 s). */
+  worstSinceKeepaliveMs: number;
 }
 // An agent is fenced from its start until it first registers: only a fence after it ran counts.
 const ran = new Set<Agent>();
 const everFenced = new Set<Agent>();
+let worst = 0;
 const vitals = setInterval(() => {
   let fencedNow = 0;
   let longest = 0;
@@ -66,7 +69,8 @@ const vitals = setInterval(() => {
     }
     if (Number.isFinite(v.sinceKeepaliveMs)) longest = Math.max(longest, v.sinceKeepaliveMs);
   }
-  send({ type: 'vitals', agents: agents.length, fencedNow, fencedEver: everFenced.size, longestSinceKeepaliveMs: Math.round(longest) } satisfies HostVitals);
+  worst = Math.max(worst, Math.round(longest));
+  send({ type: 'vitals', agents: agents.length, fencedNow, fencedEver: everFenced.size, longestSinceKeepaliveMs: Math.round(longest), worstSinceKeepaliveMs: worst } satisfies HostVitals);
 }, 2_000);
 vitals.unref();
 
