@@ -88,10 +88,12 @@ export async function commitWindow(store: Pick<Store, 'txn'>, txns: Iterable<Txn
       if (t !== undefined) ready.push(t);
     }
   };
-  const window = Math.max(1, Array.isArray(txns) ? Math.min(concurrency, txns.length) : concurrency);
+  // An array is built already: nothing to build ahead, and no more workers than txns.
+  const built = Array.isArray(txns);
+  const window = Math.max(1, built ? Math.min(concurrency, txns.length) : concurrency);
   // A build that throws (a bug) ends the source; the error is the window's, after its txns settle.
   let broken: { error: unknown } | undefined;
-  const building = turn && !Array.isArray(txns) ? ahead().catch((error: unknown) => void (broken = { error })) : undefined;
+  const building = turn && !built ? ahead().catch((error: unknown) => void (broken = { error })) : undefined;
   try {
     await Promise.all(Array.from({ length: window }, worker));
   } finally {
