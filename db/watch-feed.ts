@@ -17,6 +17,13 @@ export interface WatchSource {
   read(from: number, iv: KeyInterval): Promise<{ batches: WatchBatch[]; through: number }>;
   /** Resolves once head() > rev, or when the signal aborts or the source closes. */
   waitBeyond(rev: number, signal: AbortSignal): Promise<void>;
+  /**
+   * A watcher of `iv` that has read everything before `from`, parked until a revision at or
+   * after `from` touches `iv`: resolves with the revision to read from next (every revision
+   * before it that it skips touched nothing of `iv`), or `from` when the source cannot tell.
+   * Optional: a source without it wakes every watcher at every head move (`waitBeyond`).
+   */
+  waitTouching?(iv: KeyInterval, from: number, signal: AbortSignal): Promise<number>;
   closed(): boolean;
 }
 
@@ -50,7 +57,8 @@ async function* pull(source: WatchSource, req: WatchRequest, iv: KeyInterval, st
     let failures = 0;
     while (!stopped && !source.closed()) {
       if (next > source.head()) {
-        await source.waitBeyond(next - 1, signal);
+        if (source.waitTouching) next = await source.waitTouching(iv, next, signal);
+        else await source.waitBeyond(next - 1, signal);
         continue;
       }
       let page: { batches: WatchBatch[]; through: number };

@@ -2,7 +2,7 @@ import type pg from 'pg';
 import { CcaError } from '../../core/diagnostics/index.js';
 import type { Diagnostic } from '../../core/diagnostics/index.js';
 import { intervalOf, type KeyInterval } from '../keyspace.js';
-import { HeadWaiters } from '../waiters.js';
+import { HeadWaiters, TouchWaiters } from '../waiters.js';
 import type { WatchBatch } from '../store.js';
 import type { WatchSource } from '../watch-feed.js';
 import type { StoreObserver } from './observer.js';
@@ -59,6 +59,10 @@ export class WatchHub implements WatchSource {
   private headRead: Promise<{ revision: number; compactRevision: number }> | undefined;
   private headNext: Promise<{ revision: number; compactRevision: number }> | undefined;
   private readonly waiters = new HeadWaiters();
+  /** Watchers at the edge parked by interval: woken only by a batch that touches it (set at start). */
+  private touching = new TouchWaiters(0);
+  /** advance()'s loop is running. */
+  private advancing = false;
   private listener: pg.Client | undefined;
   private poller: ReturnType<typeof setInterval> | undefined;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
@@ -83,6 +87,7 @@ export class WatchHub implements WatchSource {
     this.known = h.revision;
     this.ringEnd = h.revision;
     this.compactRevision = h.compactRevision;
+    this.touching = new TouchWaiters(h.revision);
     await this.listen();
     this.poller = setInterval(() => void this.poll(), this.opts.pollMs);
     this.poller.unref?.();
@@ -231,11 +236,25 @@ export class WatchHub implements WatchSource {
     return this.waiters.wait(() => this.known > rev || this.isClosed, signal);
   }
 
+  /**
+   * Parked until a batch at or after `from` touches `iv`: every batch reaches the ring through
+   * `push`, which shows it to the parked watchers, and while any is parked the hub extends the
+   * ring itself as the head moves (`advance`) — one shared read, as when every watcher woke
+   * and read (docs/benchmarks.md, Cost item 6).
+   */
+  waitTouching(iv: KeyInterval, from: number, signal: AbortSignal): Promise<number> {
+    if (this.isClosed) return Promise.resolve(from);
+    const parked = this.touching.wait(iv, from, signal);
+    if (this.known > this.ringEnd) void this.advance();
+    return parked;
+  }
+
   async close(): Promise<void> {
     this.isClosed = true;
     if (this.poller) clearInterval(this.poller);
     if (this.reconnectTimer) clearTimeout(this.reconnectTimer);
     this.wake();
+    this.touching.releaseAll();
     const l = this.listener;
     this.listener = undefined;
     await l?.end().catch(() => undefined);
@@ -260,6 +279,7 @@ export class WatchHub implements WatchSource {
       // We fell behind compaction: restart the ring at the head; stragglers get `compacted`.
       this.clearRing();
       this.ringEnd = page.head;
+      this.touching.releaseAll();
       return;
     }
     let expect = from;
@@ -287,6 +307,7 @@ export class WatchHub implements WatchSource {
       this.ringTotal += size;
     }
     this.ringEnd = through;
+    this.touching.passed(batches, through);
     let drop = Math.max(0, this.ring.length - this.opts.ringRevisions);
     let total = this.ringTotal;
     for (let i = 0; i < drop; i++) total -= this.ringSizes[i]!;
@@ -359,5 +380,46 @@ export class WatchHub implements WatchSource {
 
   private wake(): void {
     this.waiters.wake();
+    if (this.touching.size() > 0 && this.known > this.ringEnd) void this.advance();
+  }
+
+  /**
+   * Extend the ring to the head for the watchers parked by interval (they do not read until a
+   * batch touches them). A failed or stuck read releases them all to read for themselves:
+   * their own reads report, back off and retry as before.
+   */
+  private async advance(): Promise<void> {
+    if (this.advancing) return;
+    this.advancing = true;
+    try {
+      while (!this.isClosed && this.touching.size() > 0 && this.known > this.ringEnd) {
+        // Far behind (nobody read for a while): start the ring where the parked watchers stand
+        // instead of paging through what none of them needs (read() does the same).
+        const lowest = this.known - this.ringEnd > this.opts.pageRevisions && !this.filling ? this.touching.lowestNext() : undefined;
+        if (lowest !== undefined && lowest > this.ringEnd + 1) {
+          this.clearRing();
+          this.ringEnd = lowest - 1;
+          continue;
+        }
+        const own = this.ownInFlight;
+        if (own?.before === this.ringEnd && !this.filling) {
+          await own.settled;
+          continue;
+        }
+        const before = this.ringEnd;
+        try {
+          await this.fill();
+        } catch {
+          this.touching.releaseAll();
+          return;
+        }
+        if (this.ringEnd === before) {
+          this.touching.releaseAll();
+          return;
+        }
+      }
+    } finally {
+      this.advancing = false;
+    }
   }
 }
