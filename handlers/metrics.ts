@@ -80,6 +80,12 @@ export class ServerMetrics {
     labelNames: ['controller', 'result'] as const,
     registers: [this.registry],
   });
+  readonly stepDeferrals = new Counter({
+    name: 'cca_controller_step_deferrals_total',
+    help: 'Step jobs put off because the same step was running on another worker of the pod, by controller (graphile driver).',
+    labelNames: ['controller'] as const,
+    registers: [this.registry],
+  });
   readonly stepDuration = new Histogram({
     name: 'cca_controller_step_duration_seconds',
     help: 'Controller step durations.',

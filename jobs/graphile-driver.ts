@@ -13,6 +13,12 @@ const LEASE_TASK = 'cca-expire-leases';
 /** How long a step's own transaction may sit idle while the step runs (PG_BOUNDS allows 10 s). */
 const STEP_IDLE_LIMIT = '120s';
 const COMPACT_TASK = 'cca-compact';
+/**
+ * A step job taken while the same step runs on another worker of this pod is put off this
+ * long at most: the running step's end makes it due at once; this is the backstop if that
+ * end cannot reach the database.
+ */
+export const DEFERRED_STEP_MS = 2_000;
 
 /**
  * What the driver counts per step. The server pod's metrics (handlers/metrics.ts) fit it;
@@ -40,6 +46,8 @@ export interface GraphileDriverOptions {
   mirror?: StoreMirror;
   /** Steps this pod runs at once. */
   concurrency?: number;
+  /** How long a step job taken while the same step runs in this pod is put off at most (DEFERRED_STEP_MS). */
+  deferredStepMs?: number;
   /** graphile-worker's poll for timed jobs; a timer runs at most this late (NOTIFY wakes the rest). */
   pollIntervalMs?: number;
   /** Counts every step (the server's metrics). */
@@ -163,11 +171,42 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
   const book = new StepBook((d) => opts.onDiagnostic?.(d)); // the steps'
   const stepStore = (): Store => (opts.mirror ? opts.mirror.reads(opts.store) : opts.store);
 
+  /** The steps running in this pod, by key, and whether a job for the same key was put off meanwhile. */
+  const runningHere = new Map<string, { deferred: boolean }>();
+
   const stepTask: Task = async (payload, helpers) => {
     const { controller: name, subject } = payload as { controller: string; subject?: string };
     const controller = byName.get(name);
     if (!controller) return; // a job from a newer or older version of the server
     const key = stepKey(name, subject);
+    const here = runningHere.get(key);
+    if (here) {
+      // The same step runs on another of this pod's workers (a change came while it ran):
+      // waiting for its lock would hold this worker idle for the whole step while other
+      // controllers' jobs wait (in a 3,000-replica convergence, ~12 of 20 worker-seconds).
+      // Put the job off instead — added before this one completes, so a crash loses nothing —
+      // and the running step's end brings it forward. Preserve run_at: if that end came first,
+      // its job is due now and stays so.
+      here.deferred = true;
+      await helpers
+        .withPgClient((client) => addJobsAlone(client, [{ ...stepJob(controller, subject), runAt: now() + (opts.deferredStepMs ?? DEFERRED_STEP_MS) }], 'graphile_worker', true))
+        .catch((e: unknown) => failReported(pgFailure(e, 'the job database').diagnostic));
+      opts.metrics?.deferred?.({ controller: name, ...(subject !== undefined ? { subject } : {}) });
+      return;
+    }
+    const mine = { deferred: false };
+    runningHere.set(key, mine);
+    try {
+      await runStepJob(controller, subject, key, helpers);
+    } finally {
+      runningHere.delete(key);
+      // Due now (not preserved): the deferred job waits at most DEFERRED_STEP_MS if this fails.
+      if (mine.deferred) await helpers.withPgClient((client) => addJobsAlone(client, [stepJob(controller, subject)])).catch(() => undefined);
+    }
+  };
+
+  const runStepJob = async (controller: Controller, subject: string | undefined, key: string, helpers: Parameters<Task>[1]): Promise<void> => {
+    const name = controller.name;
     const started = performance.now();
     const out = await helpers.withPgClient(async (client): Promise<StepOutcome> => {
       try {
@@ -176,7 +215,8 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
         // is idle for as long as the step runs (the server's TCP keepalives still end it
         // within seconds if this pod vanishes).
         // A step's change job and its timer job (or two pods) may be taken at once: the
-        // same (controller, subject) must not run twice concurrently, so wait for it.
+        // same (controller, subject) must not run twice concurrently, so wait for it (within
+        // a pod, stepTask puts the second off instead; this wait is for another pod's).
         // A transaction-scoped advisory lock is released by COMMIT, ROLLBACK, or the
         // connection dying with its pod — a crash never leaves it held (a named queue would).
         // The three in one round trip (a simple query of three statements, the key quoted by pg).

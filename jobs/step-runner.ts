@@ -106,6 +106,8 @@ export interface StepMetrics {
   step(info: StepInfo): void;
   /** A fan-out listed a controller's subjects (each then gets a step of its own). */
   fanout?(info: { controller: string; subjects: number }): void;
+  /** A step's job was put off: the same step was running on another worker of this pod (jobs/graphile-driver.ts). */
+  deferred?(info: { controller: string; subject?: string }): void;
 }
 
 /**

@@ -32,6 +32,10 @@ export function stepLog(metrics: ServerMetrics, log: Logger): StepMetrics {
     fanout(info) {
       steps.debug({ controller: info.controller, subjects: info.subjects }, 'fan-out');
     },
+    deferred(info) {
+      metrics.stepDeferrals.inc({ controller: info.controller });
+      steps.debug({ controller: info.controller, ...(info.subject !== undefined ? { subject: info.subject } : {}) }, 'step put off: it runs on another worker');
+    },
   };
 }
 

@@ -61,13 +61,14 @@ test('changed keys route to one job per controller and subject, or a fan-out', (
 });
 
 /** A database of its own, a graphile driver over it running `controllers`, and a store that wakes them; all closed after the test. */
-async function graphileCluster(name: string, controllers: Controller[]) {
+async function graphileCluster(name: string, controllers: Controller[], extra: Partial<Parameters<typeof startGraphileDriver>[0]> = {}) {
   const db = await createTestDatabase(name);
   cleanups.push(db.drop);
   const pool = createPool(db.url);
   cleanups.push(() => pool.end());
   const reports: Diagnostic[] = [];
   const steps: StepInfo[] = [];
+  const deferred: string[] = [];
   const lines: { level: string; message: string }[] = []; // graphile-worker's own
   const store = await PostgresStore.open(db.url, { commitHook: jobHook(controllers) });
   cleanups.push(() => store.close());
@@ -78,11 +79,12 @@ async function graphileCluster(name: string, controllers: Controller[]) {
     pollIntervalMs: 100,
     concurrency: 2,
     onDiagnostic: (d) => reports.push(d),
-    metrics: { step: (i) => steps.push(i) },
+    metrics: { step: (i) => steps.push(i), deferred: (i) => void deferred.push(i.controller) },
     log: (level, message) => void lines.push({ level, message }),
+    ...extra,
   });
   cleanups.push(() => driver.stop());
-  return { store, pool, driver, reports, steps, lines };
+  return { store, pool, driver, reports, steps, deferred, lines };
 }
 
 test('controller steps run as graphile-worker jobs: woken in the writing transaction, timed by run_at, failures retried', async () => {
@@ -202,6 +204,46 @@ test('writers do not wait on a step: its writes commit one by one, and the revis
   release();
   const second = await waitFor('the step\'s second write', () => store.get('/slow/second'));
   expect(second!.modRevision).toBeGreaterThan(user.revision);
+}, 60_000);
+
+test("a worker does not wait for its own pod's run of the same step: the job is put off, the run's end brings it forward", async () => {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  const runs: { start: number; end?: number }[] = [];
+  const held: Controller = {
+    name: 'held',
+    watches: ['/held/'],
+    async reconcile({ store }) {
+      const run: { start: number; end?: number } = { start: performance.now() };
+      runs.push(run);
+      if (runs.length === 1) await gate;
+      await store.put(`/held-done/${runs.length}`, 'x');
+      run.end = performance.now();
+      return {};
+    },
+  };
+  const other: Controller = {
+    name: 'other',
+    watches: ['/other'],
+    async reconcile({ store }) {
+      if (!(await store.get('/other-done'))) await store.put('/other-done', 'x');
+      return {};
+    },
+  };
+  // The backstop far off: the second run comes only if the first one's end brings it forward.
+  const { store, deferred } = await graphileCluster('graphile-defer', [held, other], { deferredStepMs: 600_000 });
+  await store.put('/held/go', '1');
+  await waitFor('the first run of held', async () => runs.length, (n) => n === 1);
+  // A change while it runs: a new job for the same step, taken by the other worker before /other's job.
+  await store.put('/held/go', '2');
+  await store.put('/other', '1');
+  // The other controller's step runs while held's first run is still paused: no worker waits on held's lock.
+  await waitFor("the other controller's step, with held paused", () => store.get('/other-done'));
+  expect(runs).toHaveLength(1);
+  expect(deferred).toEqual(['held']);
+  release();
+  await waitFor('the put-off run of held', () => store.get('/held-done/2'));
+  expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end!);
 }, 60_000);
 
 test('the commit hook is told which keys a transaction deleted: a controller woken by deletions only hears of them', async () => {
