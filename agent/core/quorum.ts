@@ -32,7 +32,7 @@ export interface QuorumInput {
 
 export type QuorumVerdict =
   | { confirmed: true; validUntil: number; votes: number; members: number }
-  | { confirmed: false; why: string; votes: number; members: number };
+  | { confirmed: false; why: string; votes: number; members: number; /** A member that reaches the control plane answered. */ refuted?: true };
 
 /**
  * Does a strict majority of the copy's members (this agent included) say, freshly, that they
@@ -55,7 +55,7 @@ export function quorumVerdict(q: QuorumInput): QuorumVerdict {
     if (!prev || a.askedAt > prev.askedAt) latest.set(a.node, a);
   }
   const reaching = [...latest.values()].find((a) => a.reachesControlPlane);
-  if (reaching) return { confirmed: false, why: `node ${reaching.node} reaches the control plane`, votes: 0, members };
+  if (reaching) return { confirmed: false, why: `node ${reaching.node} reaches the control plane`, votes: 0, members, refuted: true };
   // Votes: itself (now), then its peers' answers newest first. The confirmation lasts G after
   // the oldest vote it needs: none of those voters counts toward an expiry's majority until G
   // after it came back, which is after its vote (docs/fencing.md).
@@ -85,6 +85,8 @@ export function cannotReach(lastOkSentAt: number, keepaliveInFlight: boolean, no
 export class OutageLatch implements OutageOracle {
   private from = Number.POSITIVE_INFINITY;
   private until = Number.NEGATIVE_INFINITY;
+  /** The fence point of the silence in which a round was last refuted (roundDue). */
+  private refutedBefore: number | undefined;
 
   /** fenceAt: the fence clock's current fence point (undefined when never registered). */
   constructor(private readonly fenceAt: () => number | undefined) {}
@@ -117,7 +119,18 @@ export class OutageLatch implements OutageOracle {
    * the chain ends, and a stalled agent's supervisors at least that long before its deadline.
    */
   roundDue(now: number): boolean {
-    return !this.confirmsOutage(now) || this.until - now <= QUORUM.reaskLeadMs;
+    if (this.confirmsOutage(now)) return this.until - now <= QUORUM.reaskLeadMs;
+    // Refuted in this silence (the fence point has not moved since): nothing can confirm
+    // before a majority is silent for Q, which in a whole-cluster outage it is by the fence
+    // point − P − A (quorumFits); ask again from QUORUM.refutedLeadMs before it, every P.
+    const fenceAt = this.fenceAt();
+    return !(fenceAt !== undefined && this.refutedBefore === fenceAt && now < fenceAt - QUORUM.refutedLeadMs);
+  }
+
+  /** A round's verdict: refuted by a member that reaches the control plane pauses the rounds (roundDue). */
+  judged(v: QuorumVerdict, now: number): void {
+    if (v.confirmed) this.confirmed(now, v.validUntil);
+    else if (v.refuted) this.refutedBefore = this.fenceAt();
   }
 
   /** Until when the workloads may run (for the supervisors' fence file), or undefined. */

@@ -22,7 +22,7 @@ export interface AskOptions {
  * within QUORUM.askTimeoutMs, a refusal, a body too large, a bad signature, a wrong nonce or
  * node): the quorum counts that as no answer.
  */
-export async function askPeer(member: Member, o: AskOptions): Promise<VerifiedAnswer | undefined> {
+export async function askPeer(member: Member, o: AskOptions, signal: AbortSignal = AbortSignal.timeout(QUORUM.askTimeoutMs)): Promise<VerifiedAnswer | undefined> {
   const peer = member.peer;
   if (!peer || peer.address === '' || member.node === o.self) return undefined;
   // The same check the server made at registration (core/model/peer-address.ts): never dial a foreign address.
@@ -39,7 +39,7 @@ export async function askPeer(member: Member, o: AskOptions): Promise<VerifiedAn
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ ...question, signature: o.keys.sign(questionText(question)) }),
-      signal: AbortSignal.timeout(QUORUM.askTimeoutMs),
+      signal,
     });
     if (r.status !== 200 || Number(r.headers.get('content-length') ?? 0) > QUORUM.maxBodyBytes) {
       await r.body?.cancel();
@@ -57,8 +57,27 @@ export async function askPeer(member: Member, o: AskOptions): Promise<VerifiedAn
   }
 }
 
-/** Ask every other member at once (the membership is small; each question is bounded by its timeout). */
+/**
+ * Ask every other member at once (a round's answers must be fresh together: F), each question
+ * bounded by A. The first verified answer that reaches the control plane refutes the outage
+ * (quorumVerdict), so the questions still out are abandoned then: nothing they say can change
+ * the verdict, and at a few hundred members each is a signature to check.
+ */
 export async function askMembers(copy: MembershipVersion, o: AskOptions): Promise<VerifiedAnswer[]> {
-  const answers = await Promise.all(copy.members.filter((m) => m.node !== o.self).map((m) => askPeer(m, o)));
-  return answers.filter((a): a is VerifiedAnswer => a !== undefined);
+  const round = new AbortController();
+  const timer = setTimeout(() => round.abort(), QUORUM.askTimeoutMs);
+  try {
+    const answers = await Promise.all(
+      copy.members
+        .filter((m) => m.node !== o.self)
+        .map(async (m) => {
+          const a = round.signal.aborted ? undefined : await askPeer(m, o, round.signal);
+          if (a?.reachesControlPlane) round.abort();
+          return a;
+        }),
+    );
+    return answers.filter((a): a is VerifiedAnswer => a !== undefined);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -63,7 +63,7 @@ export class PeerQuorum implements OutageOracle {
     const selfCannotReach = !(await this.reaches());
     const now = this.d.now();
     const v = quorumVerdict({ self: this.d.self, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: this.d.lastOkSentAt() ?? last, selfCannotReach, answers, now });
-    if (v.confirmed) this.latch.confirmed(now, v.validUntil);
+    this.latch.judged(v, now);
     const why = v.confirmed ? `outage confirmed by ${v.votes} of ${v.members} members` : v.why;
     if (why !== this.lastWhy) this.d.log(`control plane unreachable: ${why}`);
     this.lastWhy = why;

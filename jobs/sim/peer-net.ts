@@ -42,7 +42,7 @@ export class SimPeerNet {
       answers.push({ node: peer.node, askedAt: now, reachesControlPlane: this.reaches(peer, now) });
     }
     const v = quorumVerdict({ self: asker.node, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: last, selfCannotReach: true, answers, now });
-    if (v.confirmed) asker.latch.confirmed(now, v.validUntil);
+    asker.latch.judged(v, now);
     return v;
   }
 }

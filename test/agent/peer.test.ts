@@ -134,7 +134,7 @@ describe('peer endpoint (loopback)', () => {
 
 describe('peer quorum rounds (loopback, injected clock)', () => {
   /** Three agents whose endpoints answer from their own PeerQuorum; lastOk per node is set by the test. */
-  async function cluster(names: string[]) {
+  async function cluster(names: string[], fetchOf?: (node: string) => typeof fetch) {
     let now = 100_000;
     const T = QUORUM.defaultTtlSeconds * 1000;
     const lastOk: Record<string, number> = Object.fromEntries(names.map((n) => [n, now]));
@@ -146,6 +146,7 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
       quorums[n] = new PeerQuorum({
         self: n, keys: keys[n]!, now: () => now, ttlMs: () => T, keepaliveSettled: () => inFlight[n],
         fenceAt: () => lastOk[n]! + T - FENCE.marginMs, lastOkSentAt: () => lastOk[n], membership: () => ({ copy, fetchedAt: lastOk[n]! }), log: () => undefined, networks: loopbackNetworks(),
+        ...(fetchOf ? { fetch: fetchOf(n) } : {}),
       });
       const server = new PeerServer({ node: n, keys: keys[n]!, listen: '127.0.0.1:0', membership: () => copy, reaches: () => quorums[n]!.reaches() });
       copy.members.push({ node: n, ttlSeconds: 30, peer: { address: await server.start(), publicKey: keys[n]!.publicKey } });
@@ -200,6 +201,34 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     // c's keepalive succeeds while a asks: it answers "reaches".
     c.inFlight.c = new Promise((resolve) => setTimeout(() => { c.lastOk.c = c.now(); c.inFlight.c = undefined; resolve(undefined); }, 100));
     expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, why: 'node c reaches the control plane' });
+  });
+
+  it('the first member that reaches the control plane ends the round; the agent then waits until near its fence point', async () => {
+    const signals = new Map<string, AbortSignal>();
+    const c = await cluster(['a', 'b', 'c'], () => (url, init) => {
+      signals.set(String(url), init!.signal!);
+      return fetch(url, init);
+    });
+    c.advance(cannotReachAfterMs(c.T));
+    c.lastOk.b = c.now();
+    // c has a keepalive in flight that will not settle during the round: it would answer only then.
+    let settle!: () => void;
+    c.inFlight.c = new Promise<void>((r) => (settle = r));
+    const v = await c.quorums.a!.round();
+    expect(v).toMatchObject({ confirmed: false, why: 'node b reaches the control plane', refuted: true });
+    // The question to c was abandoned when b refuted the outage, not left to its timeout (A).
+    expect(signals.size).toBe(2);
+    const reasons = [...signals.values()].map((s) => (s.aborted ? (s.reason as Error).name : 'open'));
+    expect(reasons).toEqual(['AbortError', 'AbortError']);
+    settle();
+    c.inFlight.c = undefined;
+    // Refuted: no round until QUORUM.refutedLeadMs before a's fence point, then every P.
+    const fenceAt = c.lastOk.a! + c.T - FENCE.marginMs;
+    c.advance(QUORUM.pollMs);
+    expect(await c.quorums.a!.round()).toBeUndefined();
+    c.advance(fenceAt - QUORUM.refutedLeadMs - c.now());
+    c.lastOk.b = c.now();
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, refuted: true });
   });
 
   it('a node that reaches the control plane does not ask', async () => {
