@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Etcd3, type IOptions } from 'etcd3';
@@ -25,6 +25,7 @@ import { fenceKey, HistoryGen, Rng, seedOf, type GenState, type HOp, type WatchS
  *   CCA_DIFF_HISTORIES=<n>     how many histories (default 200)
  *   CCA_DIFF_OPS=<n>           operations per history (default 30)
  *   CCA_DIFF_ONLY=<i>          run only history i of the seed
+ *   CCA_DIFF_LANES=<n>         backend sets run at once (default 2; see Lane)
  */
 const RUN = process.env.CCA_SEED ?? randomBytes(4).toString('hex');
 const HISTORIES = Number(process.env.CCA_DIFF_HISTORIES ?? 200);
@@ -40,49 +41,83 @@ interface Mismatch {
   actual: unknown;
 }
 
-let oracleEtcd: RunningEtcd;
-let storeEtcd: RunningEtcd;
-let client: Etcd3;
-let pgDb: { url: string; drop(): Promise<void> };
-let memoryStore: Store | undefined;
-const sqliteDir = mkdtempSync(join(tmpdir(), 'cca-diff-sqlite-'));
-let sqliteFiles = 0;
-let oracle: RawEtcdBackend;
-let stores: StoreBackend[];
+/**
+ * One set of backends: an oracle etcd, the stores and their servers. Histories run on LANES
+ * sets at once (history h on lane h mod LANES): a step waits on round trips to etcd and
+ * Postgres, not on this process's CPU, so one lane left most of the run idle. Each history's
+ * operations still run one at a time, in order, on backends no other history touches at the
+ * same time; its seed is seedOf(RUN, h) whichever lane runs it.
+ */
+interface Lane {
+  oracleEtcd: RunningEtcd;
+  storeEtcd: RunningEtcd;
+  client: Etcd3;
+  pgDb: { url: string; drop(): Promise<void> };
+  /** The fresh MemoryStore of the history running now (the generator reads it). */
+  memory(): Store;
+  sqliteDir: string;
+  oracle: RawEtcdBackend;
+  stores: StoreBackend[];
+}
+
+const LANES = Math.max(1, Number(process.env.CCA_DIFF_LANES ?? 2));
+const lanes: Lane[] = [];
 /** What the oracle answered, by operation and outcome: shows what a run covered. */
 const coverage = new Map<string, number>();
 const tally = (k: string) => coverage.set(k, (coverage.get(k) ?? 0) + 1);
 
-beforeAll(async () => {
+async function openLane(n: number): Promise<Lane> {
   // Two etcds: the oracle's revisions must move only with the oracle's own operations.
-  [oracleEtcd, storeEtcd, pgDb] = await Promise.all([startTestEtcd(), startTestEtcd({ fresh: true }), createTestDatabase('diff')]);
+  const [oracleEtcd, storeEtcd, pgDb] = await Promise.all([startTestEtcd({ fresh: true }), startTestEtcd({ fresh: true }), createTestDatabase(`diff${n}`)]);
   // No retries and no circuit breaker: a cancelled watch stream counts as a failure for etcd3's
   // breaker, and a retried write could apply twice.
   const once = { execute: async (fn: (ctx: unknown) => unknown) => await fn({ signal: new AbortController().signal, attempt: 1 }) };
   const policy = once as unknown as NonNullable<NonNullable<IOptions['faultHandling']>['global']>;
-  client = new Etcd3({ hosts: oracleEtcd.endpoints, faultHandling: { global: policy, host: () => policy } });
-  oracle = new RawEtcdBackend(client);
-  stores = [
-    new StoreBackend(
-      'memory',
-      async () => {
-        memoryStore = new MemoryStore();
-        return memoryStore;
-      },
-      true,
-    ),
-    new StoreBackend('postgres', () => PostgresStore.open(pgDb.url, { leaseReaperMs: 60_000 }), false),
-    new StoreBackend('sqlite', () => SqliteStore.open(`sqlite:${join(sqliteDir, `h${sqliteFiles++}.db`)}`), true),
-    new StoreBackend('etcdStore', () => EtcdStore.open(`etcd://${storeEtcd.hostPort}/cca/diff`), false),
-  ];
+  const client = new Etcd3({ hosts: oracleEtcd.endpoints, faultHandling: { global: policy, host: () => policy } });
+  // SQLite commits with synchronous = FULL: on tmpfs (as the test etcds' data) its fsyncs cost nothing.
+  const sqliteDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'cca-diff-sqlite-'));
+  let sqliteFiles = 0;
+  let memoryStore: Store | undefined;
+  return {
+    oracleEtcd,
+    storeEtcd,
+    client,
+    pgDb,
+    memory: () => memoryStore!,
+    sqliteDir,
+    oracle: new RawEtcdBackend(client),
+    stores: [
+      new StoreBackend(
+        'memory',
+        async () => {
+          memoryStore = new MemoryStore();
+          return memoryStore;
+        },
+        true,
+      ),
+      new StoreBackend('postgres', () => PostgresStore.open(pgDb.url, { leaseReaperMs: 60_000 }), false),
+      new StoreBackend('sqlite', () => SqliteStore.open(`sqlite:${join(sqliteDir, `h${sqliteFiles++}.db`)}`), true),
+      new StoreBackend('etcdStore', () => EtcdStore.open(`etcd://${storeEtcd.hostPort}/cca/diff`), false),
+    ],
+  };
+}
+
+beforeAll(async () => {
+  const opened = await Promise.allSettled(Array.from({ length: ONLY !== undefined ? 1 : LANES }, (_, n) => openLane(n)));
+  for (const o of opened) if (o.status === 'fulfilled') lanes.push(o.value);
+  for (const o of opened) if (o.status === 'rejected') throw o.reason;
 });
 
 afterAll(async () => {
-  for (const b of stores ?? []) await b.close().catch(() => undefined);
-  await oracle?.close().catch(() => undefined);
-  client?.close();
-  await Promise.all([oracleEtcd?.stop(), storeEtcd?.stop(), pgDb?.drop()]);
-  rmSync(sqliteDir, { recursive: true, force: true });
+  await Promise.all(
+    lanes.map(async (l) => {
+      for (const b of l.stores) await b.close().catch(() => undefined);
+      await l.oracle.close().catch(() => undefined);
+      l.client.close();
+      await Promise.all([l.oracleEtcd.stop(), l.storeEtcd.stop(), l.pgDb.drop()]);
+      rmSync(l.sqliteDir, { recursive: true, force: true });
+    }),
+  );
 });
 
 async function genState(
@@ -104,7 +139,8 @@ async function genState(
   };
 }
 
-async function runHistory(h: number, out: Mismatch[]): Promise<number> {
+async function runHistory(lane: Lane, h: number, out: Mismatch[]): Promise<number> {
+  const { oracle, stores } = lane;
   const rng = new Rng(seedOf(RUN, h));
   // One history in five repeats values (idempotent puts): Store backends only, memory as reference.
   const repeatValues = rng.chance(0.2);
@@ -113,7 +149,7 @@ async function runHistory(h: number, out: Mismatch[]): Promise<number> {
   const all: DiffBackend[] = repeatValues ? stores : [oracle, ...stores];
   const compared = repeatValues ? stores.slice(1) : stores;
   await Promise.all(all.map((b) => b.begin(id)));
-  const mem = memoryStore!;
+  const mem = lane.memory();
   const leases = { granted: 0, alive: new Set<number>() };
   const live: number[] = [];
   const watchSpecs: WatchSpec[] = [];
@@ -194,7 +230,18 @@ test(`differential: ${HISTORIES} random histories, raw etcd vs memory, postgres,
   const mismatches: Mismatch[] = [];
   const started = Date.now();
   const histories = ONLY !== undefined ? [ONLY] : Array.from({ length: HISTORIES }, (_, h) => h);
-  for (const h of histories) await runHistory(h, mismatches);
+  // Each history's mismatches apart (runHistory stops a history at its own first one), then in history order.
+  const found = new Map<number, Mismatch[]>();
+  await Promise.all(
+    lanes.map(async (lane, n) => {
+      for (const h of histories.filter((_, i) => i % lanes.length === n)) {
+        const out: Mismatch[] = [];
+        found.set(h, out);
+        await runHistory(lane, h, out);
+      }
+    }),
+  );
+  for (const h of histories) mismatches.push(...(found.get(h) ?? []));
   // eslint-disable-next-line no-console
   console.log(`differential: ${histories.length} histories × ${OPS} ops in ${Date.now() - started} ms, ${mismatches.length} mismatches`);
   // eslint-disable-next-line no-console
