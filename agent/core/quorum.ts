@@ -32,7 +32,17 @@ export interface QuorumInput {
 
 export type QuorumVerdict =
   | { confirmed: true; validUntil: number; votes: number; members: number }
-  | { confirmed: false; why: string; votes: number; members: number; /** A member that reaches the control plane answered. */ refuted?: true };
+  | {
+      confirmed: false;
+      why: string;
+      votes: number;
+      members: number;
+      /**
+       * A member that reaches the control plane answered, or fewer than a majority answered at
+       * all: the next rounds can wait until near the fence point (OutageLatch.roundDue).
+       */
+      pause?: true;
+    };
 
 /**
  * Does a strict majority of the copy's members (this agent included) say, freshly, that they
@@ -55,14 +65,14 @@ export function quorumVerdict(q: QuorumInput): QuorumVerdict {
     if (!prev || a.askedAt > prev.askedAt) latest.set(a.node, a);
   }
   const reaching = [...latest.values()].find((a) => a.reachesControlPlane);
-  if (reaching) return { confirmed: false, why: `node ${reaching.node} reaches the control plane`, votes: 0, members, refuted: true };
+  if (reaching) return { confirmed: false, why: `node ${reaching.node} reaches the control plane`, votes: 0, members, pause: true };
   // Votes: itself (now), then its peers' answers newest first. The confirmation lasts G after
   // the oldest vote it needs: none of those voters counts toward an expiry's majority until G
   // after it came back, which is after its vote (docs/fencing.md).
   const peers = [...latest.values()].sort((a, b) => b.askedAt - a.askedAt);
   const needed = Math.floor(members / 2) + 1;
   const votes = 1 + peers.length;
-  if (!isMajority(votes, members)) return { confirmed: false, why: `${votes} of ${members} members confirm the outage, ${needed} needed`, votes, members };
+  if (!isMajority(votes, members)) return { confirmed: false, why: `${votes} of ${members} members confirm the outage, ${needed} needed`, votes, members, pause: true };
   const used = peers.slice(0, needed - 1);
   const oldest = used.length === 0 ? q.now : used[used.length - 1]!.askedAt;
   return { confirmed: true, validUntil: oldest + QUORUM.settleMs, votes, members };
@@ -85,7 +95,7 @@ export function cannotReach(lastOkSentAt: number, keepaliveInFlight: boolean, no
 export class OutageLatch implements OutageOracle {
   private from = Number.POSITIVE_INFINITY;
   private until = Number.NEGATIVE_INFINITY;
-  /** The fence point of the silence in which a round was last refuted (roundDue). */
+  /** The fence point of the silence in which a round last paused the rounds (roundDue). */
   private refutedBefore: number | undefined;
 
   /** fenceAt: the fence clock's current fence point (undefined when never registered). */
@@ -120,17 +130,17 @@ export class OutageLatch implements OutageOracle {
    */
   roundDue(now: number): boolean {
     if (this.confirmsOutage(now)) return this.until - now <= QUORUM.reaskLeadMs;
-    // Refuted in this silence (the fence point has not moved since): nothing can confirm
-    // before a majority is silent for Q, which in a whole-cluster outage it is by the fence
-    // point − P − A (quorumFits); ask again from QUORUM.refutedLeadMs before it, every P.
+    // Refuted, or too few answers, in this silence (the fence point has not moved since): in a
+    // whole-cluster outage every member is silent for Q by the fence point − P − A (quorumFits)
+    // and answers within A, so ask again from QUORUM.pauseLeadMs before it, every P.
     const fenceAt = this.fenceAt();
-    return !(fenceAt !== undefined && this.refutedBefore === fenceAt && now < fenceAt - QUORUM.refutedLeadMs);
+    return !(fenceAt !== undefined && this.refutedBefore === fenceAt && now < fenceAt - QUORUM.pauseLeadMs);
   }
 
-  /** A round's verdict: refuted by a member that reaches the control plane pauses the rounds (roundDue). */
+  /** A round's verdict: one that pauses (refuted, or too few answers) holds the rounds back (roundDue). */
   judged(v: QuorumVerdict, now: number): void {
     if (v.confirmed) this.confirmed(now, v.validUntil);
-    else if (v.refuted) this.refutedBefore = this.fenceAt();
+    else if (v.pause) this.refutedBefore = this.fenceAt();
   }
 
   /** Until when the workloads may run (for the supervisors' fence file), or undefined. */

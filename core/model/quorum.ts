@@ -24,13 +24,14 @@ export const QUORUM = {
    */
   reaskLeadMs: 10_000,
   /**
-   * After a round a member refuted (it reaches the control plane), an agent asks again only
-   * when its fence point is this close (2 × (P + A)): until a majority is silent for Q no round
-   * can confirm, and in a whole-cluster outage every member is by the fence point − P − A
-   * (quorumFits). A slow control plane made every slow agent ask every member every P (n − 1
-   * questions each, n² across the cluster), which slowed the agents further (docs/fencing.md).
+   * After a round a member refuted (it reaches the control plane) or fewer than a majority
+   * answered, an agent asks again only when its fence point is this close (2 × (P + A)): in a
+   * whole-cluster outage every member is silent for Q by the fence point − P − A (quorumFits)
+   * and answers within A. A slow control plane made every slow agent ask every member every P
+   * (n − 1 questions each, n² across the cluster), which slowed the agents further
+   * (docs/fencing.md).
    */
-  refutedLeadMs: 5_000,
+  pauseLeadMs: 5_000,
   /** F: an answer counts for this long after its question was sent (F > P + A, so confirmations can chain without a gap). */
   freshMs: 3_000,
   /** S: an agent confirms an outage only with a membership copy fetched by a request sent at most this long before its last successful keepalive. */

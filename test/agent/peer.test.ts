@@ -215,20 +215,20 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     let settle!: () => void;
     c.inFlight.c = new Promise<void>((r) => (settle = r));
     const v = await c.quorums.a!.round();
-    expect(v).toMatchObject({ confirmed: false, why: 'node b reaches the control plane', refuted: true });
+    expect(v).toMatchObject({ confirmed: false, why: 'node b reaches the control plane', pause: true });
     // The question to c was abandoned when b refuted the outage, not left to its timeout (A).
     expect(signals.size).toBe(2);
     const reasons = [...signals.values()].map((s) => (s.aborted ? (s.reason as Error).name : 'open'));
     expect(reasons).toEqual(['AbortError', 'AbortError']);
     settle();
     c.inFlight.c = undefined;
-    // Refuted: no round until QUORUM.refutedLeadMs before a's fence point, then every P.
+    // Refuted: no round until QUORUM.pauseLeadMs before a's fence point, then every P.
     const fenceAt = c.lastOk.a! + c.T - FENCE.marginMs;
     c.advance(QUORUM.pollMs);
     expect(await c.quorums.a!.round()).toBeUndefined();
-    c.advance(fenceAt - QUORUM.refutedLeadMs - c.now());
+    c.advance(fenceAt - QUORUM.pauseLeadMs - c.now());
     c.lastOk.b = c.now();
-    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, refuted: true });
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, pause: true });
   });
 
   it('a node that reaches the control plane does not ask', async () => {

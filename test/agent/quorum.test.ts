@@ -79,29 +79,35 @@ describe('outage latch', () => {
     expect(latch.confirmsOutage(41_000)).toBe(false);
   });
 
-  it('a refuted round pauses the rounds until refutedLeadMs before this silence\'s fence point; an unrefuted one does not', () => {
+  it('a round refuted, or answered by too few, pauses the rounds until pauseLeadMs before this silence\'s fence point', () => {
     let fenceAt = 40_000;
     const latch = new OutageLatch(() => fenceAt);
     const due = (now: number) => latch.roundDue(now);
     expect(due(25_000)).toBe(true);
-    // Too few votes, no member reaching: ask again every P.
-    latch.judged(quorumVerdict(base({ now: 25_000, answers: [no('b', 24_800)] })), 25_000);
+    // A verdict that says nothing of the members (this node reached the control plane after all): every P.
+    latch.judged(quorumVerdict(base({ now: 25_000, selfCannotReach: false })), 25_000);
     expect(due(26_000)).toBe(true);
     // A member reaches the control plane: nothing until 2 × (P + A) before the fence point.
     const refuted = quorumVerdict(base({ now: 26_000, answers: [{ node: 'b', askedAt: 25_900, reachesControlPlane: true }] }));
-    expect(refuted).toMatchObject({ confirmed: false, refuted: true });
+    expect(refuted).toMatchObject({ confirmed: false, pause: true });
     latch.judged(refuted, 26_000);
-    expect(QUORUM.refutedLeadMs).toBe(2 * (QUORUM.pollMs + QUORUM.askTimeoutMs));
+    expect(QUORUM.pauseLeadMs).toBe(2 * (QUORUM.pollMs + QUORUM.askTimeoutMs));
     expect(due(27_000)).toBe(false);
-    expect(due(fenceAt - QUORUM.refutedLeadMs - 1)).toBe(false);
-    expect(due(fenceAt - QUORUM.refutedLeadMs)).toBe(true);
+    expect(due(fenceAt - QUORUM.pauseLeadMs - 1)).toBe(false);
+    expect(due(fenceAt - QUORUM.pauseLeadMs)).toBe(true);
     // A keepalive moved the fence point: a new silence, asked from Q as before.
     fenceAt = 70_000;
     expect(due(56_000)).toBe(true);
-    // A confirmation still paces by the chain's end, whatever came before.
-    latch.judged({ confirmed: true, validUntil: 76_000, votes: 3, members: 5 }, 56_000);
-    expect(due(60_000)).toBe(false);
-    expect(due(66_000)).toBe(true);
+    // Too few answers (2 of 5 votes, 3 needed): the same pause.
+    const few = quorumVerdict(base({ now: 56_000, answers: [no('b', 55_800)] }));
+    expect(few).toMatchObject({ confirmed: false, votes: 2, pause: true });
+    latch.judged(few, 56_000);
+    expect(due(57_000)).toBe(false);
+    expect(due(fenceAt - QUORUM.pauseLeadMs)).toBe(true);
+    // A confirmation paces by the chain's end, whatever came before.
+    latch.judged({ confirmed: true, validUntil: 86_000, votes: 3, members: 5 }, 66_000);
+    expect(due(67_000)).toBe(false);
+    expect(due(86_000 - QUORUM.reaskLeadMs)).toBe(true);
   });
 
   it('a chain that starts after the fence point does not count', () => {
