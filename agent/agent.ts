@@ -52,6 +52,9 @@ export interface AgentOptions {
   logMaxTotalBytes?: number;
 }
 
+/** What the agent reports of itself (its metrics, the benches' load processes): the core's vitals and the peer questions it sent. */
+export type AgentVitals = ReturnType<AgentCore['vitals']> & { peerQuestions: number };
+
 /**
  * The node agent's shell around its core (agent/core/): the timers and loops that drive it,
  * the HTTP client it reports through, the state directory, the real runtime, files and
@@ -194,8 +197,8 @@ export class Agent {
   }
 
   /** For the metrics endpoint (agent/metrics.ts). */
-  vitals(): ReturnType<AgentCore['vitals']> {
-    return this.core.vitals();
+  vitals(): AgentVitals {
+    return { ...this.core.vitals(), peerQuestions: this.peer.quorum.questions };
   }
 
   private log(line: string): void {

@@ -1,13 +1,13 @@
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import { CcaError } from '../core/diagnostics/index.js';
 import type { AgentCore } from './core/index.js';
 
-type Vitals = ReturnType<AgentCore['vitals']>;
+type Vitals = ReturnType<AgentCore['vitals']> & { peerQuestions: number };
 
 /**
  * The agent's Prometheus metrics, read from its core at scrape time: workloads by state, the
- * fence margin, the keepalive age, and Node's process defaults. Its own registry.
+ * fence margin, the keepalive age, the peer questions sent, and Node's process defaults. Its own registry.
  */
 export function agentRegistry(vitals: () => Vitals): Registry {
   const registry = new Registry();
@@ -29,6 +29,15 @@ export function agentRegistry(vitals: () => Vitals): Registry {
     collect() {
       const ms = vitals().fenceMarginMs;
       margin.set(ms === undefined ? Number.NaN : ms / 1000);
+    },
+  });
+  const questions: Counter = new Counter({
+    name: 'cca_agent_peer_questions_total',
+    help: 'Questions this agent sent its peers while it could not reach the control plane (one per member asked per round; docs/fencing.md).',
+    registers: [registry],
+    collect() {
+      questions.reset();
+      questions.inc(vitals().peerQuestions);
     },
   });
   const age: Gauge = new Gauge({

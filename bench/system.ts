@@ -48,15 +48,15 @@ let others: Workers<HostMsg> | undefined;
 let pg: RunningPostgres | undefined;
 let pod: Proc | undefined;
 /** The agents' own view, summed over their processes (the victim's too until it is killed). */
-function agentVitals(): { fencedNow: number; fencedEver: number; longestSinceKeepaliveMs: number; worstSinceKeepaliveMs: number } {
+function agentVitals(): { fencedNow: number; fencedEver: number; longestSinceKeepaliveMs: number; worstSinceKeepaliveMs: number; peerQuestions: number } {
   const vs = [...(others?.vitals() ?? []), ...(hosts?.vitals() ?? [])].filter((v): v is HostVitals => v.type === 'vitals');
   const sum = (f: (v: HostVitals) => number) => vs.reduce((n, v) => n + f(v), 0);
   const max = (f: (v: HostVitals) => number) => Math.max(0, ...vs.map(f));
-  return { fencedNow: sum((v) => v.fencedNow), fencedEver: sum((v) => v.fencedEver), longestSinceKeepaliveMs: max((v) => v.longestSinceKeepaliveMs), worstSinceKeepaliveMs: max((v) => v.worstSinceKeepaliveMs) };
+  return { fencedNow: sum((v) => v.fencedNow), fencedEver: sum((v) => v.fencedEver), longestSinceKeepaliveMs: max((v) => v.longestSinceKeepaliveMs), worstSinceKeepaliveMs: max((v) => v.worstSinceKeepaliveMs), peerQuestions: sum((v) => v.peerQuestions) };
 }
 const vitalsText = () => {
   const v = agentVitals();
-  return `agents fenced ${v.fencedNow} (ever ${v.fencedEver}), longest since a keepalive ${(v.longestSinceKeepaliveMs / 1000).toFixed(1)} s`;
+  return `agents fenced ${v.fencedNow} (ever ${v.fencedEver}), longest since a keepalive ${(v.longestSinceKeepaliveMs / 1000).toFixed(1)} s, peer questions ${v.peerQuestions}`;
 };
 
 async function waitFor<T>(what: string, f: () => Promise<T | undefined>, timeoutMs: number, everyMs = 100): Promise<T> {
@@ -254,7 +254,7 @@ try {
     workerSeconds: workerTimeJson(steps),
     maxRunningSeen: maxRunning, leaseRenewalsAfterSilence: renewals(), sizing, registration,
     // Agents that stopped their workloads because their keepalives failed (the victim of (b) is killed, not fenced).
-    agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs: agentVitals().worstSinceKeepaliveMs },
+    agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs: agentVitals().worstSinceKeepaliveMs, peerQuestions: agentVitals().peerQuestions },
     loadAverage: { atApply: loadAtApply, atEnd: load() },
     nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);

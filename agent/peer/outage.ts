@@ -32,6 +32,8 @@ export interface PeerQuorumDeps {
  */
 export class PeerQuorum implements OutageOracle {
   readonly latch: OutageLatch;
+  /** Questions sent to peers so far (one per member asked per round): what this agent's outages cost the others. */
+  questions = 0;
   private lastWhy = '';
   private readonly refusedLogged = new Set<string>();
 
@@ -59,6 +61,7 @@ export class PeerQuorum implements OutageOracle {
     const last = this.d.lastOkSentAt();
     if (last === undefined || !this.latch.roundDue(this.d.now()) || (await this.reaches())) return undefined;
     const m = this.d.membership();
+    this.questions += m ? m.copy.members.filter((x) => x.node !== this.d.self).length : 0;
     const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, networks: this.d.networks, refused: (member, problem) => this.refused(member.node, problem), ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
     const selfCannotReach = !(await this.reaches());
     const now = this.d.now();

@@ -52,6 +52,8 @@ export interface HostVitals {
   longestSinceKeepaliveMs: number;
   /** The largest `longestSinceKeepaliveMs` of every report so far (sampled every 2 s). */
   worstSinceKeepaliveMs: number;
+  /** Questions its agents sent their peers so far (docs/fencing.md): a storm of them starves a host. */
+  peerQuestions: number;
 }
 // An agent is fenced from its start until it first registers: only a fence after it ran counts.
 const ran = new Set<Agent>();
@@ -60,8 +62,10 @@ let worst = 0;
 const vitals = setInterval(() => {
   let fencedNow = 0;
   let longest = 0;
+  let peerQuestions = 0;
   for (const a of agents) {
     const v = a.vitals();
+    peerQuestions += v.peerQuestions;
     if (!v.fenced && a.status().registered) ran.add(a);
     if (v.fenced && ran.has(a)) {
       fencedNow++;
@@ -70,7 +74,7 @@ const vitals = setInterval(() => {
     if (Number.isFinite(v.sinceKeepaliveMs)) longest = Math.max(longest, v.sinceKeepaliveMs);
   }
   worst = Math.max(worst, Math.round(longest));
-  send({ type: 'vitals', agents: agents.length, fencedNow, fencedEver: everFenced.size, longestSinceKeepaliveMs: Math.round(longest), worstSinceKeepaliveMs: worst } satisfies HostVitals);
+  send({ type: 'vitals', agents: agents.length, fencedNow, fencedEver: everFenced.size, longestSinceKeepaliveMs: Math.round(longest), worstSinceKeepaliveMs: worst, peerQuestions } satisfies HostVitals);
 }, 2_000);
 vitals.unref();
 

@@ -216,6 +216,7 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     c.inFlight.c = new Promise<void>((r) => (settle = r));
     const v = await c.quorums.a!.round();
     expect(v).toMatchObject({ confirmed: false, why: 'node b reaches the control plane', pause: true });
+    expect(c.quorums.a!.questions).toBe(2);
     // The question to c was abandoned when b refuted the outage, not left to its timeout (A).
     expect(signals.size).toBe(2);
     const reasons = [...signals.values()].map((s) => (s.aborted ? (s.reason as Error).name : 'open'));
@@ -226,6 +227,7 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     const fenceAt = c.lastOk.a! + c.T - FENCE.marginMs;
     c.advance(QUORUM.pollMs);
     expect(await c.quorums.a!.round()).toBeUndefined();
+    expect(c.quorums.a!.questions).toBe(2);
     c.advance(fenceAt - QUORUM.pauseLeadMs - c.now());
     c.lastOk.b = c.now();
     expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, pause: true });

@@ -89,6 +89,7 @@ describe('benchmarks at a tiny size', () => {
     // The agents' own view is reported: none of a healthy run's agents fenced, and they kept renewing.
     expect(r.json.agentVitals, r.out.slice(-3000)).toMatchObject({ fencedDuringConvergence: 0, fencedEver: 0 });
     expect((r.json.agentVitals as { longestSinceKeepaliveMs: number }).longestSinceKeepaliveMs).toBeGreaterThan(0);
+    expect(r.json.agentVitals).toHaveProperty('peerQuestions');
     // Where the convergence went: every count reached its whole target, placed no later than running.
     const m = r.json.convergenceMilestones as Record<'replicas' | 'placed' | 'running', Record<string, number>>;
     expect(m.running['100%'], r.out.slice(-3000)).toBeGreaterThan(0);
