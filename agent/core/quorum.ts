@@ -134,6 +134,10 @@ export class OutageLatch implements OutageOracle {
     // whole-cluster outage every member is silent for Q by the fence point − P − A (quorumFits)
     // and answers within A, so ask again from QUORUM.pauseLeadMs before it, every P.
     const fenceAt = this.fenceAt();
+    // Past the fence point with no chain, no confirmation can count (a chain must begin by
+    // it): nothing to ask until a keepalive moves the fence point. Fenced agents asked every
+    // member every P for as long as they were cut off.
+    if (fenceAt !== undefined && now >= fenceAt) return false;
     return !(fenceAt !== undefined && this.refutedBefore === fenceAt && now < fenceAt - QUORUM.pauseLeadMs);
   }
 

@@ -110,6 +110,24 @@ describe('outage latch', () => {
     expect(due(86_000 - QUORUM.reaskLeadMs)).toBe(true);
   });
 
+  it('past the fence point without a chain, no round is due: nothing it could confirm would count', () => {
+    let fenceAt = 40_000;
+    const latch = new OutageLatch(() => fenceAt);
+    expect(latch.roundDue(39_999)).toBe(true);
+    expect(latch.roundDue(40_000)).toBe(false);
+    expect(latch.roundDue(400_000)).toBe(false);
+    // A confirmation after the fence point would not have counted either.
+    latch.judged({ confirmed: true, validUntil: 60_000, votes: 3, members: 5 }, 40_001);
+    expect(latch.confirmsOutage(40_002)).toBe(false);
+    // A chain that began by the fence point keeps its rounds past it.
+    const chained = new OutageLatch(() => fenceAt);
+    chained.judged({ confirmed: true, validUntil: 55_000, votes: 3, members: 5 }, 39_000);
+    expect(chained.roundDue(46_000)).toBe(true);
+    // A keepalive moved the fence point: asked again.
+    fenceAt = 80_000;
+    expect(latch.roundDue(60_000)).toBe(true);
+  });
+
   it('a chain that starts after the fence point does not count', () => {
     const latch = new OutageLatch(() => 10_000);
     latch.confirmed(10_001, 20_000);
