@@ -141,6 +141,17 @@ export class OutageLatch implements OutageOracle {
     return !(fenceAt !== undefined && this.refutedBefore === fenceAt && now < fenceAt - QUORUM.pauseLeadMs);
   }
 
+  /**
+   * Whether a round should first ask QUORUM.probeMembers members only: before pauseLeadMs
+   * ahead of the fence point, with no chain to extend. No round there is needed to confirm in
+   * time (roundDue), so the probe's extra A costs nothing that matters; from that point on,
+   * and to extend a chain, every round asks every member at once, as always.
+   */
+  probeFirst(now: number): boolean {
+    const fenceAt = this.fenceAt();
+    return !this.confirmsOutage(now) && fenceAt !== undefined && now < fenceAt - QUORUM.pauseLeadMs;
+  }
+
   /** A round's verdict: one that pauses (refuted, or too few answers) holds the rounds back (roundDue). */
   judged(v: QuorumVerdict, now: number): void {
     if (v.confirmed) this.confirmed(now, v.validUntil);

@@ -1,6 +1,8 @@
 import type { Cidr } from '../../core/model/peer-address.js';
 import { cannotReachAfterMs, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
-import { cannotReach, OutageLatch, quorumVerdict, type QuorumVerdict } from '../core/quorum.js';
+import { randomInt } from 'node:crypto';
+import type { Member } from '../../core/model/quorum.js';
+import { cannotReach, OutageLatch, quorumVerdict, type QuorumVerdict, type VerifiedAnswer } from '../core/quorum.js';
 import type { OutageOracle } from '../core/ports.js';
 import { askMembers } from './client.js';
 import type { PeerKeys } from './keys.js';
@@ -61,8 +63,19 @@ export class PeerQuorum implements OutageOracle {
     const last = this.d.lastOkSentAt();
     if (last === undefined || !this.latch.roundDue(this.d.now()) || (await this.reaches())) return undefined;
     const m = this.d.membership();
-    this.questions += m ? m.copy.members.filter((x) => x.node !== this.d.self).length : 0;
-    const answers = m ? await askMembers(m.copy, { self: this.d.self, keys: this.d.keys, now: this.d.now, networks: this.d.networks, refused: (member, problem) => this.refused(member.node, problem), ...(this.d.fetch ? { fetch: this.d.fetch } : {}) }) : [];
+    const opts = { self: this.d.self, keys: this.d.keys, now: this.d.now, networks: this.d.networks, refused: (member: Member, problem: string) => this.refused(member.node, problem), ...(this.d.fetch ? { fetch: this.d.fetch } : {}) };
+    const others = m ? m.copy.members.filter((x) => x.node !== this.d.self) : [];
+    let answers: VerifiedAnswer[] = [];
+    if (m && others.length > QUORUM.probeMembers && this.latch.probeFirst(this.d.now())) {
+      // A few members first (OutageLatch.probeFirst): one that reaches the control plane settles the round.
+      const probe = pick(others, QUORUM.probeMembers);
+      this.questions += probe.length;
+      answers = await askMembers({ ...m.copy, members: probe }, opts);
+    }
+    if (m && !answers.some((a) => a.reachesControlPlane)) {
+      this.questions += others.length;
+      answers = await askMembers(m.copy, opts);
+    }
     const selfCannotReach = !(await this.reaches());
     const now = this.d.now();
     const v = quorumVerdict({ self: this.d.self, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: this.d.lastOkSentAt() ?? last, selfCannotReach, answers, now });
@@ -90,4 +103,14 @@ export class PeerQuorum implements OutageOracle {
       await sleep(QUORUM.pollMs);
     }
   }
+}
+
+/** `n` of `all`, at random (a partial Fisher–Yates shuffle of a copy). */
+function pick<T>(all: readonly T[], n: number): T[] {
+  const a = [...all];
+  for (let i = 0; i < n && i < a.length - 1; i++) {
+    const j = i + randomInt(a.length - i);
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a.slice(0, n);
 }

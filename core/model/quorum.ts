@@ -32,6 +32,12 @@ export const QUORUM = {
    * (docs/fencing.md).
    */
   pauseLeadMs: 5_000,
+  /**
+   * A round before that point first asks this many members, picked at random, and asks the
+   * rest only if none of them reaches the control plane: a slow agent's first round was n − 1
+   * questions, and many slow agents at once starved a load process of bench:system.
+   */
+  probeMembers: 3,
   /** F: an answer counts for this long after its question was sent (F > P + A, so confirmations can chain without a gap). */
   freshMs: 3_000,
   /** S: an agent confirms an outage only with a membership copy fetched by a request sent at most this long before its last successful keepalive. */

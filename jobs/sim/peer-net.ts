@@ -34,13 +34,21 @@ export class SimPeerNet {
     const last = asker.lastOkSentAt();
     if (last === undefined || !asker.latch.roundDue(now) || this.reaches(asker, now)) return undefined;
     const m = asker.membership();
-    const answers: VerifiedAnswer[] = [];
-    for (const member of m?.copy.members ?? []) {
-      const peer = peers.get(member.node);
-      if (!peer || peer === asker || !this.canTalk(asker.node, peer.node) || !this.canTalk(peer.node, asker.node)) continue;
-      this.questions++;
-      answers.push({ node: peer.node, askedAt: now, reachesControlPlane: this.reaches(peer, now) });
-    }
+    const others = (m?.copy.members ?? []).filter((member) => member.node !== asker.node);
+    const ask = (members: typeof others): VerifiedAnswer[] => {
+      const answers: VerifiedAnswer[] = [];
+      for (const member of members) {
+        const peer = peers.get(member.node);
+        if (!peer || !this.canTalk(asker.node, peer.node) || !this.canTalk(peer.node, asker.node)) continue;
+        this.questions++;
+        answers.push({ node: peer.node, askedAt: now, reachesControlPlane: this.reaches(peer, now) });
+      }
+      return answers;
+    };
+    // As the real agent's (agent/peer/outage.ts): a few members first, the rest only if none reaches. The first few in
+    // membership order: the simulation's choices stay reproducible.
+    let answers = others.length > QUORUM.probeMembers && asker.latch.probeFirst(now) ? ask(others.slice(0, QUORUM.probeMembers)) : [];
+    if (!answers.some((a) => a.reachesControlPlane)) answers = ask(others);
     const v = quorumVerdict({ self: asker.node, copy: m?.copy, copyFetchedAt: m?.fetchedAt ?? 0, lastOkSentAt: last, selfCannotReach: true, answers, now });
     asker.latch.judged(v, now);
     return v;

@@ -233,6 +233,28 @@ describe('peer quorum rounds (loopback, injected clock)', () => {
     expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, pause: true });
   });
 
+  it('before pauseLeadMs ahead of its fence point a round asks a few members first, the rest only if none reaches', async () => {
+    const names = ['a', 'b', 'c', 'd', 'e', 'f'];
+    const c = await cluster(names);
+    c.advance(cannotReachAfterMs(c.T));
+    for (const n of names.slice(1)) c.lastOk[n] = c.now();
+    // Every peer reaches the control plane: the probe settles the round.
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, pause: true });
+    expect(c.quorums.a!.questions).toBe(QUORUM.probeMembers);
+    // From pauseLeadMs before the fence point, every member at once, as always.
+    const fenceAt = c.lastOk.a! + c.T - FENCE.marginMs;
+    c.advance(fenceAt - QUORUM.pauseLeadMs - c.now());
+    for (const n of names.slice(1)) c.lastOk[n] = c.now();
+    expect(await c.quorums.a!.round()).toMatchObject({ confirmed: false, pause: true });
+    expect(c.quorums.a!.questions).toBe(QUORUM.probeMembers + 5);
+    // A whole-cluster outage, early in c's silence: the probe finds nobody reaching, the full round confirms.
+    for (const n of names) c.lastOk[n] = c.now();
+    c.advance(cannotReachAfterMs(c.T));
+    const before = c.quorums.c!.questions;
+    expect(await c.quorums.c!.round()).toMatchObject({ confirmed: true, votes: 6, members: 6 });
+    expect(c.quorums.c!.questions - before).toBe(QUORUM.probeMembers + 5);
+  });
+
   it('a node that reaches the control plane does not ask', async () => {
     const c = await cluster(['a', 'b', 'c']);
     expect(await c.quorums.a!.round()).toBeUndefined();

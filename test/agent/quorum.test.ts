@@ -128,6 +128,16 @@ describe('outage latch', () => {
     expect(latch.roundDue(60_000)).toBe(true);
   });
 
+  it('a round probes a few members first only before pauseLeadMs ahead of the fence point, with no chain to extend', () => {
+    const latch = new OutageLatch(() => 40_000);
+    expect(latch.probeFirst(20_000)).toBe(true);
+    expect(latch.probeFirst(40_000 - QUORUM.pauseLeadMs - 1)).toBe(true);
+    expect(latch.probeFirst(40_000 - QUORUM.pauseLeadMs)).toBe(false);
+    latch.judged({ confirmed: true, validUntil: 60_000, votes: 3, members: 5 }, 30_000);
+    expect(latch.probeFirst(31_000)).toBe(false);
+    expect(new OutageLatch(() => undefined).probeFirst(0)).toBe(false);
+  });
+
   it('a chain that starts after the fence point does not count', () => {
     const latch = new OutageLatch(() => 10_000);
     latch.confirmed(10_001, 20_000);
