@@ -1,7 +1,6 @@
-import type { Cidr } from '../../core/model/peer-address.js';
-import { cannotReachAfterMs, QUORUM, type MembershipVersion } from '../../core/model/quorum.js';
 import { randomInt } from 'node:crypto';
-import type { Member } from '../../core/model/quorum.js';
+import type { Cidr } from '../../core/model/peer-address.js';
+import { cannotReachAfterMs, QUORUM, type Member, type MembershipVersion } from '../../core/model/quorum.js';
 import { cannotReach, OutageLatch, quorumVerdict, type QuorumVerdict, type VerifiedAnswer } from '../core/quorum.js';
 import type { OutageOracle } from '../core/ports.js';
 import { askMembers } from './client.js';

@@ -40,8 +40,11 @@ test('a watcher parked on its prefix sleeps through other keys\' commits and wak
       [mine.revision, ['/a/1']],
       [last.revision, ['/a/2']],
     ]);
-    // Woken twice (once per batch of its own), not at each of the 80 head moves.
-    expect({ readsWhileOthersWrote, readsInAll: reads }).toEqual({ readsWhileOthersWrote: 0, readsInAll: 2 });
+    // Not one read through the 80 head moves of other keys; then a read per wake of its own —
+    // one for both if it was slow to wake, one more each if a commit lands while it reads (the
+    // ring ends short of the head, so it reads on before it parks). The old wait: 74.
+    expect(readsWhileOthersWrote).toBe(0);
+    expect(reads).toBeLessThanOrEqual(4);
   } finally {
     await store.close();
     await other.close();
