@@ -11,7 +11,8 @@
  *       new ids, seconds, with the agents' default lease TTL (QUORUM.defaultTtlSeconds, 30 s) and 1 s grace.
  * The last line is JSON.
  *
- *   npx tsx bench/system.ts [--agents 100] [--replicas 1000]   BENCH_AGENT_WORKERS=2
+ *   npx tsx bench/system.ts [--agents 100] [--replicas 1000] [--services 1]   BENCH_AGENT_WORKERS=2
+ *   --services S splits the replicas over S services (one .cca file of S blocks, one apply).
  *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -35,6 +36,9 @@ type Json = Record<string, any>;
 const arg = numberArg;
 const AGENTS = arg('agents', 100);
 const REPLICAS = arg('replicas', 1000);
+const SERVICES = Math.max(1, Math.min(REPLICAS, arg('services', 1)));
+/** One service keeps the name earlier figures were taken with. */
+const SERVICE_NAMES = SERVICES === 1 ? ['bench'] : Array.from({ length: SERVICES }, (_, i) => `bench-${String(i).padStart(4, '0')}`);
 const ZONES = ['a', 'b', 'c', 'd'];
 const log = (l: string) => process.stderr.write(`${l}\n`);
 
@@ -163,7 +167,16 @@ try {
   log(`${AGENTS} agents registered (fake runtime, ${processes} processes) ${registration.registeredSeconds} s after they started, all nodes ready after ${registration.allReadySeconds} s; server pod ${server}, Postgres (embedded, fsync on)`);
 
   // (a) convergence
-  const spec = `service bench {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${REPLICAS}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
+  const spec = SERVICE_NAMES.map((name, i) => {
+    const replicas = Math.floor(REPLICAS / SERVICES) + (i < REPLICAS % SERVICES ? 1 : 0);
+    return `service ${name} {\n  image    = "busybox:1.35"\n  command  = ["sleep", "3600"]\n  replicas = ${replicas}\n  cpu      = 0.1\n  memory   = 32Mi\n}\n`;
+  }).join('\n');
+  /** The services' counts, summed (one service: its own status). */
+  const counts = async (): Promise<{ replicas: number; placed: number; running: number }> => {
+    const list = SERVICES === 1 ? [(await api('GET', '/v1/services/bench')).service as Json] : ((await api('GET', '/v1/services')).services as Json[]).filter((x) => SERVICE_NAMES.includes(x.name));
+    const sum = (k: string) => list.reduce((n, x) => n + ((x?.[k] as number | undefined) ?? 0), 0);
+    return { replicas: sum('replicas'), placed: sum('placed'), running: sum('running') };
+  };
   const loadAtApply = load();
   const podCpu0 = cpuSeconds(pod.child.pid);
   const t0 = performance.now();
@@ -173,8 +186,8 @@ try {
   let maxRunning = 0;
   const milestones = new Milestones(['replicas', 'placed', 'running'] as const, REPLICAS, t0);
   await waitFor(`${REPLICAS} running`, async () => {
-    const s = (await api('GET', '/v1/services/bench')).service as Json;
-    milestones.seen(performance.now(), { replicas: s.replicas ?? 0, placed: s.placed ?? 0, running: s.running ?? 0 });
+    const s = await counts();
+    milestones.seen(performance.now(), s);
     maxRunning = Math.max(maxRunning, s.running);
     peakConnections = Math.max(peakConnections, await connections(pg!.url).catch(() => 0));
     if (performance.now() - lastLog >= 5_000) {
@@ -191,14 +204,14 @@ try {
   log(`   lease renewals after reaper silence (CCA-E0123) during convergence: ${renewals()}; ${vitalsText()}`);
   const fencedDuringConvergence = agentVitals().fencedEver;
   log(`   seconds after the apply at which each count first reached a share of ${REPLICAS} (status polls): ${milestones.text()}`);
-  log(`(a) convergence: ${REPLICAS} replicas on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s; pod CPU meanwhile ${podCpuConvergence.toFixed(1)} s; peak Postgres connections ${peakConnections}; load average ${loadAtApply.join(' ')} at apply`);
+  log(`(a) convergence: ${REPLICAS} replicas${SERVICES > 1 ? ` in ${SERVICES} services` : ''} on ${AGENTS} agents, apply → all running in ${convergence.toFixed(2)} s; pod CPU meanwhile ${podCpuConvergence.toFixed(1)} s; peak Postgres connections ${peakConnections}; load average ${loadAtApply.join(' ')} at apply`);
   // Let the agents' reports settle before the next measurement.
   await sleep(3_000);
   sizing = await tableSizes(pg.url);
   log(`sizing after convergence (${REPLICAS} replicas, ${AGENTS} nodes): ${sizing.map((t) => `${t.table} ${t.rows} rows ${(t.bytes / 1024).toFixed(0)} kB`).join('; ')}`);
 
   // (b) node-loss recovery
-  const replicas = async () => (await api('GET', '/v1/replicas?service=bench')).replicas as Json[];
+  const replicas = async () => (await api('GET', SERVICES === 1 ? '/v1/replicas?service=bench' : '/v1/replicas')).replicas as Json[];
   const all = await replicas();
   const victimName = names[0]!;
   const victims = all.filter((r) => r.node === victimName && r.state === 'running').map((r) => r.id as string);
@@ -248,7 +261,7 @@ try {
   log(`worker time by controller: ${workerTimeText(steps)}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
-    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
+    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, services: SERVICES, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)), convergenceMilestones: milestones.json(),
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
     workerSeconds: workerTimeJson(steps),

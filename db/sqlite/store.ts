@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, openSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import { CcaError, isCcaError, messageOf } from '../../core/diagnostics/index.js';
-import { checkCompactRevision, checkLeaseIds, checkCompactTarget, checkLeaseTtl, checkRangeOptions, intervalOf, shapeRange, type KeyInterval } from '../keyspace.js';
+import { checkCompactRevision, checkLeaseIds, checkCompactTarget, checkLeaseTtl, checkRangeOptions, intervalOf, limits, shapeRange, type KeyInterval } from '../keyspace.js';
 import type {
   KeyValue,
   RangeRequest,
@@ -188,6 +188,18 @@ export class SqliteStore extends StoreShortcuts implements Store {
     return this.read(() => {
       const meta = this.st.meta.get()!;
       return { ...shapeRange(readAt(this.view(meta), iv, req.revision ?? 0), req), revision: meta.revision };
+    });
+  }
+
+  /** One deferred read transaction (one snapshot), not a txn: a txn takes the writer's lock. */
+  override async getMany(keys: readonly string[]): Promise<(KeyValue | null)[]> {
+    this.enter();
+    if (keys.length > limits.maxTxnOps) throw new CcaError('CCA-E0109', { ops: keys.length, max: limits.maxTxnOps, branch: 'getMany' });
+    const ivs = keys.map((key) => intervalOf({ key }));
+    if (keys.length === 0) return [];
+    return this.read(() => {
+      const view = this.view(this.st.meta.get()!);
+      return ivs.map((iv) => view.range(iv)[0] ?? null);
     });
   }
 

@@ -2,7 +2,9 @@ import { buildKey } from '../../core/keys.js';
 import type { KeyValue, Store } from '../../db/store.js';
 import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import { getFact, type Fact } from '../facts.js';
-import { indexBy, listEvery } from './view.js';
+import { limits } from '../../db/keyspace.js';
+import { mapLimit } from '../../core/map-limit.js';
+import { decodeMemo } from '../decode-memo.js';
 
 /** One replica of a service with every fact about it that the replica controller acts on. */
 export interface ReplicaState {
@@ -39,41 +41,63 @@ export async function readReplicaState(store: Store, record: Fact<'replica'>): P
   };
 }
 
-/**
- * Above this many replicas, reading every replica's facts one key at a time (six reads each)
- * costs more round trips than reading the six prefixes whole: a large service's step reads
- * the prefixes once and joins in memory.
- */
-const BATCH_ABOVE = 32;
+/** Keys per `getMany` (the store's bound on one read, `limits.maxTxnOps`) and reads in flight at once. */
+const KEYS_PER_READ = limits.maxTxnOps;
+const READS_AT_ONCE = 4;
 
-/** The states of many replicas (one service's), in the records' order. */
+/** `store.getMany` over any number of keys: chunks within the store's bound, a few in flight. */
+async function getEvery(store: Store, keys: readonly string[]): Promise<(KeyValue | null)[]> {
+  const chunks: string[][] = [];
+  for (let i = 0; i < keys.length; i += KEYS_PER_READ) chunks.push(keys.slice(i, i + KEYS_PER_READ));
+  return (await mapLimit(chunks, READS_AT_ONCE, (c) => store.getMany(c))).flat();
+}
+
+/**
+ * The states of many replicas (one service's), in the records' order. Reads the keys of
+ * these replicas only, never a whole prefix: a step of one service costs what the service
+ * holds, not what the cluster holds (with S services, reading every node's placements and
+ * reports per step made a round cost S × the cluster). Two passes of point reads — the
+ * placements, then what each placement names (assignment, report, loss, its node's
+ * registration and status) — each in reads of up to 128 keys.
+ */
 export async function readReplicaStates(store: Store, records: readonly Fact<'replica'>[]): Promise<ReplicaState[]> {
-  if (records.length <= BATCH_ABOVE) {
-    const out: ReplicaState[] = [];
-    for (const r of records) out.push(await readReplicaState(store, r));
-    return out;
+  const placementKvs = await getEvery(store, records.map((r) => buildKey('placement', r.value.id)));
+  const placements = placementKvs.map((kv) => (kv ? decodeMemo.decodeKv('placement', kv) : undefined));
+  // Per placed replica three keys (assignment, report, loss), then each node's two once.
+  const keys: string[] = [];
+  const nodeAt = new Map<string, number>();
+  records.forEach((r, i) => {
+    const p = placements[i];
+    if (!p) return;
+    keys.push(buildKey('assigned', p.node, r.value.id), buildKey('observed', p.node, r.value.id), buildKey('lost', p.node, r.value.id));
+  });
+  for (const p of placements) {
+    if (!p || nodeAt.has(p.node)) continue;
+    nodeAt.set(p.node, keys.length);
+    keys.push(buildKey('node', p.node), buildKey('nodeStatus', p.node));
   }
-  const [placements, assigned, observed, lost, nodes, statuses] = await listEvery(store, 'placement', 'assigned', 'observed', 'lost', 'node', 'nodeStatus');
-  const byKey = <T extends { key: string }>(xs: readonly T[]) => indexBy(xs, (x) => x.key);
-  const [p, a, o, l, st] = [byKey(placements), byKey(assigned), byKey(observed), byKey(lost), byKey(statuses)];
-  const n = new Map(nodes.map((f) => [f.key, f.kv]));
-  return records.map((record) => {
-    const id = record.value.id;
-    const placement = p.get(buildKey('placement', id));
-    if (!placement) return { record };
-    const node = placement.value.node;
-    const assignment = a.get(buildKey('assigned', node, id));
-    const observation = o.get(buildKey('observed', node, id));
-    const lostFact = l.get(buildKey('lost', node, id));
-    const nodeKv = n.get(buildKey('node', node));
-    const status = st.get(buildKey('nodeStatus', node));
+  const kvs = await getEvery(store, keys);
+  const factAt = <K extends 'assigned' | 'observed' | 'lost' | 'nodeStatus'>(kind: K, i: number): Fact<K> | undefined => {
+    const kv = kvs[i];
+    return kv ? { key: keys[i]!, kv, value: decodeMemo.decodeKv(kind, kv) } : undefined;
+  };
+  let at = 0; // the next placed replica's three keys
+  return records.map((record, i): ReplicaState => {
+    const kv = placementKvs[i];
+    if (!kv) return { record };
+    const placement: Fact<'placement'> = { key: kv.key, kv, value: placements[i]! };
+    const n = nodeAt.get(placement.value.node)!;
+    const [assignment, observation, lost] = [factAt('assigned', at), factAt('observed', at + 1), factAt('lost', at + 2)];
+    at += 3;
+    const node = kvs[n];
+    const status = factAt('nodeStatus', n + 1);
     return {
       record,
       placement,
       ...(assignment ? { assignment } : {}),
       ...(observation ? { observation } : {}),
-      ...(lostFact ? { lost: lostFact } : {}),
-      ...(nodeKv ? { node: nodeKv } : {}),
+      ...(lost ? { lost } : {}),
+      ...(node ? { node } : {}),
       ...(status ? { status } : {}),
     };
   });

@@ -26,11 +26,14 @@ async function bench(script: string, env: Record<string, string>, args: string[]
 }
 
 describe('benchmarks at a tiny size', () => {
-  it('bench:controller-steps steps the real controllers for one service and reports each one\'s CPU and keys', async () => {
-    const r = await bench('bench/controller-steps.ts', {}, ['--replicas', '20']);
+  it('bench:controller-steps steps the real controllers for each service and reports each one\'s CPU and keys', async () => {
+    const r = await bench('bench/controller-steps.ts', {}, ['--replicas', '20', '--services', '2']);
     expect(r.code, r.out).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'controller-steps', replicas: 20 });
+    expect(r.json).toMatchObject({ bench: 'controller-steps', replicas: 20, services: 2 });
     expect(Object.keys(r.json.placing as object)).toEqual(expect.arrayContaining(['replica', 'scheduler', 'endpoints']));
+    // Per-service controllers step once per service; one service's step reads its 10 replicas' keys.
+    expect(r.json).toMatchObject({ placing: { replica: { steps: 2 }, scheduler: { steps: 1 } }, oneService: { replica: { keys: expect.any(Number) } } });
+    expect((r.json.oneService as { endpoints: { keys: number } }).endpoints.keys).toBeLessThan(20 * 4);
   }, 120_000);
 
   it('bench:scheduler places a tiny cluster on MemoryStore and on Postgres, its commits enqueueing controller jobs as a server pod\'s do', async () => {
@@ -78,10 +81,10 @@ describe('benchmarks at a tiny size', () => {
     }
   }, 120_000);
 
-  it('bench:system converges a tiny cluster, recovers a lost node and reports the workers\' time', async () => {
-    const r = await bench('bench/system.ts', {}, ['--agents', '3', '--replicas', '6']);
+  it('bench:system converges a tiny cluster of two services, recovers a lost node and reports the workers\' time', async () => {
+    const r = await bench('bench/system.ts', {}, ['--agents', '3', '--replicas', '6', '--services', '2']);
     expect(r.code, r.out.slice(-3000)).toBe(0);
-    expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
+    expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, services: 2, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
     expect(r.json.workerSeconds).toHaveProperty('replica');
     const reg = r.json.registration as { registeredSeconds: number; allReadySeconds: number };
     expect(reg.registeredSeconds).toBeGreaterThan(0);

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
 import { openStore } from '../../db/index.js';
+import Database from 'better-sqlite3';
 import { SqliteStore } from '../../db/sqlite/store.js';
 import { codeOf, collect } from './conformance.js';
 
@@ -90,3 +91,19 @@ test('the driver claim holds across processes and is released when its process i
   claim.release();
   await store.close();
 }, 20_000);
+
+test('getMany reads while another connection holds the writer’s lock: a read, not a txn', async () => {
+  const path = join(dir, 'getmany.db');
+  const s = await SqliteStore.open(`sqlite:${path}`);
+  await s.put('gm/a', '1');
+  const writer = new Database(path);
+  writer.exec('BEGIN IMMEDIATE');
+  try {
+    const got = await s.getMany(['gm/a', 'gm/none']);
+    expect(got.map((kv) => kv?.value ?? null)).toEqual(['1', null]);
+  } finally {
+    writer.exec('ROLLBACK');
+    writer.close();
+    await s.close();
+  }
+});

@@ -210,7 +210,8 @@ describe('autoscaler controller', () => {
     const orig = store.txn.bind(store);
     let injected = false;
     store.txn = async (t) => {
-      if (!injected) {
+      // The first txn that writes (getMany is a txn of reads on this store).
+      if (!injected && t.success.some((op) => !('range' in op))) {
         injected = true;
         await put(3); // the autoscaler changed its mind between the read and the write
       }
