@@ -11,7 +11,10 @@
  *       every service: the totals);
  *   (c) one replica of the first service reports again (a new report, same standing): the
  *       steps it wakes for that service alone — what one service's step costs in a cluster
- *       of the others.
+ *       of the others;
+ *   (d) one replica's report changing only its usage figure (what every running replica
+ *       sends every 30 s): every step the change wakes, as the job hook routes it, and
+ *       their CPU — the steady-state cost of one usage report.
  * Super-linear growth shows as (a) rounds growing with R, (b) a step's CPU growing faster
  * than R, or (c) one service's step growing with the cluster rather than the service. Keys
  * read count every key a range returns and every key a getMany asks. The last line is JSON.
@@ -23,6 +26,7 @@ import { MemoryStore } from '../db/memory.js';
 import type { RangeRequest, Store } from '../db/store.js';
 import type { Controller } from '../jobs/controller.js';
 import { controllers } from '../jobs/controllers/index.js';
+import { route } from '../jobs/controller.js';
 import { listFacts } from '../jobs/facts.js';
 import { Rng } from '../jobs/sim/rng.js';
 import { numberArg } from './support/usage.js';
@@ -142,6 +146,23 @@ for (const name of ['replica', 'endpoints', 'rollout']) {
   oneService[name] = { cpuMs: Number(runs[2]!.ms.toFixed(2)), keys: runs[2]!.keys };
 }
 
+// (d) a usage-only report: the steps the job hook would wake for it, each run once.
+const usageKey = buildKey('observed', one.value.node, one.value.replica);
+const usageRuns: { controller: string; subject?: string; ms: number; keys: number }[] = [];
+for (let i = 0; i < 5; i++) {
+  t += 10;
+  await store.put(usageKey, encodeFact('observed', { replica: one.value.replica, service: one.value.service, node: one.value.node, tenure: one.value.tenure, state: 'running', at: t, usage: { cpuMillis: 10 + i, memoryBytes: 2 ** 20 } }));
+  for (const r of route(list, { key: usageKey, deleted: false })) {
+    const c = r.controller;
+    const subjects = r.fanout ? (c.subjects ? await c.subjects(store) : []) : [r.subject];
+    for (const subject of subjects) {
+      const x = await step(c, subject);
+      if (i === 4) usageRuns.push({ controller: c.name, ...(subject !== undefined ? { subject } : {}), ms: x.ms, keys: x.keys });
+    }
+  }
+}
+const usageReport = { steps: usageRuns.length, cpuMs: Number(usageRuns.reduce((n, x) => n + x.ms, 0).toFixed(2)), byController: Object.fromEntries(usageRuns.map((x) => [x.controller, { cpuMs: Number(x.ms.toFixed(2)), keys: x.keys }])) };
+
 console.log(`${R} replicas in ${S} service(s) on ${N} nodes (MemoryStore, CPU time of this process)`);
 console.log(`(a) apply → all placed in ${rounds} round(s):`);
 for (const [name, e] of placing) console.log(`    ${name.padEnd(10)} ${String(e.steps).padStart(4)} steps ${String(Math.round(e.ms)).padStart(7)} ms CPU ${String(e.keys).padStart(9)} keys read`);
@@ -149,4 +170,5 @@ console.log('(b) every replica running: taking it in, then one converged step');
 for (const [name, e] of Object.entries(converged)) console.log(`    ${name.padEnd(10)} ${String(e.firstMs).padStart(6)} ms, then ${String(e.convergedMs).padStart(5)} ms reading ${e.keys} keys`);
 console.log(`(c) one replica of ${names[0]} (${Math.ceil(R / S)} replicas) reports again: that service's step (median of 5)`);
 for (const [name, e] of Object.entries(oneService)) console.log(`    ${name.padEnd(10)} ${e.cpuMs.toFixed(2).padStart(8)} ms reading ${e.keys} keys`);
-console.log(JSON.stringify({ bench: 'controller-steps', replicas: R, nodes: N, services: S, rounds, placing: Object.fromEntries([...placing].map(([k, e]) => [k, { steps: e.steps, cpuMs: Math.round(e.ms), keys: e.keys }])), converged, oneService, loadAverage: { atStart: loadAtStart, atEnd: load() } }));
+console.log(`(d) one replica's usage figure changes: the job hook wakes ${usageReport.steps} steps, ${usageReport.cpuMs.toFixed(2)} ms of CPU (the last of 5): ${usageRuns.map((x) => `${x.controller}${x.subject ? ` ${x.subject}` : ''} ${x.ms.toFixed(2)} ms / ${x.keys} keys`).join(', ')}`);
+console.log(JSON.stringify({ bench: 'controller-steps', replicas: R, nodes: N, services: S, rounds, placing: Object.fromEntries([...placing].map(([k, e]) => [k, { steps: e.steps, cpuMs: Math.round(e.ms), keys: e.keys }])), converged, oneService, usageReport, loadAverage: { atStart: loadAtStart, atEnd: load() } }));

@@ -234,6 +234,7 @@ try {
   };
   const renewalsBefore = renewals();
   const t1 = performance.now();
+  const stoppedEpochMs = Date.now();
   process.kill(hosts.pids[0]!, 'SIGKILL'); // no deregistration: the lease runs out
   const stoppedAt = performance.now();
   let lostAt: number | undefined;
@@ -259,6 +260,8 @@ try {
   // Where the workers' time went: step count and seconds per controller (the pod's /metrics).
   const steps = await workerTime(server);
   log(`worker time by controller: ${workerTimeText(steps)}`);
+  const timeline = await recoveryTimeline(pg.url, stoppedEpochMs);
+  log(`   the recovery's decisions, seconds after the agent stopped (first–last, count): ${timeline.map((x) => `${x.what} ${x.first}–${x.last} (${x.count})`).join('; ')}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, services: SERVICES, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
@@ -269,7 +272,7 @@ try {
     // Agents that stopped their workloads because their keepalives failed (the victim of (b) is killed, not fenced).
     agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs: agentVitals().worstSinceKeepaliveMs, peerQuestions: agentVitals().peerQuestions },
     loadAverage: { atApply: loadAtApply, atEnd: load() },
-    nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
+    recoveryTimeline: timeline, nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
   })}\n`);
 } catch (e) {
   log(`bench:system failed: ${messageOf(e)}`);
@@ -282,3 +285,26 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(process.exitCode ?? 0);
+
+/**
+ * Where a node loss's time went: the decisions written after the agent stopped, by kind and
+ * tag (a decision's id begins with its time, 13 digits of ms: jobs/ids.ts), first and last
+ * seconds after the stop. Read from the database directly: a diagnostic of the bench's own.
+ */
+async function recoveryTimeline(url: string, stoppedEpochMs: number): Promise<{ what: string; first: number; last: number; count: number }[]> {
+  const c = new pg_.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const r = await c.query<{ key: string }>(`select key from cca_kv where key like '/decisions/%' and split_part(key, '/', 5) >= $1`, [String(stoppedEpochMs).padStart(13, '0')]);
+    const by = new Map<string, number[]>();
+    for (const { key } of r.rows) {
+      const [, , kind, , id] = key.split('/');
+      const at = Number(id!.slice(0, 13));
+      const what = `${kind} ${id!.slice(14).replace(/^ep-.*/, 'ep')}`;
+      by.set(what, [...(by.get(what) ?? []), (at - stoppedEpochMs) / 1000]);
+    }
+    return [...by].map(([what, ts]) => ({ what, first: Number(Math.min(...ts).toFixed(2)), last: Number(Math.max(...ts).toFixed(2)), count: ts.length })).sort((a, b) => a.first - b.first);
+  } finally {
+    await c.end();
+  }
+}

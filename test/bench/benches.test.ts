@@ -34,6 +34,8 @@ describe('benchmarks at a tiny size', () => {
     // Per-service controllers step once per service; one service's step reads its 10 replicas' keys.
     expect(r.json).toMatchObject({ placing: { replica: { steps: 2 }, scheduler: { steps: 1 } }, oneService: { replica: { keys: expect.any(Number) } } });
     expect((r.json.oneService as { endpoints: { keys: number } }).endpoints.keys).toBeLessThan(20 * 4);
+    // A usage-only report is routed as the job hook routes it: the global network step among what it wakes.
+    expect(r.json.usageReport).toMatchObject({ byController: { network: { keys: expect.any(Number) } } });
   }, 120_000);
 
   it('bench:scheduler places a tiny cluster on MemoryStore and on Postgres, its commits enqueueing controller jobs as a server pod\'s do', async () => {
@@ -86,6 +88,9 @@ describe('benchmarks at a tiny size', () => {
     expect(r.code, r.out.slice(-3000)).toBe(0);
     expect(r.json).toMatchObject({ bench: 'system', agents: 3, replicas: 6, services: 2, nodeLoss: { recovered: true, leaseTtlSeconds: 30 } });
     expect(r.json.workerSeconds).toHaveProperty('replica');
+    // Where the recovery went: the node's loss, then its replicas' replacements, by their decisions' times.
+    const timeline = (r.json.recoveryTimeline as { what: string; first: number }[]).map((x) => x.what);
+    expect(timeline, r.out.slice(-3000)).toEqual(expect.arrayContaining(['node node-lost', 'replica node-lost', 'replica rc-create', 'replica sched-place']));
     const reg = r.json.registration as { registeredSeconds: number; allReadySeconds: number };
     expect(reg.registeredSeconds).toBeGreaterThan(0);
     expect(reg.allReadySeconds).toBeGreaterThanOrEqual(reg.registeredSeconds);
