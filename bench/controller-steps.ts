@@ -13,14 +13,14 @@
  *       steps it wakes for that service alone — what one service's step costs in a cluster
  *       of the others;
  *   (d) one replica's report changing only its usage figure (what every running replica
- *       sends every 30 s): every step the change wakes, as the job hook routes it, and
- *       their CPU — the steady-state cost of one usage report.
+ *       sends every 30 s): every step the change wakes, as the job hook routes it (with the
+ *       value before and after), and their CPU — the steady-state cost of one usage report.
  * Super-linear growth shows as (a) rounds growing with R, (b) a step's CPU growing faster
  * than R, or (c) one service's step growing with the cluster rather than the service. Keys
  * read count every key a range returns and every key a getMany asks. The last line is JSON.
  */
 import { loadavg } from 'node:os';
-import { buildKey, encodeFact, prefixOf } from '../core/keys.js';
+import { buildKey, decodeFact, encodeFact, prefixOf } from '../core/keys.js';
 import { serviceSpecSchema } from '../core/model/service.js';
 import { MemoryStore } from '../db/memory.js';
 import type { RangeRequest, Store } from '../db/store.js';
@@ -151,8 +151,11 @@ const usageKey = buildKey('observed', one.value.node, one.value.replica);
 const usageRuns: { controller: string; subject?: string; ms: number; keys: number }[] = [];
 for (let i = 0; i < 5; i++) {
   t += 10;
-  await store.put(usageKey, encodeFact('observed', { replica: one.value.replica, service: one.value.service, node: one.value.node, tenure: one.value.tenure, state: 'running', at: t, usage: { cpuMillis: 10 + i, memoryBytes: 2 ** 20 } }));
-  for (const r of route(list, { key: usageKey, deleted: false })) {
+  const before = (await store.get(usageKey))!.value;
+  const after = encodeFact('observed', { ...decodeFact('observed', usageKey, before), at: t, usage: { cpuMillis: 10 + i, memoryBytes: 2 ** 20 } });
+  await store.put(usageKey, after);
+  // Routed as the job hook routes a commit: with the value before and after.
+  for (const r of route(list, { key: usageKey, deleted: false, before, after })) {
     const c = r.controller;
     const subjects = r.fanout ? (c.subjects ? await c.subjects(store) : []) : [r.subject];
     for (const subject of subjects) {

@@ -1,4 +1,5 @@
 import type { Store } from '../db/store.js';
+import { changesOfEvents, type StoreChange } from '../db/changes.js';
 
 /**
  * The step contract. A controller is `reconcile(ctx) → Wakeup`: it reads the store,
@@ -43,6 +44,13 @@ export interface Controller {
    * concerns every subject (then each known subject runs; see `subjects`).
    */
   subjectOf?(key: string): string | undefined;
+  /**
+   * A change under its watches that no step of this controller acts on, judged on the values
+   * the change carries (`Change.before`/`after`; a change without both always wakes it). It
+   * must hold for every decision the controller makes: a passed-over change is one no step
+   * would have written anything for.
+   */
+  ignores?(change: Change): boolean;
   /** Every subject that currently needs a step (e.g. every service name). */
   subjects?(store: Store): Promise<string[]>;
   reconcile(ctx: StepContext): Promise<Wakeup>;
@@ -53,11 +61,13 @@ export function stepKey(controller: string, subject: string | undefined): string
   return subject === undefined ? controller : `${controller}:${subject}`;
 }
 
-/** One committed change as the drivers route it: its key, and whether it was a deletion. */
-export interface Change {
-  key: string;
-  deleted: boolean;
-}
+/**
+ * One committed change as the drivers route it: its key, whether it was a deletion, and its
+ * values before and after when the driver knows both (what `ignores` judges).
+ */
+export type Change = StoreChange;
+export { changesOfEvents };
+
 
 /** Does this change concern a controller with these watches? */
 export function wakesOn(c: Pick<Controller, 'watches' | 'watchesDeletes'>, change: Change): boolean {
@@ -81,6 +91,7 @@ export function route(controllers: readonly Controller[], change: Change): Route
   const out: Route[] = [];
   for (const controller of controllers) {
     if (!wakesOn(controller, change)) continue;
+    if (controller.ignores && change.before !== undefined && change.after !== undefined && controller.ignores(change)) continue;
     const subject = controller.subjectOf?.(change.key);
     out.push(controller.subjectOf && subject === undefined ? { controller, fanout: true } : { controller, fanout: false, subject });
   }

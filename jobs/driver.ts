@@ -1,7 +1,7 @@
 import { isCcaError } from '../core/diagnostics/error.js';
 import type { Diagnostic } from '../core/diagnostics/types.js';
 import type { Store } from '../db/store.js';
-import type { Controller } from './controller.js';
+import { changesOfEvents, type Controller } from './controller.js';
 import { backoffMs, runStep, StepBook, stepResult, type StepMetrics } from './step-runner.js';
 import { WakeTable, type DueStep } from './wake-table.js';
 
@@ -81,9 +81,10 @@ export function startDriver(opts: DriverOptions): Driver {
         seenRevision = Math.max(seenRevision, from);
         if (attempt > 0) table.kickAll(clock.now()); // a gap in what we saw: everyone looks again
         poke();
-        for await (const batch of store.watch({ prefix: '', fromRevision: from + 1, signal: stopper.signal })) {
+        // With each put's previous value: a controller may pass over a change it cannot act on (`ignores`).
+        for await (const batch of store.watch({ prefix: '', fromRevision: from + 1, prevKv: true, signal: stopper.signal })) {
           attempt = 0;
-          table.changed(batch.events.map((e) => ({ key: e.kv.key, deleted: e.type === 'delete' })), clock.now());
+          table.changed(changesOfEvents(batch.events), clock.now());
           seenRevision = batch.revision;
           poke();
         }

@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { changesOfEvents, type StoreChange } from '../changes.js';
 import { CcaError, isCcaError } from '../../core/diagnostics/index.js';
 import { intervalOf, type KeyInterval } from '../keyspace.js';
 import type { TxnRequest, TxnResponse, WatchBatch, WatchEvent } from '../store.js';
@@ -23,13 +24,13 @@ export type WriteOutcome = { ok: true; value: TxnResponse | { revision: number }
  */
 export interface CommitHook {
   /** Called before COMMIT with what the transaction changed (each key once), on its connection. */
-  (client: pg.ClientBase, changes: { key: string; deleted: boolean }[]): Promise<void>;
+  (client: pg.ClientBase, changes: StoreChange[]): Promise<void>;
   /**
    * The same work as SQL that rides in a snapshot batch's one write statement (commitPlan),
    * so the counter lock is held for one round trip, not four (BEGIN, write, hook, COMMIT)
    * and the event-loop turns between them. Undefined: these changes need nothing.
    */
-  inStatement?(changes: { key: string; deleted: boolean }[]): HookStatement | undefined;
+  inStatement?(changes: StoreChange[]): HookStatement | undefined;
 }
 
 
@@ -52,7 +53,7 @@ export async function applyWrites(
   const { outcomes, rows, batches, dropped } = await evaluate(client, view, requests);
   if (rows.length > 0 || dropped.length > 0) {
     await writeChanges(client, rows, dropped, view.revision);
-    if (hook && rows.length > 0) await hook(client, changesOf(rows));
+    if (hook && rows.length > 0) await hook(client, changesOf(batches));
   }
   return { outcomes, before: head.revision, after: view.revision, batches };
 }
@@ -178,7 +179,7 @@ export async function commitPlan(
   plan: SnapshotPlan,
   opts: { hook?: CommitHook | undefined; committing(): void },
 ): Promise<boolean> {
-  const changes = opts.hook ? changesOf(plan.rows) : [];
+  const changes = opts.hook ? changesOf(plan.batches) : [];
   if (!opts.hook || opts.hook.inStatement) {
     opts.committing();
     return writeChangesAtHead(client, plan.rows, plan.after, plan.guard, opts.hook?.inStatement?.(changes));
@@ -307,9 +308,7 @@ function toLogRow(revision: number, seq: number, e: WatchEvent): LogRow {
   };
 }
 
-/** What the rows changed, each key once: deleted when any of its rows deleted it (a wake for deletions must not be lost). */
-function changesOf(rows: readonly LogRow[]): { key: string; deleted: boolean }[] {
-  const out = new Map<string, boolean>();
-  for (const r of rows) out.set(r.key, (out.get(r.key) ?? false) || r.deleted);
-  return [...out].map(([key, deleted]) => ({ key, deleted }));
+/** What the batch changed, each key once, with its values before and after where known (db/changes.ts). */
+function changesOf(batches: readonly WatchBatch[]): StoreChange[] {
+  return changesOfEvents(batches.flatMap((b) => b.events));
 }

@@ -12,6 +12,7 @@ import { retrySoon } from '../retry.js';
 import { decodeMemo } from '../decode-memo.js';
 import { utf8Bytes } from '../write.js';
 import { DECISION_LIMITS } from '../decisions/bounds.js';
+import { onlyUsageMoved } from './usage-report.js';
 
 export const ENDPOINT_CONTROLLER = 'endpoints';
 /**
@@ -89,6 +90,8 @@ interface Standing {
 export const endpointController: Controller = {
   name: ENDPOINT_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('assigned'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('endpoints')],
+  // A report that moved only its usage figure changes nothing it decides on.
+  ignores: onlyUsageMoved,
   // A node's registration or status concerns every service with a replica there.
   subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('endpoints')]),

@@ -10,6 +10,7 @@ import { absentEvidence, causedByFact, decide, evidenceOf } from '../decisions/r
 import { groupBy, indexBy, listEvery } from './view.js';
 import { commitEach, type Write } from '../write.js';
 import { afterCommits } from '../retry.js';
+import { onlyUsageMoved } from './usage-report.js';
 
 export const NETWORK_CONTROLLER = 'network';
 /** The store's bound on compares per txn (etcd's --max-txn-ops); one goes to the decision. */
@@ -193,6 +194,8 @@ export function describeAddresses(service: string, before: readonly string[], af
 export const networkController: Controller = {
   name: NETWORK_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('assigned'), prefixOf('placement'), prefixOf('observed'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('network'), prefixOf('netPolicy'), prefixOf('netAddrs')],
+  // A report that moved only its usage figure changes nothing it decides on.
+  ignores: onlyUsageMoved,
   async reconcile(ctx: StepContext): Promise<Wakeup> {
     const view = await readNetworkView(ctx);
     const inForce = policiesInForce(view);

@@ -14,6 +14,7 @@ import { planRollStep } from './replica-roll.js';
 import { commitEach, commitFirstThenRest, type Write } from '../write.js';
 import { RETRY, retrySoon } from '../retry.js';
 import { draftReplica, REPLICA_CONTROLLER, scaleDownOrder, stopDecision, type Backoff, type ReplicaDraft, type Why } from './replica-draft.js';
+import { onlyUsageMoved } from './usage-report.js';
 
 /**
  * Replicas created (or stopped by a scale-down) per step; more are created by the next
@@ -47,6 +48,8 @@ export function replicaControllerWith(opts: ReplicaControllerOptions): Controlle
   return {
     name: REPLICA_CONTROLLER,
     watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
+    // A report that moved only its usage figure changes nothing it decides on.
+    ignores: onlyUsageMoved,
     subjectOf: serviceOfKey,
     subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('replica')]),
     async reconcile(ctx: StepContext): Promise<Wakeup> {

@@ -14,6 +14,7 @@ import { admissibleObservation, isCompleted, readReplicaStates, type ReplicaStat
 import { isReadyReplica, splitByTemplate, templateOfReplica } from './rollout-state.js';
 import { commit as commitWrite, type Write } from '../write.js';
 import { retrySoon } from '../retry.js';
+import { onlyUsageMoved } from './usage-report.js';
 
 export const ROLLOUT_CONTROLLER = 'rollout';
 
@@ -32,6 +33,8 @@ const MAX_RECORD_COMPARES = 100;
 export const rolloutController: Controller = {
   name: ROLLOUT_CONTROLLER,
   watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('rollout'), prefixOf('nodeStatus'), prefixOf('autoscale')],
+  // A report that moved only its usage figure changes nothing it decides on.
+  ignores: onlyUsageMoved,
   // A node's readiness change concerns every service (its counts may change).
   subjectOf: serviceOfKey,
   subjects: (store: Store) => servicesUnder(store, [prefixOf('service'), prefixOf('rollout')]),

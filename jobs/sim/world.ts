@@ -5,7 +5,7 @@ import { buildKey, decodeFact, encodeFact, parseKey } from '../../core/keys.js';
 import { serviceSpecSchema, type ServiceSpecInput } from '../../core/model/service.js';
 import { MemoryStore } from '../../db/memory.js';
 import type { Store, WatchBatch } from '../../db/store.js';
-import type { Controller } from '../controller.js';
+import { changesOfEvents, type Controller } from '../controller.js';
 import { controllers as allControllers } from '../controllers/index.js';
 import { runStep, StepBook } from '../step-runner.js';
 import { WakeTable, type DueStep } from '../wake-table.js';
@@ -127,7 +127,7 @@ export class SimWorld {
       this.diagnostics.push(d);
       this.log(`diagnostic ${d.code}: ${d.message}`);
     });
-    this.watch = this.store.watch({ prefix: '' })[Symbol.asyncIterator]();
+    this.watch = this.store.watch({ prefix: '', prevKv: true })[Symbol.asyncIterator]();
   }
 
   get storeDown(): boolean {
@@ -487,7 +487,7 @@ export class SimWorld {
       if (r.done) return;
       const batch = r.value;
       this.consumed = batch.revision;
-      this.table.changed(batch.events.map((e) => ({ key: e.kv.key, deleted: e.type === 'delete' })), this.t);
+      this.table.changed(changesOfEvents(batch.events), this.t);
       for (const e of batch.events) {
         const p = parseKey(e.kv.key);
         if (e.type === 'delete' && p?.kind === 'decision') this.evicted.add(e.kv.key);

@@ -80,3 +80,29 @@ test('a failing store is reported once per outage, steps back off and resume', a
   expect(recovered).toBe(1);
   expect(runs).toBeGreaterThan(during); // resumed
 });
+
+test('a change the controller ignores, judged on the values before and after, does not wake it', async () => {
+  const store = new MemoryStore();
+  const runs: string[] = [];
+  const c: Controller = {
+    name: 'picky',
+    watches: ['/x/'],
+    // Passes over any put that keeps the value's first character.
+    ignores: (ch) => ch.before![0] === ch.after![0],
+    async reconcile({ store: s }) {
+      runs.push((await s.get('/x/a'))?.value ?? '-');
+      return {};
+    },
+  };
+  const driver = startDriver({ store, controllers: [c] });
+  drivers.push(driver);
+  await driver.idle();
+  runs.length = 0; // the first look of every controller at start
+  await store.put('/x/a', 'a1'); // created: no value before, so it wakes
+  await driver.idle();
+  await store.put('/x/a', 'a2'); // ignored
+  await driver.idle();
+  await store.put('/x/a', 'b1'); // wakes
+  await driver.idle();
+  expect(runs).toEqual(['a1', 'b1']);
+});

@@ -246,10 +246,10 @@ test("a worker does not wait for its own pod's run of the same step: the job is 
   expect(runs[1]!.start).toBeGreaterThanOrEqual(runs[0]!.end!);
 }, 60_000);
 
-test('the commit hook is told which keys a transaction deleted: a controller woken by deletions only hears of them', async () => {
+test('the commit hook is told which keys a transaction deleted, and a put\'s value before and after', async () => {
   const db = await createTestDatabase('commit-hook-changes');
   cleanups.push(db.drop);
-  const seen: { key: string; deleted: boolean }[][] = [];
+  const seen: { key: string; deleted: boolean; before?: string; after?: string }[][] = [];
   const store = await PostgresStore.open(db.url, { commitHook: async (_client, changes) => void seen.push(changes) });
   cleanups.push(() => store.close());
   await store.put('/a', '1');
@@ -259,6 +259,8 @@ test('the commit hook is told which keys a transaction deleted: a controller wok
   const lease = await store.grantLease(60);
   await store.put('/d', '1', { lease: lease.id });
   await store.revokeLease(lease.id);
+  // A put over a value: both values, so a controller may pass over what it cannot act on.
+  await store.put('/c', '2');
   expect(seen).toEqual([
     [{ key: '/a', deleted: false }],
     [{ key: '/b', deleted: false }],
@@ -266,6 +268,7 @@ test('the commit hook is told which keys a transaction deleted: a controller wok
     [{ key: '/b', deleted: true }, { key: '/c', deleted: false }],
     [{ key: '/d', deleted: false }],
     [{ key: '/d', deleted: true }],
+    [{ key: '/c', deleted: false, before: '1', after: '2' }],
   ]);
 }, 60_000);
 

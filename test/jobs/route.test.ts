@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { buildKey, layout, prefixOf, type KeyKind, type KeyParams } from '../../core/keys.js';
-import { ROUTER_SEGMENTS, route, router, type Change, type Controller, type Route } from '../../jobs/controller.js';
+import { buildKey, encodeFact, layout, prefixOf, type KeyKind, type KeyParams } from '../../core/keys.js';
+import { ROUTER_SEGMENTS, changesOfEvents, route, router, type Change, type Controller, type Route } from '../../jobs/controller.js';
+import type { Observation } from '../../core/model/facts.js';
 import { controllers as allControllers } from '../../jobs/controllers/index.js';
 import { jobsForChanges } from '../../jobs/job-hook.js';
 import { WakeTable } from '../../jobs/wake-table.js';
@@ -107,5 +108,50 @@ describe('route: one key-to-step routing for every driver', () => {
       const key = `/as${i}/x`;
       expect(named(routes({ key, deleted: false }))).toEqual(named(route(odd, { key, deleted: false })));
     }
+  });
+});
+
+describe('changes a controller passes over (`ignores`)', () => {
+  const key = buildKey('observed', 'n1', 'web-00000001');
+  const report = (o: Partial<Observation> = {}) =>
+    encodeFact('observed', { replica: 'web-00000001', service: 'web', node: 'n1', tenure: 3, state: 'running', at: 1_000, health: { liveness: 'passing', readiness: 'passing' }, usage: { cpuMillis: 10, memoryBytes: 2 ** 20 }, ...o });
+  const woke = (change: Change) => {
+    const e = enqueued([change]);
+    expect(e).toEqual(woken([change])); // the graphile hook and the wake table agree
+    return e;
+  };
+  const all = ['endpoints:web', 'network', 'replica:web', 'rollout:web'];
+
+  it('a report that moved only its usage figure and time wakes none of the steps that watch reports', () => {
+    expect(woke({ key, deleted: false, before: report(), after: report({ at: 31_000, usage: { cpuMillis: 250, memoryBytes: 2 ** 21 } }) })).toEqual([]);
+  });
+
+  it('any other change to a report wakes them all, as does one whose earlier value is not known', () => {
+    expect(woke({ key, deleted: false, before: report(), after: report({ at: 2_000, state: 'exited', exitCode: 1 }) })).toEqual(all);
+    expect(woke({ key, deleted: false, before: report(), after: report({ health: { liveness: 'passing', readiness: 'failing' } }) })).toEqual(all);
+    expect(woke({ key, deleted: false, before: report(), after: report({ address: '10.0.0.7' }) })).toEqual(all);
+    expect(woke({ key, deleted: false, after: report({ at: 31_000 }) })).toEqual(all);
+    expect(woke({ key, deleted: false })).toEqual(all);
+    expect(woke({ key, deleted: true })).toEqual(all);
+    expect(woke({ key, deleted: false, before: 'not json', after: report() })).toEqual(all);
+  });
+
+  it('changesOfEvents gives a put its values only when the first event on the key had the one before; a deletion wins', () => {
+    const kv = (k: string, value: string) => ({ key: k, value, createRevision: 1, modRevision: 2, version: 1, lease: 0 });
+    expect(
+      changesOfEvents([
+        { type: 'put', kv: kv('/a', '2'), prevKv: kv('/a', '1') },
+        { type: 'put', kv: kv('/a', '3'), prevKv: kv('/a', '2') },
+        { type: 'put', kv: kv('/b', '1') },
+        { type: 'put', kv: kv('/b', '2'), prevKv: kv('/b', '1') },
+        { type: 'put', kv: kv('/c', '2'), prevKv: kv('/c', '1') },
+        { type: 'delete', kv: kv('/c', ''), prevKv: kv('/c', '2') },
+        { type: 'put', kv: kv('/c', '3') },
+      ]),
+    ).toEqual([
+      { key: '/a', deleted: false, before: '1', after: '3' },
+      { key: '/b', deleted: false },
+      { key: '/c', deleted: true },
+    ]);
   });
 });
