@@ -23,9 +23,9 @@ export interface AgentCoreOptions {
   reportEveryMs?: number;
   /**
    * Other replicas' usage is refreshed this often (default 30 s, never below reportEveryMs):
-   * only the autoscaler acts on usage, and every observation write wakes the controllers
-   * that watch `/observed/`, so frequent usage-only rewrites of a large cluster keep the
-   * workers busy for nothing (docs/benchmarks.md, system).
+   * only the autoscaler acts on usage. The controllers that watch `/observed/` pass over a
+   * usage-only rewrite (jobs/controllers/usage-report.ts), but each is still a commit and a
+   * watch event for every pod and console (docs/benchmarks.md, cost item 7).
    */
   usageEveryMs?: number;
   clock: AgentClock;
