@@ -68,7 +68,6 @@ export function stepKey(controller: string, subject: string | undefined): string
 export type Change = StoreChange;
 export { changesOfEvents };
 
-
 /** Does this change concern a controller with these watches? */
 export function wakesOn(c: Pick<Controller, 'watches' | 'watchesDeletes'>, change: Change): boolean {
   for (const p of c.watches) if (change.key.startsWith(p)) return true;

@@ -2,7 +2,6 @@ import { buildKey } from '../../core/keys.js';
 import type { KeyValue, Store } from '../../db/store.js';
 import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import { getFact, type Fact } from '../facts.js';
-import { limits } from '../../db/keyspace.js';
 import { mapLimit } from '../../core/map-limit.js';
 import { decodeMemo } from '../decode-memo.js';
 
@@ -41,8 +40,8 @@ export async function readReplicaState(store: Store, record: Fact<'replica'>): P
   };
 }
 
-/** Keys per `getMany` (the store's bound on one read, `limits.maxTxnOps`) and reads in flight at once. */
-const KEYS_PER_READ = limits.maxTxnOps;
+/** Keys per `getMany` (the store's bound on one read, `limits.maxTxnOps`, as etcd's) and reads in flight at once. */
+const KEYS_PER_READ = 128;
 const READS_AT_ONCE = 4;
 
 /** `store.getMany` over any number of keys: chunks within the store's bound, a few in flight. */
