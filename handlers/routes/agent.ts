@@ -20,6 +20,7 @@ import { NETWORK_WATCH_PREFIX, readNetworkBundle } from '../network-bundle.js';
 import { openSpec } from '../secret-box.js';
 import { parseQuery, revisionParam } from '../query.js';
 import type { PodLimits } from '../limits/pod-limits.js';
+import { chunks } from '../../core/chunks.js';
 
 export const MAX_EVENTS_PER_NODE = 200;
 /**
@@ -164,12 +165,6 @@ function pageByBytes<T>(items: readonly T[], maxBytes: number): T[] {
     n++;
   }
   return items.slice(0, n);
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 /**

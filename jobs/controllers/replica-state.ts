@@ -2,6 +2,7 @@ import { buildKey } from '../../core/keys.js';
 import type { KeyValue, Store } from '../../db/store.js';
 import { ranToCompletion } from '../../core/model/replica-outcome.js';
 import { getFact, type Fact } from '../facts.js';
+import { chunks } from '../../core/chunks.js';
 import { mapLimit } from '../../core/map-limit.js';
 import { decodeMemo } from '../decode-memo.js';
 
@@ -46,9 +47,7 @@ const READS_AT_ONCE = 4;
 
 /** `store.getMany` over any number of keys: chunks within the store's bound, a few in flight. */
 async function getEvery(store: Store, keys: readonly string[]): Promise<(KeyValue | null)[]> {
-  const chunks: string[][] = [];
-  for (let i = 0; i < keys.length; i += KEYS_PER_READ) chunks.push(keys.slice(i, i + KEYS_PER_READ));
-  return (await mapLimit(chunks, READS_AT_ONCE, (c) => store.getMany(c))).flat();
+  return (await mapLimit(chunks(keys, KEYS_PER_READ), READS_AT_ONCE, (c) => store.getMany(c))).flat();
 }
 
 /**
