@@ -233,6 +233,10 @@ try {
     }
   };
   const renewalsBefore = renewals();
+  // The victim's lease as the store holds it: its end is when the node controller may first
+  // judge it (a keepalive sent before the kill may still land, so it is re-read until gone).
+  const leaseWatch = victimLease(pg.url, victimName);
+  await leaseWatch.read();
   const t1 = performance.now();
   const stoppedEpochMs = Date.now();
   process.kill(hosts.pids[0]!, 'SIGKILL'); // no deregistration: the lease runs out
@@ -249,6 +253,7 @@ try {
       lastLog1 = performance.now();
       log(`   +${((lastLog1 - t1) / 1000).toFixed(0)} s: ${victimName} ${expiredAt === undefined ? 'lease live' : 'lease expired'}, ${lostAt === undefined ? 'not yet lost' : 'lost'}, ${rs.length}/${REPLICAS} running, ${rs.filter((r) => r.node === victimName).length} on ${victimName}; lease renewals after reaper silence so far: ${renewals() - renewalsBefore}; job queue: ${await queue()}; ${vitalsText()}`);
     }
+    await leaseWatch.read();
     maxRunning = Math.max(maxRunning, rs.length);
     return rs.length >= REPLICAS && !rs.some((r) => r.node === victimName || victims.includes(r.id)) ? true : undefined;
   }, 90_000).catch((e: Error) => {
@@ -261,7 +266,11 @@ try {
   const steps = await workerTime(server);
   log(`worker time by controller: ${workerTimeText(steps)}`);
   const timeline = await recoveryTimeline(pg.url, stoppedEpochMs);
+  await leaseWatch.close();
   log(`   the recovery's decisions, seconds after the agent stopped (first–last, count): ${timeline.map((x) => `${x.what} ${x.first}–${x.last} (${x.count})`).join('; ')}`);
+  const lease = leaseWatch.seen(stoppedEpochMs, QUORUM.defaultTtlSeconds);
+  const judged = timeline.find((x) => x.what === 'node node-lost')?.first;
+  if (lease) log(`   the victim's lease: last renewed ${lease.renewedBeforeStopSeconds.toFixed(2)} s before the agent stopped, so silent for its TTL (${QUORUM.defaultTtlSeconds} s) ${lease.silentForTtlAfterStopSeconds.toFixed(2)} s after the stop; node declared lost ${judged === undefined ? '?' : `${judged.toFixed(2)} s after the stop, ${(judged - lease.silentForTtlAfterStopSeconds).toFixed(2)} s after that`}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
     bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, services: SERVICES, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
@@ -272,7 +281,7 @@ try {
     // Agents that stopped their workloads because their keepalives failed (the victim of (b) is killed, not fenced).
     agentVitals: { fencedDuringConvergence, fencedEver: agentVitals().fencedEver, longestSinceKeepaliveMs: agentVitals().worstSinceKeepaliveMs, peerQuestions: agentVitals().peerQuestions },
     loadAverage: { atApply: loadAtApply, atEnd: load() },
-    recoveryTimeline: timeline, nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)) },
+    recoveryTimeline: timeline, nodeLoss: { leaseTtlSeconds: QUORUM.defaultTtlSeconds, replicasLost: victims.length, recovered, recoverySeconds: recovered ? Number(recovery.toFixed(3)) : null, expiredAfterSeconds: expiredAt === undefined ? null : Number(((expiredAt - stoppedAt) / 1000).toFixed(3)), lostAfterSeconds: lostAt === undefined ? null : Number(((lostAt - stoppedAt) / 1000).toFixed(3)), lease: lease ?? null, judgedAfterSilentForTtlSeconds: lease && judged !== undefined ? Number((judged - lease.silentForTtlAfterStopSeconds).toFixed(3)) : null },
   })}\n`);
 } catch (e) {
   log(`bench:system failed: ${messageOf(e)}`);
@@ -285,6 +294,41 @@ try {
   rmSync(dir, { recursive: true, force: true });
 }
 process.exit(process.exitCode ?? 0);
+
+/**
+ * Follows one node's registration lease in the store (cca_lease, by the node record's lease)
+ * until it is gone, keeping the latest renewal seen (its end less its TTL; a keepalive sent
+ * before the kill may still land): the node controller may judge the node only once it has
+ * been silent for its TTL since, so this separates how long before the kill the agent's last
+ * keepalive fell from how late the controller judged. A diagnostic of the bench's own, read
+ * from the database directly.
+ */
+function victimLease(url: string, node: string) {
+  const c = new pg_.Client({ connectionString: url });
+  const connected = c.connect();
+  let last: { endsAtMs: number; ttlSeconds: number } | undefined;
+  let gone = false;
+  return {
+    async read(): Promise<void> {
+      if (gone) return;
+      await connected;
+      const r = await c.query<{ ends: string; ttl: string }>(
+        `select (extract(epoch from l.expires_at) * 1000)::float8 ends, l.ttl from cca_lease l join cca_kv k on k.lease = l.id where k.key = $1`,
+        [`/nodes/${node}`],
+      );
+      const row = r.rows[0];
+      if (!row) gone = last !== undefined;
+      else last = { endsAtMs: Number(row.ends), ttlSeconds: Number(row.ttl) };
+    },
+    /** When it was last renewed, and when the node's TTL of silence (not the store lease's: an API-registered node's is a day-long backstop) ran out. */
+    seen(stoppedEpochMs: number, nodeTtlSeconds: number) {
+      if (!last) return undefined;
+      const renewedBeforeStopSeconds = (stoppedEpochMs - (last.endsAtMs - last.ttlSeconds * 1000)) / 1000;
+      return { storeLeaseTtlSeconds: last.ttlSeconds, renewedBeforeStopSeconds: Number(renewedBeforeStopSeconds.toFixed(3)), silentForTtlAfterStopSeconds: Number((nodeTtlSeconds - renewedBeforeStopSeconds).toFixed(3)) };
+    },
+    close: () => c.end().catch(() => undefined),
+  };
+}
 
 /**
  * Where a node loss's time went: the decisions written after the agent stopped, by kind and

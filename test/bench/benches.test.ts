@@ -91,6 +91,12 @@ describe('benchmarks at a tiny size', () => {
     // Where the recovery went: the node's loss, then its replicas' replacements, by their decisions' times.
     const timeline = (r.json.recoveryTimeline as { what: string; first: number }[]).map((x) => x.what);
     expect(timeline, r.out.slice(-3000)).toEqual(expect.arrayContaining(['node node-lost', 'replica node-lost', 'replica rc-create', 'replica sched-place']));
+    // The victim's last renewal is known, so the node's judgement is timed from its TTL of silence, not from the kill.
+    const loss = r.json.nodeLoss as { lease: { renewedBeforeStopSeconds: number; silentForTtlAfterStopSeconds: number } | null; judgedAfterSilentForTtlSeconds: number | null };
+    expect(loss.lease, r.out.slice(-3000)).not.toBeNull();
+    expect(loss.lease!.renewedBeforeStopSeconds).toBeGreaterThanOrEqual(0);
+    expect(loss.lease!.renewedBeforeStopSeconds).toBeLessThan(30);
+    expect(loss.judgedAfterSilentForTtlSeconds).toBeGreaterThanOrEqual(0);
     const reg = r.json.registration as { registeredSeconds: number; allReadySeconds: number };
     expect(reg.registeredSeconds).toBeGreaterThan(0);
     expect(reg.allReadySeconds).toBeGreaterThanOrEqual(reg.registeredSeconds);
