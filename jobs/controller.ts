@@ -51,10 +51,24 @@ export interface Controller {
    * would have written anything for.
    */
   ignores?(change: Change): boolean;
+  /**
+   * Which due step a busy worker pool takes first (graphile-worker's job priority: lower
+   * first, then oldest): the node controller and the scheduler go ahead of the per-service
+   * steps, so a burst of per-service work (100 services' reports) does not hold back
+   * placements and node judgements for tens of seconds. Omitted: 0. The in-process driver
+   * runs every due step at once, so there it changes nothing.
+   */
+  readonly priority?: number;
   /** Every subject that currently needs a step (e.g. every service name). */
   subjects?(store: Store): Promise<string[]>;
   reconcile(ctx: StepContext): Promise<Wakeup>;
 }
+
+/**
+ * Job priorities (Controller.priority; lower runs first on a busy worker pool): lease expiry,
+ * then node judgements, then placement, then everything else at 0.
+ */
+export const STEP_PRIORITY = { leases: -3, node: -2, scheduler: -1 } as const;
 
 /** The job key of one controller step: one pending run per controller and subject. */
 export function stepKey(controller: string, subject: string | undefined): string {

@@ -2,7 +2,7 @@ import { Logger, run, runMigrations, type Runner, type Task } from 'graphile-wor
 import type pg from 'pg';
 import { CcaError, type Diagnostic } from '../core/diagnostics/index.js';
 import { pgFailure } from '../db/postgres/errors.js';
-import { stepKey, type Controller } from './controller.js';
+import { STEP_PRIORITY, stepKey, type Controller } from './controller.js';
 import { FANOUT_TASK, STEP_TASK, addJobs, addJobsAlone, fanoutJob, registerTasks, retryingAborted, stepJob, type JobSpec } from './job-hook.js';
 import { compactOnce, type CompactionPolicy } from './maintenance.js';
 import type { StoreMirror } from '../db/mirror.js';
@@ -10,6 +10,15 @@ import type { Store } from '../db/store.js';
 import { runStep, StepBook, stepFailure, stepResult, type StepMetrics, type StepOutcome } from './step-runner.js';
 
 const LEASE_TASK = 'cca-expire-leases';
+
+/**
+ * An upkeep job. Lease expiry goes ahead of every step (STEP_PRIORITY.leases): a reaper held
+ * back behind a queue of steps reads as a silence of every pod, after which it renews every
+ * lease once (CCA-E0123) — a 10,000-replica apply did that four times while 300 steps waited.
+ */
+function upkeepJob(task: string, runAt?: number): JobSpec {
+  return { task, payload: { controller: task }, key: task, ...(runAt !== undefined ? { runAt } : {}), ...(task === LEASE_TASK ? { priority: STEP_PRIORITY.leases } : {}) };
+}
 /** How long a step's own transaction may sit idle while the step runs (PG_BOUNDS allows 10 s). */
 const STEP_IDLE_LIMIT = '120s';
 const COMPACT_TASK = 'cca-compact';
@@ -268,7 +277,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       // Next run, whatever happened: upkeep must never stop for good (a failure here is
       // retried by graphile-worker, and the watchdog re-adds a lost upkeep job).
       await helpers
-        .withPgClient((client) => addJobsAlone(client, [{ task, payload: { controller: task }, key: task, runAt: now() + ms }]))
+        .withPgClient((client) => addJobsAlone(client, [upkeepJob(task, now() + ms)]))
         .catch((e: unknown) => failReported(pgFailure(e, 'the job database').diagnostic));
     };
   const maintenanceTasks: Record<string, Task> = m
@@ -318,7 +327,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
           .connect()
           .then(async (client) => {
             try {
-              await addJobsAlone(client, [LEASE_TASK, COMPACT_TASK].map((task) => ({ task, payload: { controller: task }, key: task })), 'graphile_worker', true);
+              await addJobsAlone(client, [LEASE_TASK, COMPACT_TASK].map((task) => upkeepJob(task)), 'graphile_worker', true);
             } finally {
               client.release();
             }
@@ -337,7 +346,7 @@ export async function startGraphileDriver(opts: GraphileDriverOptions): Promise<
       }
       if (m) {
         // Upkeep jobs are keyed: starting them again only moves the one pending run.
-        for (const task of [LEASE_TASK, COMPACT_TASK]) jobs.push({ task, payload: { controller: task }, key: task });
+        for (const task of [LEASE_TASK, COMPACT_TASK]) jobs.push(upkeepJob(task));
       }
       await addJobsAlone(client, jobs);
     } finally {

@@ -12,6 +12,8 @@ export interface JobSpec {
   key: string;
   /** Absolute ms; omitted = now. */
   runAt?: number;
+  /** graphile-worker's priority, lower first; omitted = 0 (Controller.priority). */
+  priority?: number;
 }
 
 /** Which steps a set of changes wakes (`route`): one job per controller and subject, or a fan-out. */
@@ -33,12 +35,12 @@ function jobsRouted(routes: (change: Change) => Route[], changes: readonly Chang
 
 /** The job of one (controller, subject) step, keyed so a burst of changes is one pending run. */
 export function stepJob(c: Controller, subject: string | undefined): JobSpec {
-  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key: stepKey(c.name, subject) };
+  return { task: STEP_TASK, payload: { controller: c.name, ...(subject !== undefined ? { subject } : {}) }, key: stepKey(c.name, subject), ...(c.priority ? { priority: c.priority } : {}) };
 }
 
 /** The job that lists a keyed controller's subjects and enqueues a step for each. */
 export function fanoutJob(c: Controller): JobSpec {
-  return { task: FANOUT_TASK, payload: { controller: c.name }, key: fanoutKey(c) };
+  return { task: FANOUT_TASK, payload: { controller: c.name }, key: fanoutKey(c), ...(c.priority ? { priority: c.priority } : {}) };
 }
 
 function fanoutKey(c: Controller): string {
@@ -76,8 +78,8 @@ export const ADD_ATTEMPTS = 3;
 
 async function addJobsOnce(client: pg.ClientBase, jobs: readonly JobSpec[], schema: string, preserveRunAt: boolean): Promise<{ key: string }[]> {
   const r = await client.query<{ key: string }>(
-    `WITH ${PENDING} AS (${pendingJobs(schema, 'true', '$5::boolean')}),
-     added AS (${addJobsCall(schema, `k NOT IN (SELECT key FROM ${PENDING})`, '$5::boolean')})
+    `WITH ${PENDING} AS (${pendingJobs(schema, 'true', '$6::boolean')}),
+     added AS (${addJobsCall(schema, `k NOT IN (SELECT key FROM ${PENDING})`, '$6::boolean')})
      SELECT key FROM ${PENDING} UNION ALL SELECT key FROM added`,
     [...jobColumns(jobs), preserveRunAt],
   );
@@ -88,8 +90,9 @@ async function addJobsOnce(client: pg.ClientBase, jobs: readonly JobSpec[], sche
 const PENDING = 'jobs_pending';
 
 /**
- * The jobs among $1…$4 that are already waiting to run as asked: unlocked, never tried, the
- * same payload, and due (or, with `preserve`, at any time: add_jobs would keep their run_at).
+ * The jobs among $1…$4 (the priority, $5, follows from the key) that are already waiting to
+ * run as asked: unlocked, never tried, the same payload, and due (or, with `preserve`, at
+ * any time: add_jobs would keep their run_at).
  * add_jobs would rewrite each such row to what it holds already (a new row version, every
  * index entry again, a notification waking every worker); instead the call takes a share
  * lock on it until commit. A worker's fetch (FOR UPDATE SKIP LOCKED) passes over a row so
@@ -116,12 +119,12 @@ function addJobsCall(schema: string, where: string, preserve: string): string {
 }
 
 /**
- * The job_spec array add_jobs takes, from `jobColumns` as $1…$4, in their order, with the
+ * The job_spec array add_jobs takes, from `jobColumns` as $1…$5, in their order, with the
  * rows `where` admits (a condition on t, p, r, k).
  */
 function jobSpecArray(schema: string, where: string): string {
-  return `array(SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, NULL, NULL)::${schema}.job_spec
-       FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[]) WITH ORDINALITY AS j(t, p, r, k, o) WHERE ${where} ORDER BY o)`;
+  return `array(SELECT row(t, p::json, NULL, CASE WHEN r IS NULL THEN NULL ELSE to_timestamp(r / 1000.0) END, 25, k, pr::smallint, NULL)::${schema}.job_spec
+       FROM unnest($1::text[], $2::text[], $3::float8[], $4::text[], $5::int[]) WITH ORDINALITY AS j(t, p, r, k, pr, o) WHERE ${where} ORDER BY o)`;
 }
 
 /** Jobs in key order: every add_jobs call meets its keys in one order (see addJobs). */
@@ -129,9 +132,9 @@ function inKeyOrder(specs: readonly JobSpec[]): JobSpec[] {
   return [...specs].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
-/** A list of jobs as add_jobs' four columns: task, payload, run at (ms or null), key. */
+/** A list of jobs as add_jobs' five columns: task, payload, run at (ms or null), key, priority. */
 function jobColumns(jobs: readonly JobSpec[]): unknown[] {
-  return [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key)];
+  return [jobs.map((j) => j.task), jobs.map((j) => JSON.stringify(j.payload)), jobs.map((j) => j.runAt ?? null), jobs.map((j) => j.key), jobs.map((j) => j.priority ?? 0)];
 }
 
 /** Attempts of one job-queue statement that Postgres aborts as a deadlock's victim. */

@@ -1,6 +1,6 @@
 import { buildKey, prefixOf } from '../../core/keys.js';
 import type { Compare, Op } from '../../db/store.js';
-import type { Controller, StepContext, Wakeup } from '../controller.js';
+import { STEP_PRIORITY, type Controller, type StepContext, type Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, putFact, sameTenure, unchanged, type Fact } from '../facts.js';
 import { absentEvidence, causedBy, causedByFact, decide, decisionKey, evidenceOf } from '../decisions/record.js';
 import { isStateful, planStateful, readProofs, type Proofs } from './node-fencing.js';
@@ -33,6 +33,7 @@ export function nodeController(opts: NodeControllerOptions = {}): Controller {
   const grace = opts.lostGraceMs ?? 1_000;
   return {
     name: NODE_CONTROLLER,
+    priority: STEP_PRIORITY.node,
     watches: [prefixOf('node'), prefixOf('nodeStatus'), prefixOf('fence'), prefixOf('nodeOp'), prefixOf('membership')],
     // A placement never changes this plan (it is made under the node's current tenure, which a
     // change here would end); a release does: a lost record's end, a removed node's last replica.

@@ -301,3 +301,43 @@ test('two add_jobs calls meeting the same keys in opposite orders do not deadloc
   expect(Number(n.rows[0]!.n)).toBe(2_000);
 }, 120_000);
 
+
+test('a busy worker pool takes the due step of higher priority first, though it was woken later (the scheduler ahead of per-service steps)', async () => {
+  let release: (() => void) | undefined;
+  const started: string[] = [];
+  const blocker: Controller = {
+    name: 'blocker',
+    watches: ['/block'],
+    async reconcile({ store }) {
+      started.push('blocker');
+      if (await store.get('/block')) await new Promise<void>((r) => (release = r));
+      return {};
+    },
+  };
+  const plain = (name: string, priority?: number): Controller => ({
+    name,
+    watches: [`/${name}`],
+    ...(priority !== undefined ? { priority } : {}),
+    async reconcile() {
+      started.push(name);
+      return {};
+    },
+  });
+  // One worker, so the order of due jobs is the order they run in.
+  const { store } = await graphileCluster('graphile-priority', [blocker, plain('low'), plain('urgent', -1)], { concurrency: 1 });
+  await store.put('/block', '1');
+  await waitFor('the blocker holding the one worker', async () => release, (r) => r !== undefined);
+  await store.put('/low', '1'); // due first
+  await store.put('/urgent', '1'); // due later, ahead by priority
+  release!();
+  await waitFor('both steps', async () => started.length, (n) => n >= 3);
+  expect(started).toEqual(['blocker', 'urgent', 'low']);
+}, 60_000);
+
+test('node judgements and placements are the steps of higher priority; per-service steps keep the default', async () => {
+  const { controllers } = await import('../../jobs/controllers/index.js');
+  const byName = new Map(controllers({ retention: false }).map((c) => [c.name, c]));
+  expect(stepJob(byName.get('node')!, undefined).priority).toBe(-2);
+  expect(stepJob(byName.get('scheduler')!, undefined).priority).toBe(-1);
+  for (const name of ['replica', 'endpoints', 'rollout', 'network']) expect(stepJob(byName.get(name)!, 'web').priority).toBeUndefined();
+});

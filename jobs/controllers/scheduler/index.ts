@@ -1,7 +1,7 @@
 import { buildKey, prefixOf } from '../../../core/keys.js';
 import { templateHash } from '../../../core/model/template.js';
 import type { Store } from '../../../db/store.js';
-import type { Controller, StepContext, Wakeup } from '../../controller.js';
+import { STEP_PRIORITY, type Controller, type StepContext, type Wakeup } from '../../controller.js';
 import { decodeFact } from '../../../core/keys.js';
 import { getFact, unchanged, type Fact } from '../../facts.js';
 import { causedBy, decide, decisionKey, evidenceOf, repeatOnce } from '../../decisions/record.js';
@@ -43,6 +43,7 @@ export function schedulerWith(opts: SchedulerOptions): Controller {
   const concurrency = opts.txnConcurrency ?? 1;
   return {
     name: SCHEDULER,
+    priority: STEP_PRIORITY.scheduler,
     watches: [prefixOf('replica'), prefixOf('node'), prefixOf('nodeStatus'), prefixOf('audit'), prefixOf('repair'), prefixOf('nodeOp'), prefixOf('service'), prefixOf('volume'), prefixOf('endpoints'), prefixOf('autoscale')],
     async reconcile(ctx: StepContext): Promise<Wakeup> {
       const { store, now } = ctx;
