@@ -66,9 +66,11 @@ export interface Controller {
 
 /**
  * Job priorities (Controller.priority; lower runs first on a busy worker pool): lease expiry,
- * then node judgements, then placement, then everything else at 0.
+ * then node judgements, then what makes and places replicas (the replica controller and the
+ * scheduler, oldest first between them), then everything downstream of a running replica
+ * (endpoints, rollouts, network, …) at 0.
  */
-export const STEP_PRIORITY = { leases: -3, node: -2, scheduler: -1 } as const;
+export const STEP_PRIORITY = { leases: -3, node: -2, scheduler: -1, replica: -1 } as const;
 
 /** The job key of one controller step: one pending run per controller and subject. */
 export function stepKey(controller: string, subject: string | undefined): string {

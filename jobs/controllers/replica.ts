@@ -4,7 +4,7 @@ import { desiredReplicas } from '../../core/model/resolve.js';
 import type { ReplicaRecord } from '../../core/model/facts.js';
 import { endedText, exitText, originText, stopSeenText, type ReplicaEnded, type ReplicaExit, type ReplicaOrigin } from '../../core/model/replica-outcome.js';
 import type { Compare, Op, Store } from '../../db/store.js';
-import type { Controller, StepContext, Wakeup } from '../controller.js';
+import { STEP_PRIORITY, type Controller, type StepContext, type Wakeup } from '../controller.js';
 import { absent, deleteKey, getFact, listFacts, present, putFact, sameTenure, unchanged, type Fact, servicesUnder } from '../facts.js';
 import { newReplicaId, serviceOfKey } from '../ids.js';
 import { causedBy, causedByFact, decide, decisionKey, evidenceOf, type Cause } from '../decisions/record.js';
@@ -47,6 +47,7 @@ export function replicaControllerWith(opts: ReplicaControllerOptions): Controlle
   const concurrency = opts.txnConcurrency ?? 1;
   return {
     name: REPLICA_CONTROLLER,
+    priority: STEP_PRIORITY.replica,
     watches: [prefixOf('service'), prefixOf('replica'), prefixOf('placement'), prefixOf('observed'), prefixOf('lost'), prefixOf('autoscale'), prefixOf('rollout'), prefixOf('nodeOp')],
     // A report that moved only its usage figure changes nothing it decides on.
     ignores: onlyUsageMoved,

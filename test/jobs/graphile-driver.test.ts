@@ -334,10 +334,11 @@ test('a busy worker pool takes the due step of higher priority first, though it 
   expect(started).toEqual(['blocker', 'urgent', 'low']);
 }, 60_000);
 
-test('node judgements and placements are the steps of higher priority; per-service steps keep the default', async () => {
+test('node judgements, then making and placing replicas, are the steps of higher priority; what follows a running replica keeps the default', async () => {
   const { controllers } = await import('../../jobs/controllers/index.js');
   const byName = new Map(controllers({ retention: false }).map((c) => [c.name, c]));
   expect(stepJob(byName.get('node')!, undefined).priority).toBe(-2);
   expect(stepJob(byName.get('scheduler')!, undefined).priority).toBe(-1);
-  for (const name of ['replica', 'endpoints', 'rollout', 'network']) expect(stepJob(byName.get(name)!, 'web').priority).toBeUndefined();
+  expect(stepJob(byName.get('replica')!, 'web').priority).toBe(-1);
+  for (const name of ['endpoints', 'rollout', 'network', 'autoscaler']) expect(stepJob(byName.get(name)!, 'web').priority).toBeUndefined();
 });
