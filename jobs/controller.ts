@@ -53,9 +53,9 @@ export interface Controller {
   ignores?(change: Change): boolean;
   /**
    * Which due step a busy worker pool takes first (graphile-worker's job priority: lower
-   * first, then oldest): the node controller and the scheduler go ahead of the per-service
-   * steps, so a burst of per-service work (100 services' reports) does not hold back
-   * placements and node judgements for tens of seconds. Omitted: 0. The in-process driver
+   * first, then oldest; STEP_PRIORITY): node judgements, and making and placing replicas, go
+   * ahead of what follows a running replica, so a burst of per-service work (100 services'
+   * reports) does not hold them back for tens of seconds. Omitted: 0. The in-process driver
    * runs every due step at once, so there it changes nothing.
    */
   readonly priority?: number;

@@ -19,6 +19,7 @@ const LEASE_TASK = 'cca-expire-leases';
 function upkeepJob(task: string, runAt?: number): JobSpec {
   return { task, payload: { controller: task }, key: task, ...(runAt !== undefined ? { runAt } : {}), ...(task === LEASE_TASK ? { priority: STEP_PRIORITY.leases } : {}) };
 }
+
 /** How long a step's own transaction may sit idle while the step runs (PG_BOUNDS allows 10 s). */
 const STEP_IDLE_LIMIT = '120s';
 const COMPACT_TASK = 'cca-compact';
