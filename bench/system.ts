@@ -1,7 +1,7 @@
 /**
  * npm run bench:system — the system as a whole, default settings:
  *   (a) convergence: 1,000 replicas across 100 agents on one server pod (a real `server/main.ts`
- *       process, two workers) and Postgres (embedded, fsync on): seconds from `POST /v1/apply`
+ *       process, two workers unless --workers) and Postgres (embedded, fsync on): seconds from `POST /v1/apply`
  *       to the service reporting all replicas running. The agents are real `Agent`s
  *       (agent/agent.ts) on the fake runtime, talking HTTP to the pod, in load processes of
  *       their own (bench/support/agent-host.ts, BENCH_AGENT_WORKERS of them, 2 by default): in
@@ -11,7 +11,7 @@
  *       new ids, seconds, with the agents' default lease TTL (QUORUM.defaultTtlSeconds, 30 s) and 1 s grace.
  * The last line is JSON.
  *
- *   npx tsx bench/system.ts [--agents 100] [--replicas 1000] [--services 1]   BENCH_AGENT_WORKERS=2
+ *   npx tsx bench/system.ts [--agents 100] [--replicas 1000] [--services 1] [--workers 2]   BENCH_AGENT_WORKERS=2
  *   --services S splits the replicas over S services (one .cca file of S blocks, one apply).
  *   BENCH_POD_PROFILE=DIR   the pod writes a V8 CPU profile into DIR when it stops
  */
@@ -37,6 +37,8 @@ const arg = numberArg;
 const AGENTS = arg('agents', 100);
 const REPLICAS = arg('replicas', 1000);
 const SERVICES = Math.max(1, Math.min(REPLICAS, arg('services', 1)));
+/** The pod's step workers (`--workers`; a server's default is 4, the bench's history is at 2). */
+const WORKERS = Math.max(1, Math.min(64, arg('workers', 2)));
 /** One service keeps the name earlier figures were taken with. */
 const SERVICE_NAMES = SERVICES === 1 ? ['bench'] : Array.from({ length: SERVICES }, (_, i) => `bench-${String(i).padStart(4, '0')}`);
 const ZONES = ['a', 'b', 'c', 'd'];
@@ -123,7 +125,7 @@ try {
   pg = await startEmbeddedPostgres({ dataDir: join(dir, 'pg'), port: pgPort, persistent: false });
   const port = await freePort();
   const server = `http://127.0.0.1:${port}`;
-  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', '2'], {
+  pod = new Proc('server', 'server/main.ts', ['--store', pg.url, '--port', String(port), '--workers', String(WORKERS)], {
     CCA_ADMIN_TOKEN: admin,
     CCA_JOIN_TOKEN: joinToken,
     // BENCH_POD_PROFILE=DIR: the pod writes a V8 CPU profile there when it exits (where its workers' time goes).
@@ -273,7 +275,7 @@ try {
   if (lease) log(`   the victim's lease: last renewed ${lease.renewedBeforeStopSeconds.toFixed(2)} s before the agent stopped, so silent for its TTL (${QUORUM.defaultTtlSeconds} s) ${lease.silentForTtlAfterStopSeconds.toFixed(2)} s after the stop; node declared lost ${judged === undefined ? '?' : `${judged.toFixed(2)} s after the stop, ${(judged - lease.silentForTtlAfterStopSeconds).toFixed(2)} s after that`}`);
   if (recovered) log(`(b) node-loss recovery: ${victims.length} replicas of ${victimName} running elsewhere ${recovery.toFixed(2)} s after the agent stopped (node lost after ${lostAt === undefined ? '?' : ((lostAt - stoppedAt) / 1000).toFixed(2)} s; lease TTL ${QUORUM.defaultTtlSeconds} s)`);
   process.stdout.write(`${JSON.stringify({
-    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: 2, agents: AGENTS, services: SERVICES, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
+    bench: 'system', store: 'postgres (embedded, fsync on)', serverPods: 1, workers: WORKERS, agents: AGENTS, services: SERVICES, agentHost: `${hosts.pids.length + (others?.pids.length ?? 0)} processes (the victim alone in one), fake runtime`, replicas: REPLICAS,
     convergenceSeconds: Number(convergence.toFixed(3)), convergenceMilestones: milestones.json(),
     podCpuSecondsDuringConvergence: Number(podCpuConvergence.toFixed(2)), peakPostgresConnections: peakConnections,
     workerSeconds: workerTimeJson(steps),
